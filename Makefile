@@ -1,0 +1,58 @@
+# eosmirror: the two README commands are `make demo` and `make test`; each does its own set-up.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+UV_VERSION := 0.13.9
+UV_HOME := var/tools/uv
+UV := $(UV_HOME)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
+ROUNDS ?= 6
+
+.PHONY: help setup demo test test-unit bench chaos down status clean
+
+help:
+	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
+	@echo "make test    run the whole test suite (sets everything up first)"
+	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
+	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
+	@echo "make down    stop the embedded Kafka clusters"
+
+# uv itself lives in a private venv so the project's own .venv stays exactly what uv.lock says.
+$(UV):
+	$(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --python $(PYTHON)
+	@touch $@
+
+setup: $(VENV)/.synced
+	$(BIN)/eosmirror setup
+
+demo: setup
+	$(BIN)/eosmirror demo
+
+test: setup
+	$(BIN)/pytest
+
+test-unit: setup
+	$(BIN)/pytest tests/unit
+
+bench: setup
+	$(BIN)/python -m eosmirror.bench
+
+chaos: setup
+	$(BIN)/python -m eosmirror.chaos --rounds $(ROUNDS)
+
+status:
+	@$(BIN)/eosmirror local status
+
+down:
+	@if [ -x $(BIN)/eosmirror ]; then $(BIN)/eosmirror local down; fi
+
+clean: down
+	rm -rf var build $(VENV)
