@@ -1,0 +1,1 @@
+"""eosmirror: exactly-once Kafka mirror."""

@@ -1,0 +1,53 @@
+"""eosmirror's exceptions. Each names the thing to fix; none carries a secret.
+
+Exit codes used by the CLI and the Spark entry point:
+  0  every slot committed or had nothing to do
+  1  the run failed (a slot failed, a cluster is unreachable, data was lost on the source ...)
+  2  the configuration or the command line is wrong; nothing was written
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+
+
+class EosMirrorError(Exception):
+    """Base class. ``exit_code`` tells the CLI how to exit."""
+
+    exit_code = EXIT_FAILED
+
+
+class ConfigError(EosMirrorError):
+    """A mirror definition, a client setting or a command-line value is wrong. Nothing was written."""
+
+    exit_code = EXIT_CONFIG
+
+
+class ClusterUnreachableError(EosMirrorError):
+    """A cluster did not answer within the bounded time."""
+
+
+class AuthorizationError(EosMirrorError):
+    """The principal lacks a permission (ACL); the message names which one."""
+
+
+class DataLossError(EosMirrorError):
+    """Source data the mirror has not copied yet is gone (retention, delete-records, re-created topic)."""
+
+
+class TargetMismatchError(EosMirrorError):
+    """The target topics cannot hold the mirror (too few partitions, re-created, foreign writers)."""
+
+
+class OversizeRecordError(EosMirrorError):
+    """A source record is larger than the target topic accepts."""
+
+
+class FencedError(EosMirrorError):
+    """A newer instance of this slot (or a newer generation of the mirror) took over."""
+
+
+class ProgressUnavailableError(EosMirrorError):
+    """The mirror's committed progress could not be read or recovered exactly."""

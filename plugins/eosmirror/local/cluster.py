@@ -1,0 +1,294 @@
+"""Single-node Apache Kafka clusters (KRaft, combined broker+controller) on loopback.
+
+Two clusters, ``source`` and ``target``, back the demo, the tests and the benchmarks. Each keeps
+its config, data, log and pid file under ``var/kafka/<name>/``. A cluster is formatted on its first
+start. ``stop`` only ever signals the process recorded in the pid file, and only after checking that
+the process's command line names this cluster's own config file, so it can never kill a broker it
+did not start.
+
+Transactions work on one node because every internal topic has replication factor 1 and
+``min.insync.replicas`` 1 (the defaults of 3 and 2 make ``init_transactions`` wait forever).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eosmirror import paths
+from eosmirror.local import runtime
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORTS = {"source": 19092, "target": 29092}
+PORT_ENV = {"source": "EOSMIRROR_SOURCE_PORT", "target": "EOSMIRROR_TARGET_PORT"}
+
+BROKER_DEFAULTS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    # A mirror must never create topics by accident (a typo would silently get 1 partition).
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    # One node: every internal topic at replication factor 1 so that transactions and groups work.
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "3",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "min.insync.replicas": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    # Compacted topics show their offset gaps within seconds (default cleaner back-off: 15 s).
+    "log.cleaner.backoff.ms": "1000",
+    # Abort transactions of killed producers within ~1 s of their timeout (default check: 10 s).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+
+
+# Brokers this process launched: their exit is known from the Popen handle (the java launcher's
+# /proc/<pid>/cmdline is briefly empty right after the fork, so it cannot tell "starting" from "gone").
+_children: dict[str, subprocess.Popen] = {}
+
+
+class LocalClusterError(RuntimeError):
+    """A local cluster could not be started, stopped or reached."""
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    name: str
+    port: int
+    overrides: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def controller_port(self) -> int:
+        return self.port + 1
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def dir(self) -> Path:
+        return paths.under_home("kafka", self.name)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "broker.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / "broker.pid"
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings that reach this cluster."""
+        return {"bootstrap.servers": self.bootstrap}
+
+    def properties(self) -> dict[str, str]:
+        props = dict(BROKER_DEFAULTS)
+        props.update({
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+        })
+        props.update(self.overrides)
+        return props
+
+
+def local_cluster(name: str) -> LocalCluster:
+    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it."""
+    if name not in DEFAULT_PORTS:
+        raise LocalClusterError(f"unknown local cluster {name!r}: expected one of {sorted(DEFAULT_PORTS)}")
+    raw = os.environ.get(PORT_ENV[name])
+    try:
+        port = int(raw) if raw else DEFAULT_PORTS[name]
+    except ValueError:
+        raise LocalClusterError(f"{PORT_ENV[name]}={raw!r} is not a port number") from None
+    return LocalCluster(name=name, port=port)
+
+
+def default_clusters() -> list[LocalCluster]:
+    return [local_cluster("source"), local_cluster("target")]
+
+
+# --- process bookkeeping ---------------------------------------------------------------------------
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def running_pid(cluster: LocalCluster) -> int | None:
+    """The pid of this cluster's broker if the pid file names a live process that is ours."""
+    try:
+        pid = int(cluster.pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if str(cluster.config_file) in _cmdline(pid):
+        return pid
+    return None  # stale pid file, or the pid was reused by someone else: not ours to touch
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _log_tail(cluster: LocalCluster, lines: int = 40) -> str:
+    try:
+        text = cluster.log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no broker log)"
+    return "\n".join(text[-lines:])
+
+
+def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
+    from eosmirror import clients  # local import: keeps `local status` cheap when nothing runs
+
+    try:
+        admin = clients.admin_client(cluster.client_config(), role_hint=f"local-{cluster.name}")
+        admin.list_topics(timeout=timeout)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not answering yet"
+        return False
+
+
+# --- lifecycle -------------------------------------------------------------------------------------
+
+def _write_config(cluster: LocalCluster) -> None:
+    text = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
+    cluster.config_file.write_text("# written by eosmirror.local; edits are overwritten on start\n" + text)
+
+
+def _format_if_needed(cluster: LocalCluster) -> None:
+    if (cluster.data_dir / "meta.properties").exists():
+        return
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    cmd = runtime.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                               "-c", str(cluster.config_file), heap="256m")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+        raise LocalClusterError(f"formatting the {cluster.name} cluster's storage failed (exit {done.returncode}); "
+                                f"last lines:\n{tail}")
+    log.info("formatted %s (cluster id %s)", cluster.name, cluster_id)
+
+
+def launch(cluster: LocalCluster) -> int:
+    """Start the broker process unless it already runs; return its pid without waiting."""
+    pid = running_pid(cluster)
+    if pid is not None:
+        return pid
+    if _port_in_use(cluster.port) or _port_in_use(cluster.controller_port):
+        raise LocalClusterError(
+            f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
+            f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
+    _write_config(cluster)
+    _format_if_needed(cluster)
+    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file))
+    with open(cluster.log_file, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=cluster.dir)
+    cluster.pid_file.write_text(f"{proc.pid}\n")
+    _children[str(cluster.config_file)] = proc
+    log.info("started %s broker (pid %d), log %s", cluster.name, proc.pid, cluster.log_file)
+    return proc.pid
+
+
+def wait_ready(cluster: LocalCluster, timeout: float = 90.0) -> None:
+    """Return once the broker answers metadata requests; raise with the log tail if it dies or stalls."""
+    deadline = time.monotonic() + timeout
+    child = _children.get(str(cluster.config_file))
+    while time.monotonic() < deadline:
+        exited = child.poll() is not None if child is not None else running_pid(cluster) is None
+        if exited:
+            raise LocalClusterError(f"the {cluster.name} broker exited during start; last lines of "
+                                    f"{cluster.log_file}:\n{_log_tail(cluster)}")
+        if is_reachable(cluster):
+            return
+        time.sleep(0.5)
+    raise LocalClusterError(f"the {cluster.name} broker did not answer within {timeout:.0f} s; "
+                            f"last lines of {cluster.log_file}:\n{_log_tail(cluster)}")
+
+
+def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
+    launch(cluster)
+    wait_ready(cluster, timeout)
+
+
+def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
+    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``). True if one was running."""
+    pid = running_pid(cluster)
+    if pid is None:
+        cluster.pid_file.unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running_pid(cluster) is not None:
+        _reap(pid)
+        time.sleep(0.2)
+    if running_pid(cluster) is not None:
+        log.warning("%s broker (pid %d) ignored SIGTERM for %.0f s; killing it", cluster.name, pid, timeout)
+        os.kill(pid, signal.SIGKILL)
+        while running_pid(cluster) is not None:
+            _reap(pid)
+            time.sleep(0.2)
+    cluster.pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the broker is our child (else it would linger as a zombie)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def status(cluster: LocalCluster) -> dict[str, object]:
+    pid = running_pid(cluster)
+    return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid,
+            "running": pid is not None, "reachable": pid is not None and is_reachable(cluster),
+            "data": str(cluster.data_dir), "log": str(cluster.log_file)}
+
+
+def up(clusters: list[LocalCluster] | None = None) -> list[LocalCluster]:
+    clusters = clusters or default_clusters()
+    runtime.ensure_kafka_lib()
+    for cluster in clusters:  # launch all first: the JVMs boot in parallel
+        launch(cluster)
+    for cluster in clusters:
+        wait_ready(cluster)
+    return clusters
+
+
+def down(clusters: list[LocalCluster] | None = None) -> list[str]:
+    stopped = []
+    for cluster in clusters or default_clusters():
+        if stop(cluster):
+            stopped.append(cluster.name)
+    return stopped

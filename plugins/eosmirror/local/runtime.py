@@ -1,0 +1,111 @@
+"""The Apache Kafka runtime (jars) for the embedded clusters, fetched from Maven Central.
+
+``pom.xml`` beside this file pins the Kafka version. ``ensure_kafka_lib()`` asks Maven to copy the
+artifacts and their runtime dependencies into ``var/kafka-lib/<version>/`` once; afterwards the
+folder's completion stamp makes every start download nothing (and not even start Maven).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from eosmirror import paths
+
+log = logging.getLogger(__name__)
+
+POM = Path(__file__).resolve().parent / "pom.xml"
+_STAMP = ".complete"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
+
+
+class KafkaRuntimeError(RuntimeError):
+    """The Kafka jars or the Java runtime needed to run them are not available."""
+
+
+def kafka_version() -> str:
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if not match:
+        raise KafkaRuntimeError(f"{POM} has no <kafka.version> property")
+    return match.group(1)
+
+
+def lib_dir() -> Path:
+    return paths.home() / "kafka-lib" / kafka_version()
+
+
+def java_binary() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise KafkaRuntimeError("no `java` on PATH and JAVA_HOME is not set: install Java 17 or newer")
+    return found
+
+
+def ensure_kafka_lib() -> Path:
+    """Return the folder holding the Kafka jars, fetching them with Maven on first use."""
+    target = lib_dir()
+    if (target / _STAMP).exists():
+        return target
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise KafkaRuntimeError("Kafka jars are missing and `mvn` is not on PATH: install Maven 3.8+")
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    log.info("fetching Apache Kafka %s jars from Maven Central into %s", kafka_version(), target)
+    cmd = [mvn, "-B", "-q", "-f", str(POM), DEPENDENCY_PLUGIN,
+           "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise KafkaRuntimeError(f"Maven could not fetch the Kafka jars (exit {done.returncode}):\n{tail}")
+    (staging / _STAMP).write_text(kafka_version() + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # atomic: a folder with the stamp is always complete
+    return target
+
+
+def classpath() -> str:
+    return str(ensure_kafka_lib() / "*")  # the JVM expands the wildcard itself
+
+
+def log4j_config() -> Path:
+    """A log4j2 config that writes to stdout (redirected to each broker's log file)."""
+    path = paths.under_home("kafka") / "log4j2.properties"
+    text = "\n".join([
+        "status = warn",
+        "appender.stdout.type = Console",
+        "appender.stdout.name = STDOUT",
+        "appender.stdout.layout.type = PatternLayout",
+        "appender.stdout.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.stdout.ref = STDOUT",
+        # The chattiest loggers at INFO; their WARN/ERROR lines still reach the log.
+        "logger.statechange.name = state.change.logger",
+        "logger.statechange.level = WARN",
+        "logger.cleaner.name = kafka.log.LogCleaner",
+        "logger.cleaner.level = WARN",
+        "logger.storage.name = org.apache.kafka.storage.internals",
+        "logger.storage.level = WARN",
+        "logger.config.name = org.apache.kafka.common.config.AbstractConfig",
+        "logger.config.level = WARN",
+        "",
+    ])
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def java_command(main_class: str, *args: str, heap: str = "1g", extra_jvm: tuple[str, ...] = ()) -> list[str]:
+    """The command line that runs a Kafka main class on the fetched classpath."""
+    return [java_binary(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j_config()}", *extra_jvm,
+            "-cp", classpath(), main_class, *args]
