@@ -1,0 +1,101 @@
+"""Names: replication policies (target topic names), internal topics, transactional ids.
+
+Pure functions. The prefix policy is MirrorMaker 2's DefaultReplicationPolicy naming
+(``<source-alias>.<topic>``) so that a mirror can take over from MM2 without renaming topics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SEPARATOR = "."
+
+# Never mirrored, whatever the include patterns say: Kafka's own topics (``__consumer_offsets``,
+# ``__transaction_state``), Connect/MM2 internals (``*.internal``, ``*-internal``), MM2 heartbeats
+# and checkpoints, Kafka Streams internals, and eosmirror's own topics.
+BUILTIN_EXCLUDES = (
+    r"__.*",
+    r".*[-.]internal",
+    r".*\.replica",
+    r"(.*\.)?heartbeats",
+    r".*\.checkpoints\.internal",
+    r"eosmirror-.*",
+)
+
+
+@dataclass(frozen=True)
+class ReplicationPolicy:
+    """Maps a source topic name to its target topic name."""
+
+    kind: str = "identity"          # "identity" or "prefix"
+    source_alias: str | None = None
+
+    def target_topic(self, source_topic: str) -> str:
+        if self.kind == "prefix":
+            return f"{self.source_alias}{SEPARATOR}{source_topic}"
+        return source_topic
+
+    def source_topic(self, target_topic: str) -> str:
+        if self.kind == "prefix":
+            prefix = f"{self.source_alias}{SEPARATOR}"
+            if not target_topic.startswith(prefix):
+                raise ValueError(f"{target_topic!r} is not a topic this policy produced (prefix {prefix!r})")
+            return target_topic[len(prefix):]
+        return target_topic
+
+
+def upstream_alias(topic: str) -> str | None:
+    """The alias a prefixed (remote) topic came from, if its name has one: ``dc1.orders`` -> ``dc1``."""
+    head, sep, _ = topic.partition(SEPARATOR)
+    return head if sep else None
+
+
+def is_cycle(source_topic: str, target_alias: str | None) -> bool:
+    """True when the source topic is itself a copy of a topic from the target cluster.
+
+    Only detectable when the target has an alias and the topic carries a prefix (like MM2, an
+    identity-named mirror cannot detect cycles; never run two identity mirrors in opposite directions).
+    """
+    return bool(target_alias) and upstream_alias(source_topic) == target_alias
+
+
+def is_builtin_excluded(topic: str) -> bool:
+    return any(re.fullmatch(pattern, topic) for pattern in BUILTIN_EXCLUDES)
+
+
+def select_topics(topics: list[str], include: tuple[str, ...], exclude: tuple[str, ...],
+                  target_alias: str | None = None) -> list[str]:
+    """Source topics a mirror copies: matching an include pattern, no exclude, never internal."""
+    chosen = []
+    for topic in sorted(topics):
+        if is_builtin_excluded(topic) or is_cycle(topic, target_alias):
+            continue
+        if not any(re.fullmatch(p, topic) for p in include):
+            continue
+        if any(re.fullmatch(p, topic) for p in exclude):
+            continue
+        chosen.append(topic)
+    return chosen
+
+
+def state_topic(mirror: str) -> str:
+    """Compacted, one partition, on the target: the slot generations of the mirror."""
+    return f"eosmirror-state.{mirror}.internal"
+
+
+def offset_sync_topic(mirror: str) -> str:
+    """On the target: exact source->target offset runs, written inside each copy transaction."""
+    return f"eosmirror-offset-syncs.{mirror}.internal"
+
+
+def slot_transactional_id(prefix: str, mirror: str, slot: int) -> str:
+    return f"{prefix}.{mirror}.{slot}"
+
+
+def planner_transactional_id(prefix: str, mirror: str) -> str:
+    return f"{prefix}.{mirror}.planner"
+
+
+def slot_transactional_ids(prefix: str, mirror: str, slots: int) -> list[str]:
+    return [slot_transactional_id(prefix, mirror, k) for k in range(slots)]
