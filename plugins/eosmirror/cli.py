@@ -1,0 +1,225 @@
+"""The ``eosmirror`` command line.
+
+  eosmirror setup                           fetch Kafka jars, migrate the Airflow SQLite home
+  eosmirror local up|down|status            the embedded source and target clusters
+  eosmirror plan <mirror>                   what a run would copy (writes nothing)
+  eosmirror run <mirror> [--until TS] ...   one bounded run through spark-submit (local[*] by default)
+  eosmirror verify <mirror>                 compare source and target record by record
+  eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
+  eosmirror fence <mirror>                  fence every transactional id the mirror may have used
+  eosmirror demo                            the demo on the embedded clusters
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from eosmirror.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EosMirrorError
+
+
+def _local(args: argparse.Namespace) -> int:
+    from eosmirror.local import cluster
+
+    if args.action == "up":
+        clusters = cluster.up()
+        for c in clusters:
+            print(f"{c.name:<7} {c.bootstrap:<17} up   (data {c.data_dir}, log {c.log_file})")
+        return EXIT_OK
+    if args.action == "down":
+        stopped = cluster.down()
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        return EXIT_OK
+    states = [cluster.status(c) for c in cluster.default_clusters()]
+    if args.json:
+        print(json.dumps(states, indent=2))
+    else:
+        for s in states:
+            state = "up" if s["reachable"] else ("starting/unresponsive" if s["running"] else "down")
+            pid = f"pid {s['pid']}" if s["pid"] else ""
+            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} {pid}")
+    return EXIT_OK
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from eosmirror import airflow_env
+    from eosmirror.local import runtime
+
+    lib = runtime.ensure_kafka_lib()
+    print(f"kafka {runtime.kafka_version()} jars: {lib}")
+    ran = airflow_env.migrate()
+    print(f"airflow home: {airflow_env.airflow_home()} ({'migrated' if ran else 'up to date'})")
+    return EXIT_OK
+
+
+def _mirror(args: argparse.Namespace):  # noqa: ANN202
+    from eosmirror import config
+
+    return config.load(args.config).get(args.mirror)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from eosmirror import batch, driver, report
+
+    mirror_run = driver.MirrorRun(_mirror(args), batch.options_from(args))
+    prepared = mirror_run.prepare(plan_only=True)
+    result = driver.build_report(prepared, [], mirror_run.source_label, mirror_run.target_label)
+    print(report.plan_table(result))
+    pending = sum(p["pending"] for p in result["plan"])
+    print(f"\n{len(result['plan'])} partitions in {prepared.mirror.slots} slots, {pending} offsets to read; "
+          f"topics: {result['topic_sync']}; generation {result['generation']}"
+          + (" (slot count changes: the old generation will be fenced)" if result["generation_changed"] else ""))
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from eosmirror import batch, submit
+
+    _mirror(args)  # validate the name and the file before starting Spark
+    if args.inprocess:
+        from eosmirror.driver import run_in_process
+
+        code, result = batch.run(args.mirror, args, run_in_process)
+        if result:
+            from eosmirror import report
+
+            print(report.summary(result))
+            if args.result_json:
+                report.write_json(result, args.result_json)
+        return code
+    job = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
+                               args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
+                               args.dry_run, args.result_json)
+    mirror = _mirror(args)
+    cmd = submit.command(args.master or submit.default_master(), job,
+                         submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
+                         ship_package=args.ship_package)
+    return submit.run(cmd)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from eosmirror import verify
+
+    checks = verify.verify(_mirror(args))
+    print(verify.format_checks(checks))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
+def _translate(args: argparse.Namespace) -> int:
+    from eosmirror import connections, naming, syncstore
+    from eosmirror.driver import cluster_label
+    from eosmirror.errors import ConfigError
+    from eosmirror.offsetsync import TranslationError
+
+    mirror = _mirror(args)
+    conf = connections.resolve(mirror.target, "target")
+    target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
+    history = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf)).get(
+        (target_topic, args.partition))
+    if history is None:
+        raise ConfigError(f"mirror {mirror.name!r} has copied nothing of {args.topic}[{args.partition}]")
+    try:
+        print(f"{args.topic}[{args.partition}]@{args.offset} -> {target_topic}[{args.partition}]@"
+              f"{history.translate(args.offset)}")
+    except TranslationError as exc:
+        raise ConfigError(f"{args.topic}[{args.partition}]@{args.offset}: {exc}") from None
+    return EXIT_OK
+
+
+def _fence(args: argparse.Namespace) -> int:
+    from eosmirror import fencing
+
+    outcome = fencing.fence_mirror(_mirror(args), all_generations=True)
+    print(fencing.format_outcome(outcome))
+    return EXIT_OK if outcome["unblocked"] else EXIT_FAILED
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from eosmirror import demo
+
+    return demo.main(records=args.records, master=args.master)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from eosmirror import batch
+
+    parser = argparse.ArgumentParser(prog="eosmirror", description="Exactly-once Kafka mirror")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    local = sub.add_parser("local", help="embedded single-node source and target clusters")
+    local.add_argument("action", choices=["up", "down", "status"])
+    local.add_argument("--json", action="store_true", help="status as JSON")
+    local.set_defaults(func=_local)
+
+    setup = sub.add_parser("setup", help="fetch Kafka jars and prepare the Airflow home")
+    setup.set_defaults(func=_setup)
+
+    plan = sub.add_parser("plan", help="print what a run would copy, writing nothing")
+    plan.add_argument("mirror")
+    batch.add_run_arguments(plan)
+    plan.set_defaults(func=_plan, dry_run=True)
+
+    run = sub.add_parser("run", help="one bounded mirror run on Spark")
+    run.add_argument("mirror")
+    batch.add_run_arguments(run)
+    run.add_argument("--master", help="Spark master (default $EOSMIRROR_SPARK_MASTER or local[*])")
+    run.add_argument("--ship-package", action="store_true",
+                     help="send the eosmirror package to executors with --py-files (cluster masters)")
+    run.add_argument("--inprocess", action="store_true", help="run the slots in this process, without Spark")
+    run.set_defaults(func=_run)
+
+    verify = sub.add_parser("verify", help="compare source and target over the mirrored ranges")
+    verify.add_argument("mirror")
+    verify.add_argument("--config")
+    verify.set_defaults(func=_verify)
+
+    translate = sub.add_parser("translate", help="exact target offset of a source offset")
+    translate.add_argument("mirror")
+    translate.add_argument("topic", help="source topic")
+    translate.add_argument("partition", type=int)
+    translate.add_argument("offset", type=int)
+    translate.add_argument("--config")
+    translate.set_defaults(func=_translate)
+
+    fence = sub.add_parser("fence", help="fence every transactional id of the mirror and check the target")
+    fence.add_argument("mirror")
+    fence.add_argument("--config")
+    fence.set_defaults(func=_fence)
+
+    demo = sub.add_parser("demo", help="run the demo on the embedded local clusters")
+    demo.add_argument("--records", type=int, default=2000, help="records per demo topic")
+    demo.add_argument("--master", default="local[2]")
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, as we do for config errors
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return args.func(args)
+    except EosMirrorError as exc:
+        print(f"eosmirror: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - last resort: one clear line, not a traceback wall
+        if getattr(args, "verbose", False):
+            raise
+        print(f"eosmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["main", "build_parser", "EXIT_CONFIG"]

@@ -1,0 +1,122 @@
+"""Foundation: real brokers started by the project, transactions, Spark workers on our interpreter."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import create_topic, producer, read_all
+
+pytestmark = pytest.mark.integration
+
+
+def test_transaction_commit_and_abort_visibility(target_conf, unique):
+    topic = create_topic(target_conf, unique("txn"))
+    p = producer(target_conf, **{"transactional.id": unique("tx")})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=f"committed-{i}".encode(), partition=0)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, value=f"aborted-{i}".encode(), partition=0)
+    p.flush(30)                      # the aborted records really reach the log
+    p.abort_transaction(30)
+
+    committed = [r.value for r in read_all(target_conf, topic, read_committed=True)]
+    everything = [r.value for r in read_all(target_conf, topic, read_committed=False)]
+    assert committed == [f"committed-{i}".encode() for i in range(5)]
+    assert everything == committed + [f"aborted-{i}".encode() for i in range(3)]
+
+
+def _read_partition_on_executor(args):
+    import confluent_kafka
+
+    import eosmirror
+    from eosmirror import readers
+
+    conf, topic, partition = args
+    records = readers.read_all(conf, topic, partition, "source")
+    return {"partition": partition, "values": [r.value.decode() for r in records], "python": sys.executable,
+            "eosmirror": eosmirror.__file__, "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, unique):
+    from eosmirror import spark_env
+
+    topic = create_topic(source_conf, unique("spark"), partitions=3)
+    p = producer(source_conf)
+    for i in range(30):
+        p.produce(topic, value=f"v{i}".encode(), partition=i % 3)
+    p.flush(30)
+    spark = spark_env.local_session("eosmirror-foundation-test", master="local[2]")
+    try:
+        rows = spark.sparkContext.parallelize([(source_conf, topic, k) for k in range(3)], 3) \
+            .map(_read_partition_on_executor).collect()
+    finally:
+        spark.stop()
+    assert sorted(v for r in rows for v in r["values"]) == sorted(f"v{i}" for i in range(30))
+    assert {r["python"] for r in rows} == {sys.executable}   # workers run the project's interpreter
+    assert all(r["eosmirror"].endswith("eosmirror/__init__.py") for r in rows)
+
+
+def _eosmirror(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "EOSMIRROR_HOME": str(home), "EOSMIRROR_SOURCE_PORT": "39192",
+           "EOSMIRROR_TARGET_PORT": "39292"}
+    # The jar cache is shared: an isolated home must not download Kafka again.
+    (home / "kafka-lib").mkdir(parents=True, exist_ok=True)
+    from eosmirror.local import runtime
+
+    link = home / "kafka-lib" / runtime.kafka_version()
+    if not link.exists():
+        link.symlink_to(runtime.ensure_kafka_lib())
+    return subprocess.run([sys.executable, "-m", "eosmirror.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=180)
+
+
+def _java_pids_with(text: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
+def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path):
+    home = tmp_path / "home"
+    first = _eosmirror(home, "local", "up")
+    assert first.returncode == 0, first.stderr
+    assert "127.0.0.1:39192" in first.stdout and "127.0.0.1:39292" in first.stdout
+    pids = _java_pids_with(str(home / "kafka"))
+    assert len(pids) == 2
+    second = _eosmirror(home, "local", "up")
+    assert second.returncode == 0, second.stderr
+    assert sorted(_java_pids_with(str(home / "kafka"))) == sorted(pids)   # nothing restarted, nothing doubled
+    status = _eosmirror(home, "local", "status")
+    assert status.stdout.count(" up ") == 2
+    down = _eosmirror(home, "local", "down")
+    assert "source, target" in down.stdout
+    assert _java_pids_with(str(home / "kafka")) == []
+    assert "nothing was running" in _eosmirror(home, "local", "down").stdout
+
+
+def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):
+    from eosmirror.local import cluster
+
+    monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
+    broken = cluster.LocalCluster("broken", 39392)
+    broken.data_dir.mkdir(parents=True)
+    (broken.data_dir / "meta.properties").write_text("version=1\ncluster.id=not-a-valid-id\nnode.id=7\n")
+    with pytest.raises(cluster.LocalClusterError) as info:
+        cluster.start(broken, timeout=60)
+    message = str(info.value)
+    assert "exited during start" in message and str(broken.log_file) in message
+    assert "ERROR" in message or "Exception" in message   # the tail of the broker's own log
+    assert cluster.running_pid(broken) is None
