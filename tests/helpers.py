@@ -28,10 +28,11 @@ def read_all(conf: dict[str, Any], topic: str, partition: int = 0, read_committe
     return readers.read_all(conf, topic, partition, "test", read_committed=read_committed)
 
 
-def mirror(name: str, topics: list[str], **fields: Any) -> config.MirrorConfig:
-    """A mirror of exactly the given source topics on the local clusters."""
+def mirror(name: str, topics: list[str], patterns: list[str] | None = None, **fields: Any) -> config.MirrorConfig:
+    """A mirror of exactly the given source topics (or of ``patterns``) on the local clusters."""
     raw = {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
-           "topics": [re.escape(t) for t in topics], "slots": 2, "max_transaction_seconds": 10, **fields}
+           "topics": patterns or [re.escape(t) for t in topics], "slots": 2, "max_transaction_seconds": 10,
+           **fields}
     return config.parse({"mirrors": [raw]}, Path("test.yaml")).mirrors[0]
 
 
@@ -40,3 +41,77 @@ def mirrors_file(path: Path, mirrors: list[dict[str, Any]]) -> Path:
 
     path.write_text(yaml.safe_dump({"mirrors": mirrors}, sort_keys=False))
     return path
+
+
+def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
+    """One mirror run with the slots in this process (the same SlotCopier a Spark task runs)."""
+    from eosmirror import driver
+
+    mirror_run = driver.MirrorRun(m, driver.RunOptions(**options))
+    return mirror_run.execute(mirror_run.prepare(), driver.run_in_process)
+
+
+def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:
+    from eosmirror import clients, progress
+
+    reader = clients.progress_reader(target_conf, m.progress_group, "test-progress", stable=False)
+    try:
+        found = progress.read(reader, [(topic, p) for p in range(partitions)], "target", m.progress_group)
+    finally:
+        reader.close()
+    return {p: found.get((topic, p)) for p in range(partitions)}
+
+
+def values(records: list[readers.Record]) -> list[bytes | None]:
+    return [r.value for r in records]
+
+
+def seed_sequence(conf: dict[str, Any], topic: str, partitions: int, count: int, prefix: str = "") -> None:
+    """``count`` records per partition with values '<prefix><partition>-<n>' (idempotent producer)."""
+    p = producer(conf, **{"enable.idempotence": True})
+    for n in range(count):
+        for k in range(partitions):
+            p.produce(topic, value=f"{prefix}{k}-{n}".encode(), key=f"k{n % 5}".encode(), partition=k)
+    p.flush(60)
+
+
+def transactional_batches(conf: dict[str, Any], topic: str, txn_id: str, batches: list[tuple[bool, list[bytes]]],
+                          partition: int = 0) -> None:
+    """Write each batch in its own transaction: (commit?, values). Aborted records really reach the log."""
+    p = producer(conf, **{"transactional.id": txn_id})
+    p.init_transactions(30)
+    for commit, vals in batches:
+        p.begin_transaction()
+        for v in vals:
+            p.produce(topic, value=v, partition=partition, headers=[("txn", b"committed" if commit else b"aborted")])
+        p.flush(30)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+
+
+def write_mirror_file(path: Path, m: config.MirrorConfig, **overrides: Any) -> Path:
+    """A mirrors.yaml holding one mirror like ``m`` (for runs in other processes)."""
+    raw = {"name": m.name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": list(m.topics),
+           "topics_exclude": list(m.topics_exclude), "slots": m.slots, "max_transaction_seconds": m.max_transaction_seconds,
+           "delivery": m.delivery, **overrides}
+    return mirrors_file(path, [raw])
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300, background: bool = False):
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "eosmirror.cli", *args]
+    full_env = {**os.environ, **(env or {})}
+    if background:
+        return subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def faults_env(*rules: dict[str, Any]) -> dict[str, str]:
+    import json
+
+    return {"EOSMIRROR_FAULTS": json.dumps(list(rules))}

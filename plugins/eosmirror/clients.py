@@ -160,19 +160,22 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     return Producer(_with_logger(conf, client_id))
 
 
-def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str) -> Any:
+def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True) -> Any:
     """A never-subscribed consumer of the progress group on the target.
 
-    ``committed()`` on a read_committed consumer sends require_stable and retries while a
-    transactional offset commit is pending (KIP-447), so what it returns is never a half-committed
-    state. ``consumer_group_metadata()`` of it (generation -1, no member) is what
-    ``send_offsets_to_transaction`` needs for a member-less group.
+    ``stable=True`` (the slots, after fencing): ``committed()`` on a read_committed consumer sends
+    require_stable and waits while a transactional offset commit is pending (KIP-447), so what it
+    returns is never about to change. ``stable=False`` (the planner, verify, reports): the last
+    committed progress, without waiting on a transaction that a killed producer may hold open
+    until it times out; a plan is only an estimate, the slots re-read after fencing.
+    ``consumer_group_metadata()`` (generation -1, no member) is what ``send_offsets_to_transaction``
+    needs for a member-less group.
     """
     from confluent_kafka import Consumer
 
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
-    conf.update({"group.id": group_id, "isolation.level": "read_committed", "enable.auto.commit": False,
-                 "enable.auto.offset.store": False})
+    conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
+                 "enable.auto.commit": False, "enable.auto.offset.store": False})
     return Consumer(_with_logger(conf, client_id))
 
 

@@ -251,6 +251,10 @@ class SlotCopier:
             if found is None and p.had_progress:
                 raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} disappeared after "
                                                f"planning (was it reset by hand?); run again to re-plan")
+            if found is not None and p.skip_truncated and found.offset < p.start:
+                log.warning("slot %d: %s: skipping deleted offsets %d..%d (on_truncation: skip_to_log_start)",
+                            t.slot, where, found.offset, p.start - 1)
+                found = found.__class__(**{**found.__dict__, "offset": p.start})
             if found is not None and p.had_progress and found.offset < p.start:
                 raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} moved backwards from "
                                                f"{p.start} to {found.offset} after planning; run again to re-plan")

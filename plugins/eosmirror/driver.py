@@ -79,7 +79,8 @@ class MirrorRun:
         existing = topics.describe(target_admin, [p.target for p in pairs], self.target_label)
         target_ids = {t: tid for t, (tid, _) in existing.items()}
         # 4 (observe and plan first: pure checks before any write).
-        reader = clients.progress_reader(self.target_conf, m.progress_group, f"eosmirror-{m.name}-planner-progress")
+        reader = clients.progress_reader(self.target_conf, m.progress_group, f"eosmirror-{m.name}-planner-progress",
+                                         stable=False)
         try:
             observations = observe.observe(m, pairs, source_admin, reader, self.target_conf, target_ids,
                                            self.source_label, self.target_label, until=opts.until)
@@ -117,7 +118,8 @@ class MirrorRun:
         for slot in prepared.slots:
             parts = tuple(PartitionTask(
                 source_topic=p.source_topic, target_topic=p.target_topic, partition=p.partition, start=p.start,
-                end=p.end, had_progress=p.origin == planning.ORIGIN_PROGRESS,
+                end=p.end, had_progress=p.origin in (planning.ORIGIN_PROGRESS, planning.ORIGIN_TRUNCATED),
+                skip_truncated=p.origin == planning.ORIGIN_TRUNCATED,
                 source_topic_id=ids.get(p.source_topic, ""), target_topic_id=prepared.target_topic_ids.get(p.target_topic, ""),
                 max_message_bytes=prepared.limits.get(p.target_topic, topics.DEFAULT_MAX_MESSAGE_BYTES))
                 for p in slot.partitions)

@@ -28,11 +28,12 @@ class Progress:
     source_topic: str = ""
     source_topic_id: str = ""
     generation: int = 0
+    committed_ms: int = 0   # when this progress was last committed (idle partitions: every run)
 
 
 def encode_metadata(source_topic: str, source_topic_id: str, generation: int) -> str:
-    return json.dumps({"v": 1, "src": source_topic, "sid": source_topic_id, "g": generation},
-                      separators=(",", ":"))
+    return json.dumps({"v": 1, "src": source_topic, "sid": source_topic_id, "g": generation,
+                       "t": int(time.time() * 1000)}, separators=(",", ":"))
 
 
 def decode_metadata(raw: str | None) -> dict[str, Any]:
@@ -67,8 +68,12 @@ def read(reader: Any, partitions: Iterable[tuple[str, int]], cluster: str, group
             if kafkaio.error_name(exc) == "UNSTABLE_OFFSET_COMMIT" and time.monotonic() < deadline:
                 time.sleep(0.2)
                 continue
-            raise kafkaio.translate(exc, f"read the progress of group {group}", cluster,
-                                    f"Describe and Read on group {group}") from None
+            error = kafkaio.translate(exc, f"read the progress of group {group}", cluster,
+                                      f"Describe and Read on group {group}")
+            if kafkaio.error_name(exc) == "_TIMED_OUT":
+                error.args = (f"{error.args[0]}. A transaction of this mirror may still be open (a killed or "
+                              f"stalled slot): `eosmirror fence <mirror>` aborts it",)
+            raise error from None
     out = {}
     for tp in committed:
         if tp.error is not None:
@@ -79,7 +84,8 @@ def read(reader: Any, partitions: Iterable[tuple[str, int]], cluster: str, group
         meta = decode_metadata(tp.metadata)
         out[(tp.topic, tp.partition)] = Progress(offset=tp.offset, source_topic=str(meta.get("src", "")),
                                                  source_topic_id=str(meta.get("sid", "")),
-                                                 generation=int(meta.get("g", 0) or 0))
+                                                 generation=int(meta.get("g", 0) or 0),
+                                                 committed_ms=int(meta.get("t", 0) or 0))
     return out
 
 

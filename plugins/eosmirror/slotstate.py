@@ -20,6 +20,7 @@ class PartitionTask:
     start: int                  # the driver's planned start (progress, recovered, or start_from)
     end: int                    # exclusive bound; never above the source LSO seen by the driver
     had_progress: bool          # the planned start came from committed progress
+    skip_truncated: bool = False  # on_truncation=skip_to_log_start moved the start past deleted data
     source_topic_id: str = ""
     target_topic_id: str = ""
     max_message_bytes: int = 1048588

@@ -80,7 +80,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     target_label = cluster_label("target", mirror.target, target_conf)
     pairs = topics.resolve(mirror, clients.admin_client(source_conf, f"{mirror.name}-verify"), source_label)
     history = syncstore.load(target_conf, mirror.name, target_label)
-    reader = clients.progress_reader(target_conf, mirror.progress_group, f"eosmirror-{mirror.name}-verify")
+    reader = clients.progress_reader(target_conf, mirror.progress_group, f"eosmirror-{mirror.name}-verify", stable=False)
     try:
         committed = progress.read(reader, [(p.target, k) for p in pairs for k in range(p.partitions)], target_label,
                                   mirror.progress_group)
