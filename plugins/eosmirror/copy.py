@@ -79,6 +79,15 @@ def _permanent_cause(text: str) -> EosMirrorError | None:
     return None
 
 
+def executor_info() -> dict[str, str]:
+    import socket
+    import sys
+
+    import eosmirror
+
+    return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -88,7 +97,8 @@ class SlotCopier:
         self.task = task
         self.faults = faults or Faults.from_env()
         self.exactly_once = task.delivery == "exactly_once"
-        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid())
+        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid(),
+                                 executor=executor_info())
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.delivery_errors: list[str] = []
         self.bytes_copied = 0

@@ -66,6 +66,18 @@ class MirrorRun:
         self.source_label = cluster_label("source", mirror.source, self.source_conf)
         self.target_label = cluster_label("target", mirror.target, self.target_conf)
 
+    def preflight(self) -> dict[str, Any]:
+        """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
+        m = self.mirror
+        source_admin = clients.admin_client(self.source_conf, f"{m.name}-source")
+        target_admin = clients.admin_client(self.target_conf, f"{m.name}-target")
+        pairs = topics.resolve(m, source_admin, self.source_label, list(self.options.topics) or None)
+        report = topics.sync_targets(m, pairs, source_admin, target_admin, self.source_label, self.target_label)
+        topics.ensure_internal_topics(m, target_admin, self.target_label)
+        return {"mirror": m.name, "source": self.source_label, "target": self.target_label,
+                "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in pairs],
+                "topic_sync": report.summary(), "warnings": report.warnings}
+
     def prepare(self, plan_only: bool = False) -> Prepared:
         """Steps 1-4. Everything that can refuse the run (truncation, re-created topics, lost
         progress, a target that cannot be grown) is checked before the first write."""
@@ -144,11 +156,14 @@ class MirrorRun:
             results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
                 prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
                 "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
-        return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source_label, self.target_label)
+        first_server = str(self.target_conf.get("bootstrap.servers", "")).split(",")[0].strip()
+        return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source_label, self.target_label,
+                            first_server)
 
 
 def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label: str,
-                 target_label: str) -> dict[str, Any]:
+                 target_label: str, target_bootstrap: str = "") -> dict[str, Any]:
+    """The run report. ``target_bootstrap`` (first bootstrap server) names the target in asset URIs."""
     m = prepared.mirror
     seconds = time.monotonic() - prepared.started
     records = sum(r.get("records", 0) for r in results)
@@ -160,7 +175,7 @@ def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label
         "dry_run": prepared.options.dry_run, "delivery": m.delivery,
         "started_at": prepared.started_at, "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "until": prepared.options.until.isoformat() if prepared.options.until else None,
-        "source": source_label, "target": target_label,
+        "source": source_label, "target": target_label, "target_bootstrap": target_bootstrap,
         "generation": prepared.generation, "generation_changed": prepared.generation_changed,
         "fenced_transactional_ids": prepared.fenced, "topic_sync": prepared.topic_sync,
         "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in prepared.pairs],

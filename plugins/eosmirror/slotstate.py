@@ -135,3 +135,4 @@ class SlotResult:
     error_type: str | None = None
     source_commit_error: str | None = None
     attempt_pid: int = 0
+    executor: dict[str, str] = field(default_factory=dict)   # host, interpreter, where eosmirror came from

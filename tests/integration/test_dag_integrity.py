@@ -1,18 +1,68 @@
-"""DagBag integrity over dags/: guards every DAG against import errors and policy drift."""
+"""DagBag integrity over dags/: no import errors, and the policies every eosmirror DAG must keep."""
 
-from pathlib import Path
+import time
 
 import pytest
 
-DAGS = Path(__file__).parents[2] / "dags"
+from eosmirror import airflow_dags, config
+from tests.airflow_helpers import DAGS
+from tests.helpers import mirrors_file
 
 
 @pytest.fixture(scope="module")
 def dagbag():
+    from tests.airflow_helpers import dagbag as load
+
+    return load()
+
+
+def test_no_import_errors_and_one_dag_per_mirror(dagbag):
+    expected = {airflow_dags.mirror_dag_id(n) for n in config.load().names()} | {airflow_dags.FENCE_DAG_ID}
+    assert set(dagbag.dag_ids) >= expected
+
+
+def test_every_dag_has_tags_docs_retries_and_one_active_run(dagbag):
+    for dag_id in dagbag.dag_ids:
+        dag = dagbag.get_dag(dag_id)
+        assert dag.tags and "eosmirror" in dag.tags, dag_id
+        assert dag.doc_md and len(dag.doc_md) > 100, dag_id
+        assert dag.max_active_runs == 1, dag_id
+        for task in dag.tasks:
+            assert task.retries >= 1 and task.owner, (dag_id, task.task_id)
+
+
+def test_mirror_dags_use_a_data_interval_timetable_and_validated_params(dagbag):
+    from airflow.sdk import CronDataIntervalTimetable
+
+    for name in config.load().names():
+        dag = dagbag.get_dag(airflow_dags.mirror_dag_id(name))
+        assert isinstance(dag.timetable, CronDataIntervalTimetable)
+        assert set(dag.params.keys()) == {"until", "max_records_per_partition", "topics", "dry_run"}
+        assert dag.task_dict["preflight"].downstream_task_ids == {"copy"}
+        assert dag.task_dict["copy"].downstream_task_ids == {"publish"}
+
+
+def test_parsing_touches_no_broker_or_connection(tmp_path, monkeypatch):
+    """Clusters that do not exist and connections that are not defined: parsing still works, fast."""
+    path = mirrors_file(tmp_path / "mirrors.yaml", [
+        {"name": f"offline{i}", "source": {"connection": "no_such_conn"},
+         "target": {"config": {"bootstrap.servers": "10.255.255.1:9092"}}, "topics": ["x"]} for i in range(5)])
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(path))
     from airflow.models import DagBag
 
-    return DagBag(dag_folder=str(DAGS))
+    started = time.monotonic()
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    assert {f"eosmirror__offline{i}" for i in range(5)} <= set(bag.dag_ids)
+    assert time.monotonic() - started < 30
 
 
-def test_no_import_errors(dagbag):
-    assert dagbag.import_errors == {}
+def test_invalid_mirror_file_is_an_import_error_that_names_the_field(tmp_path, monkeypatch):
+    bad = tmp_path / "mirrors.yaml"
+    bad.write_text("mirrors:\n  - name: m\n    source: {local: source}\n    target: {local: target}\n"
+                   "    topics: [x]\n    slots: many\n")
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(bad))
+    from airflow.models import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    assert any("`slots`: 'many' is not allowed" in str(e) for e in bag.import_errors.values())

@@ -68,9 +68,13 @@ class LocalClusterError(RuntimeError):
 
 @dataclass(frozen=True)
 class LocalCluster:
+    """One single-node cluster. With ``sasl_users`` it listens SASL_PLAINTEXT (mechanism PLAIN) and
+    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user."""
+
     name: str
     port: int
     overrides: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    sasl_users: dict[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     @property
     def controller_port(self) -> int:
@@ -100,9 +104,14 @@ class LocalCluster:
     def pid_file(self) -> Path:
         return self.dir / "broker.pid"
 
-    def client_config(self) -> dict[str, str]:
-        """librdkafka settings that reach this cluster."""
-        return {"bootstrap.servers": self.bootstrap}
+    def client_config(self, user: str | None = None) -> dict[str, str]:
+        """librdkafka settings that reach this cluster (as ``user`` on a SASL cluster; default admin)."""
+        conf = {"bootstrap.servers": self.bootstrap}
+        if self.sasl_users:
+            user = user or "admin"
+            conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                         "sasl.username": user, "sasl.password": self.sasl_users[user]})
+        return conf
 
     def properties(self) -> dict[str, str]:
         props = dict(BROKER_DEFAULTS)
@@ -112,6 +121,23 @@ class LocalCluster:
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.data_dir),
         })
+        if self.sasl_users:
+            users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
+            props.update({
+                "listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    f'username="admin" password="{self.sasl_users["admin"]}" {users};',
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                # The broker reaches its own controller over the PLAINTEXT controller listener as ANONYMOUS.
+                "super.users": "User:admin;User:ANONYMOUS",
+                "allow.everyone.if.no.acl.found": "false",
+            })
         props.update(self.overrides)
         return props
 
@@ -126,6 +152,13 @@ def local_cluster(name: str) -> LocalCluster:
     except ValueError:
         raise LocalClusterError(f"{PORT_ENV[name]}={raw!r} is not a port number") from None
     return LocalCluster(name=name, port=port)
+
+
+def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 39092) -> LocalCluster:
+    """A SASL/PLAIN cluster with ACLs enforced; ``passwords`` must include ``admin`` (super user)."""
+    if "admin" not in passwords:
+        raise LocalClusterError("a secure local cluster needs an `admin` user (its super user)")
+    return LocalCluster(name=name, port=port, sasl_users=dict(passwords))
 
 
 def default_clusters() -> list[LocalCluster]:
@@ -181,7 +214,10 @@ def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
 
 def _write_config(cluster: LocalCluster) -> None:
     text = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
-    cluster.config_file.write_text("# written by eosmirror.local; edits are overwritten on start\n" + text)
+    # 0600: a SASL cluster's file holds its users' passwords.
+    fd = os.open(cluster.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("# written by eosmirror.local; edits are overwritten on start\n" + text)
 
 
 def _format_if_needed(cluster: LocalCluster) -> None:

@@ -1,0 +1,214 @@
+"""Whole DAG runs (dag.test) against real brokers, Spark local and the SQLite Airflow home."""
+
+import json
+import os
+import secrets as pysecrets
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from eosmirror import airflow_env, readers
+from tests.airflow_helpers import run_dag, task_states, xcoms
+from tests.helpers import (cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values)
+
+pytestmark = pytest.mark.e2e
+
+
+def mirror_def(name, topics, **fields):
+    import re
+
+    return {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
+            "topics": [re.escape(t) for t in topics], "slots": 2, "max_transaction_seconds": 10,
+            "airflow": {"schedule": "*/10 * * * *", "retries": 0}, **fields}
+
+
+def use_mirrors(tmp_path, monkeypatch, *mirrors):
+    path = mirrors_file(tmp_path / "mirrors.yaml", list(mirrors))
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(path))
+    return path
+
+
+def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_conf, unique, tmp_path, monkeypatch):
+    chosen, other = create_topic(source_conf, unique("a"), 2), create_topic(source_conf, unique("b"), 2)
+    seed_sequence(source_conf, chosen, 2, 20)
+    seed_sequence(source_conf, other, 2, 20)
+    name = unique("m")
+    use_mirrors(tmp_path, monkeypatch, mirror_def(name, [chosen, other]))
+    dr = run_dag(f"eosmirror__{name}", run_conf={"topics": [chosen], "max_records_per_partition": 7})
+    assert str(dr.state) == "success", task_states(dr)
+    assert {k: values(read_all(target_conf, chosen, k)) for k in range(2)} == {
+        k: [f"{k}-{n}".encode() for n in range(7)] for k in range(2)}
+    assert readers.read_all(target_conf, other, 0, "target", missing_ok=True) == []
+    summary = xcoms(dr)["publish"]
+    assert summary["records"] == 14 and summary["records_per_topic"] == {chosen: 14}
+    assert summary["status"] == "ok"
+
+
+def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(
+        source_conf, target_conf, unique, tmp_path, monkeypatch):
+    topic = create_topic(source_conf, unique("now"), 1)
+    seed_sequence(source_conf, topic, 1, 5)
+    name = unique("m")
+    use_mirrors(tmp_path, monkeypatch, mirror_def(name, [topic]))
+    dr = run_dag(f"eosmirror__{name}", logical_date=None)
+    assert dr.data_interval_end is None and str(dr.state) == "success", task_states(dr)
+    assert values(read_all(target_conf, topic)) == [f"0-{n}".encode() for n in range(5)]
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        uris = session.scalars(select(AssetModel.uri).join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                               .where(AssetEvent.source_run_id == dr.run_id)).all()
+    assert uris == [f"kafka://127.0.0.1:29092/{topic}"]
+
+
+def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, target_conf, unique, tmp_path,
+                                                                 monkeypatch):
+    topic = create_topic(source_conf, unique("fence"), 2)
+    seed_sequence(source_conf, topic, 2, 50)
+    name = unique("m")
+    path = use_mirrors(tmp_path, monkeypatch, mirror_def(name, [topic], slots=1, max_transaction_seconds=60))
+    assert str(run_dag(f"eosmirror__{name}", run_conf={"max_records_per_partition": 10}).state) == "success"
+    # a slot is SIGKILLed inside its transaction: its records are in the target log, uncommitted
+    killed = cli("run", name, "--config", str(path), "--inprocess",
+                 env=faults_env({"point": "before_commit", "action": "kill"}))
+    assert killed.returncode == -9
+    low, stable = readers.watermarks(target_conf, topic, 0, "target", read_committed=True)
+    _, high = readers.watermarks(target_conf, topic, 0, "target", read_committed=False)
+    assert stable < high          # read_committed consumers are stuck at the open transaction
+    seed_sequence(source_conf, topic, 2, 5, prefix="late")   # will be copied after the fence
+
+    dr = run_dag("eosmirror_fence", run_conf={"mirror": name, "all_generations": True})
+    assert str(dr.state) == "success", task_states(dr)
+    outcome = xcoms(dr)["fence"]
+    assert f"eosmirror.{name}.0" in outcome["fenced"] and f"eosmirror.{name}.planner" in outcome["fenced"]
+    assert outcome["unblocked"] and outcome["partitions_checked"] == 2
+    low, stable = readers.watermarks(target_conf, topic, 0, "target", read_committed=True)
+    _, high = readers.watermarks(target_conf, topic, 0, "target", read_committed=False)
+    assert stable == high
+
+    assert str(run_dag(f"eosmirror__{name}").state) == "success"
+    for k in range(2):
+        assert values(read_all(target_conf, topic, k)) == (
+            [f"{k}-{n}".encode() for n in range(50)] + [f"late{k}-{n}".encode() for n in range(5)])
+
+
+def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, unique, tmp_path, monkeypatch, capfd):
+    from eosmirror.local import cluster
+
+    secret = "pw-" + pysecrets.token_hex(12)
+    secure = cluster.secure_cluster({"admin": secret})
+    cluster.start(secure)
+    try:
+        topic = create_topic(secure.client_config(), unique("sec"), 1)
+        seed_sequence(secure.client_config(), topic, 1, 20)
+        conn_id = unique("conn").replace("-", "_")
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}",
+                           json.dumps({"conn_type": "kafka", "extra": secure.client_config()}))
+        name = unique("m")
+        use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "source": {"connection": conn_id}})
+
+        seen_cmdlines, watching = [], True
+
+        def watch_argv():   # every process of the run: spark-submit, the JVM, Python workers
+            while watching:
+                for proc in Path("/proc").iterdir():
+                    if proc.name.isdigit():
+                        try:
+                            cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+                        except OSError:
+                            continue
+                        if "mirror_batch" in cmd or "pyspark" in cmd or "spark-submit" in cmd:
+                            seen_cmdlines.append(cmd)
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch_argv)
+        watcher.start()
+        try:
+            dr = run_dag(f"eosmirror__{name}")
+        finally:
+            watching = False
+            watcher.join()
+        assert str(dr.state) == "success", task_states(dr)
+        assert values(read_all(target_conf, topic)) == [f"0-{n}".encode() for n in range(20)]
+        assert any("mirror_batch.py" in c for c in seen_cmdlines)
+        assert not [c for c in seen_cmdlines if secret in c]
+        stored = xcoms(dr)
+        assert stored and not [k for k, v in stored.items() if k.endswith(":raw") and secret in v]
+        result_files = list((airflow_env.airflow_home() / "eosmirror" / "results" / f"eosmirror__{name}").glob("*"))
+        assert result_files and not [f for f in result_files if secret in f.read_text()]
+        # dag.test() writes every task's log (spark-submit's output included) to this process's stdout/stderr
+        out, err = capfd.readouterr()
+        task_logs = out + err
+        assert "Spark-Submit cmd" in task_logs and "mirror_batch.py" in task_logs and name in task_logs
+        assert secret not in task_logs
+        files = [p for p in (airflow_env.airflow_home() / "logs").rglob("*") if p.is_file()]
+        assert not [p for p in files if secret in p.read_text(errors="replace")]
+        import tempfile
+
+        assert not list(Path(tempfile.gettempdir()).glob("eosmirror-clusters-*"))   # 0600 file removed
+    finally:
+        cluster.stop(secure)
+
+
+@pytest.fixture(scope="module")
+def spark_standalone(tmp_path_factory):
+    """A real Spark standalone master and worker on loopback, from pyspark's own spark-class."""
+    from eosmirror import spark_env
+
+    work = tmp_path_factory.mktemp("spark")
+    env = {**spark_env.process_env(), "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work)}
+    spark_class = str(Path(spark_env.spark_submit_binary()).with_name("spark-class"))
+    master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", "17077", "--webui-port", "18090"], env=env, start_new_session=True,
+                              stdout=open(work / "master.log", "w"), stderr=subprocess.STDOUT)
+    worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                               "--cores", "2", "--memory", "2g", "--webui-port", "18091", "spark://127.0.0.1:17077"],
+                              env=env, start_new_session=True, stdout=open(work / "worker.log", "w"),
+                              stderr=subprocess.STDOUT)
+    try:
+        import urllib.request
+
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                state = json.loads(urllib.request.urlopen("http://127.0.0.1:18090/json/", timeout=2).read())
+                if state.get("aliveworkers", 0) >= 1:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        else:
+            raise RuntimeError("the Spark standalone worker did not register:\n" + (work / "worker.log").read_text()[-2000:])
+        yield "spark://127.0.0.1:17077"
+    finally:
+        for proc in (worker, master):
+            try:
+                os.killpg(proc.pid, 15)
+                proc.wait(30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, 9)
+
+
+def test_mirror_dag_on_a_spark_standalone_cluster(spark_standalone, source_conf, target_conf, unique, tmp_path,
+                                                  monkeypatch):
+    topic = create_topic(source_conf, unique("sa"), 4)
+    seed_sequence(source_conf, topic, 4, 100)
+    name = unique("m")
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", json.dumps(
+        {"conn_type": "spark", "host": spark_standalone, "extra": {"deploy-mode": "client"}}))
+    use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]),
+                                        "airflow": {"schedule": None, "retries": 0, "spark_conn_id": "spark_standalone"},
+                                        "spark_conf": {"spark.executor.cores": "1", "spark.cores.max": "2"}})
+    dr = run_dag(f"eosmirror__{name}")
+    assert str(dr.state) == "success", task_states(dr)
+    result = json.loads(Path(xcoms(dr)["publish"]["result_file"]).read_text())
+    executors = [s["executor"] for s in result["slots"] if s.get("executor")]
+    assert executors and all(".zip" in e["eosmirror"] for e in executors)   # shipped with --py-files
+    assert result["records"] == 400
+    verify = cli("verify", name, "--config", os.environ["EOSMIRROR_CONFIG"])
+    assert verify.returncode == 0 and "all identical" in verify.stdout, verify.stdout + verify.stderr
