@@ -12,13 +12,14 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 6
 
-.PHONY: help setup demo test test-unit bench chaos down status clean
+.PHONY: help setup demo test test-unit bench chaos airflow down status clean
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
 	@echo "make test    run the whole test suite (sets everything up first)"
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
+	@echo "make airflow the Airflow UI (airflow standalone) on this project's home, http://localhost:8080"
 	@echo "make down    stop the embedded Kafka clusters"
 
 # uv itself lives in a private venv so the project's own .venv stays exactly what uv.lock says.
@@ -47,6 +48,10 @@ bench: setup
 
 chaos: setup
 	$(BIN)/python -m eosmirror.chaos --rounds $(ROUNDS)
+
+airflow: setup
+	$(BIN)/eosmirror local up
+	$(BIN)/eosmirror airflow standalone
 
 status:
 	@$(BIN)/eosmirror local status

@@ -51,8 +51,18 @@ def apply() -> dict[str, str]:
     return env
 
 
-def _airflow_cli() -> str:
+def airflow_cli() -> str:
     return str(Path(sys.executable).with_name("airflow"))
+
+
+def run_airflow(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    """The Airflow CLI with this project's home and settings."""
+    return subprocess.run([airflow_cli(), *args], env={**os.environ, **airflow_environ()}, **kwargs)  # type: ignore[arg-type]
+
+
+def exec_airflow(args: list[str]) -> None:
+    """Replace this process with the Airflow CLI (``eosmirror airflow standalone`` and friends)."""
+    os.execve(airflow_cli(), [airflow_cli(), *args], {**os.environ, **airflow_environ()})
 
 
 def migrate() -> bool:
@@ -63,7 +73,7 @@ def migrate() -> bool:
     if stamp.exists() and (airflow_home() / "airflow.db").exists():
         return False
     env = {**os.environ, **airflow_environ()}
-    done = subprocess.run([_airflow_cli(), "db", "migrate"], env=env, capture_output=True, text=True)
+    done = subprocess.run([airflow_cli(), "db", "migrate"], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
         raise RuntimeError(f"`airflow db migrate` failed (exit {done.returncode}):\n{tail}")

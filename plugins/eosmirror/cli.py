@@ -7,6 +7,7 @@
   eosmirror verify <mirror>                 compare source and target record by record
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
+  eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
 
@@ -136,6 +137,14 @@ def _fence(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome["unblocked"] else EXIT_FAILED
 
 
+def _airflow(args: argparse.Namespace) -> int:
+    from eosmirror import airflow_env
+
+    airflow_env.migrate()
+    airflow_env.exec_airflow(args.args)
+    return EXIT_OK  # not reached
+
+
 def _demo(args: argparse.Namespace) -> int:
     from eosmirror import demo
 
@@ -188,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     fence.add_argument("mirror")
     fence.add_argument("--config")
     fence.set_defaults(func=_fence)
+
+    airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
+    airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")
+    airflow.set_defaults(func=_airflow)
 
     demo = sub.add_parser("demo", help="run the demo on the embedded local clusters")
     demo.add_argument("--records", type=int, default=2000, help="records per demo topic")

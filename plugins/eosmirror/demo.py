@@ -1,11 +1,20 @@
-"""``make demo``: the mirror on the embedded clusters, start to finish, with a summary a person reads."""
+"""``make demo``: the mirror on the embedded clusters, run through Airflow, with a summary to read.
+
+  1. both local clusters up (KRaft, loopback)
+  2. the demo data set appended on the source (see demo_data.py)
+  3. DAG run 1 of eosmirror__demo (Airflow -> SparkSubmitOperator -> Spark local): copies it
+  4. DAG run 2: nothing new, so it copies nothing (its wall time is the fixed cost of a DAG run)
+  5. eosmirror verify: source and target record by record
+"""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
-from eosmirror import config, demo_data, paths, readers, submit, verify
+from eosmirror import airflow_env, config, demo_data, paths, readers, verify
+from eosmirror.airflow_dags import mirror_dag_id
 from eosmirror.errors import EXIT_FAILED, EXIT_OK
 from eosmirror.local import cluster
 
@@ -16,22 +25,27 @@ def _step(text: str) -> None:
     print(f"\n==> {text}", flush=True)
 
 
-def _spark_run(master: str, result: str) -> tuple[int, dict, float]:
-    mirror = config.load().get(MIRROR)
-    cmd = submit.command(master, submit.job_arguments(MIRROR, result_json=result),
-                         submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{MIRROR}"))
+def _dag_run(log_file: Path) -> tuple[bool, dict, float]:
+    """One `airflow dags test` run of the demo DAG; its full task log goes to ``log_file``."""
+    dag_id = mirror_dag_id(MIRROR)
+    results = airflow_env.airflow_home() / "eosmirror" / "results" / dag_id
+    before = set(results.glob("*.json")) if results.exists() else set()
     started = time.monotonic()
-    code = submit.run(cmd)
-    with open(result) as fh:
-        return code, json.load(fh), time.monotonic() - started
+    with open(log_file, "w") as log:
+        done = airflow_env.run_airflow(["dags", "test", dag_id], stdout=log, stderr=log)
+    wall = time.monotonic() - started
+    new = sorted(set(results.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+    result = json.loads(new[-1].read_text()) if new else {}
+    ok = done.returncode == 0 and result.get("status") == "ok" and "DagRun Finished" in log_file.read_text() \
+        and "state=success" in log_file.read_text().split("DagRun Finished")[-1]
+    return ok, result, wall
 
 
 def main(records: int = 2000, master: str = "local[2]") -> int:
     _step("starting the embedded Kafka clusters (KRaft, loopback)")
-    clusters = cluster.up()
-    for c in clusters:
+    for c in cluster.up():
         print(f"    {c.name:<7} {c.bootstrap}   data {c.data_dir}")
-    source = cluster.local_cluster("source")
+    source, target = cluster.local_cluster("source"), cluster.local_cluster("target")
 
     _step(f"writing the demo data set on the source ({records} records per topic)")
     seeded = demo_data.seed(source.client_config(), records=records)
@@ -40,28 +54,37 @@ def main(records: int = 2000, master: str = "local[2]") -> int:
         print(f"    {topic:<15} {seeded.committed[topic]} committed{extra}")
 
     out = paths.build_dir("demo")
-    _step(f"mirror run 1: spark-submit --master {master} spark_jobs/mirror_batch.py --mirror {MIRROR}")
-    code1, first, wall1 = _spark_run(master, str(out / "run1.json"))
-    _step("mirror run 2: nothing new on the source, so it must copy nothing")
-    code2, second, wall2 = _spark_run(master, str(out / "run2.json"))
+    airflow_env.migrate()
+    _step(f"DAG run 1 of {mirror_dag_id(MIRROR)}: preflight -> copy (spark-submit, Spark local) -> publish")
+    ok1, first, wall1 = _dag_run(out / "dag-run-1.log")
+    print(f"    {'success' if ok1 else 'FAILED'}: {first.get('records', 0)} records, "
+          f"{first.get('bytes', 0) / 1e6:.2f} MB in {wall1:.1f} s (Airflow and Spark start included); "
+          f"log: {out / 'dag-run-1.log'}")
+    _step("DAG run 2: nothing new on the source, so it must copy nothing")
+    ok2, second, wall2 = _dag_run(out / "dag-run-2.log")
+    print(f"    {'success' if ok2 else 'FAILED'}: {second.get('records', 0)} records in {wall2:.1f} s "
+          f"(the fixed cost of one DAG run)")
 
     _step(f"eosmirror verify {MIRROR}: source and target, record by record")
     checks = verify.verify(config.load().get(MIRROR))
     print(verify.format_checks(checks))
-
-    target = cluster.local_cluster("target").client_config()
     aborted_leaks = sum(1 for p in range(demo_data.TOPICS["demo.payments"][0])
-                        for r in readers.read_all(target, "src.demo.payments", p, "target")
+                        for r in readers.read_all(target.client_config(), "src.demo.payments", p, "target")
                         if ("txn", b"aborted") in r.headers)
-    ok = (code1 == 0 and code2 == 0 and second["records"] == 0 and all(c.ok for c in checks) and not aborted_leaks)
+
+    ok = ok1 and ok2 and second.get("records") == 0 and all(c.ok for c in checks) and not aborted_leaks
     _step("summary")
-    print(f"    run 1: {first['records']} records, {first['bytes'] / 1e6:.2f} MB copied in {wall1:.1f} s wall "
-          f"(Spark start included); {first['records_per_second']:.0f} records/s inside the slots")
-    print(f"    run 2: {second['records']} records copied (expected 0), {wall2:.1f} s wall")
-    print(f"    verify: {sum(c.records for c in checks)} records in {len(checks)} partitions, "
-          f"{'all identical' if all(c.ok for c in checks) else 'DIFFERENCES FOUND'}; aborted source records on "
-          f"the target: {aborted_leaks}")
-    print(f"    reports: {out}/run1.json, {out}/run2.json")
-    print("    stop the clusters with: make down   (or .venv/bin/eosmirror local down)")
+    print(f"    copied {first.get('records', 0)} records ({first.get('records_per_second', 0):.0f} records/s inside "
+          f"the Spark tasks); the second run copied {second.get('records', 0)}; verify: "
+          f"{sum(c.records for c in checks)} records in {len(checks)} partitions "
+          f"{'identical' if all(c.ok for c in checks) else 'DIFFER'}; aborted source records on the target: "
+          f"{aborted_leaks}")
+    print(f"    reports: {airflow_env.airflow_home() / 'eosmirror' / 'results'}")
+    print("\n    Airflow UI on this setup:  make airflow   (= .venv/bin/eosmirror airflow standalone)")
+    print("      open http://localhost:8080, log in as `admin` with the password that `airflow standalone` prints")
+    print(f"      (also in {airflow_env.airflow_home() / 'simple_auth_manager_passwords.json.generated'}),")
+    print(f"      unpause or trigger {mirror_dag_id(MIRROR)} (the trigger form takes until, max records, topics, "
+          f"dry run), or eosmirror_fence.")
+    print("    Stop the Kafka clusters with: make down")
     print(f"\nDEMO {'PASSED' if ok else 'FAILED'}")
     return EXIT_OK if ok else EXIT_FAILED

@@ -193,6 +193,12 @@ def sync_targets(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any
     return report
 
 
+def cleanup_policies(admin: Any, names: list[str], cluster: str) -> dict[str, str]:
+    """cleanup.policy of each named topic that exists."""
+    existing = list(describe(admin, names, cluster))
+    return {n: c.get("cleanup.policy", "delete") for n, c in _configs(admin, existing, cluster, False).items()}
+
+
 def target_limits(target_admin: Any, pairs: list[TopicPair], target_label: str) -> dict[str, int]:
     """max.message.bytes of each existing target topic (for planning without syncing)."""
     names = list(describe(target_admin, [p.target for p in pairs], target_label))

@@ -39,7 +39,7 @@ def _describe(rec: readers.Record | None) -> str:
 
 def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], source_topic: str, target_topic: str,
                     partition: int, syncs: Any, committed: int | None, source_label: str, target_label: str,
-                    max_differences: int = 10) -> PartitionCheck | None:
+                    max_differences: int = 10, compacted: bool = False) -> PartitionCheck | None:
     if syncs is None or syncs.mirrored_from is None:
         return None   # never copied anything: nothing to compare
     start = syncs.mirrored_from
@@ -58,6 +58,9 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
         if len(check.differences) < max_differences:
             check.differences.append(text)
 
+    if compacted:
+        _compare_compacted(source, target, syncs, differ)
+        return check
     if len(source) != len(target):
         differ(f"{len(source)} committed source records in [{start}, {end}) but {len(target)} target records in "
                f"[{target_start}, {target_end})")
@@ -73,12 +76,43 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
     return check
 
 
+def _superseded(records: list[readers.Record], index: int) -> bool:
+    """A later record with the same key exists: log compaction may legitimately drop this one."""
+    key = records[index].key
+    return key is not None and any(r.key == key for r in records[index + 1:])
+
+
+def _compare_compacted(source: list[readers.Record], target: list[readers.Record], syncs: Any, differ: Any) -> None:
+    """Both logs are compacted on their own schedules. Every record present on both sides must be
+    identical at its translated offset; a record present on one side only must be superseded (a later
+    record with the same key) on the other, or it was lost or duplicated."""
+    by_offset = {t.offset: (i, t) for i, t in enumerate(target)}
+    matched = set()
+    for i, s in enumerate(source):
+        hit = by_offset.get(syncs.translate(s.offset))
+        if hit is not None and hit[1].same_content(s):
+            matched.add(hit[1].offset)
+        elif hit is not None:
+            differ(f"source {_describe(s)} vs target {_describe(hit[1])}")
+        elif not _superseded(source, i):
+            differ(f"source {_describe(s)} has no copy on the target (and no later record with its key)")
+    for j, t in enumerate(target):
+        if t.offset not in matched and not _superseded(target, j):
+            differ(f"target {_describe(t)} matches no source record (and no later record with its key)")
+
+
 def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     source_conf = connections.resolve(mirror.source, f"mirror {mirror.name!r}: source")
     target_conf = connections.resolve(mirror.target, f"mirror {mirror.name!r}: target")
     source_label = cluster_label("source", mirror.source, source_conf)
     target_label = cluster_label("target", mirror.target, target_conf)
-    pairs = topics.resolve(mirror, clients.admin_client(source_conf, f"{mirror.name}-verify"), source_label)
+    source_admin = clients.admin_client(source_conf, f"{mirror.name}-verify")
+    pairs = topics.resolve(mirror, source_admin, source_label)
+    source_policies = topics.cleanup_policies(source_admin, [p.source for p in pairs], source_label)
+    target_policies = topics.cleanup_policies(clients.admin_client(target_conf, f"{mirror.name}-verify"),
+                                              [p.target for p in pairs], target_label)
+    compacted = {p.source for p in pairs if "compact" in source_policies.get(p.source, "")
+                 or "compact" in target_policies.get(p.target, "")}
     history = syncstore.load(target_conf, mirror.name, target_label)
     reader = clients.progress_reader(target_conf, mirror.progress_group, f"eosmirror-{mirror.name}-verify", stable=False)
     try:
@@ -91,7 +125,8 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
         for k in range(pair.partitions):
             done = committed.get((pair.target, k))
             check = check_partition(source_conf, target_conf, pair.source, pair.target, k, history.get((pair.target, k)),
-                                    done.offset if done else None, source_label, target_label)
+                                    done.offset if done else None, source_label, target_label,
+                                    compacted=pair.source in compacted)
             if check is not None:
                 checks.append(check)
     return checks

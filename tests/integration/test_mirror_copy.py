@@ -165,3 +165,4 @@ def test_internal_topics_of_eosmirror_live_on_the_target(target_conf, source_con
 
     names = AdminClient(target_conf).list_topics(timeout=10).topics
     assert naming.state_topic(m.name) in names and naming.offset_sync_topic(m.name) in names
+
