@@ -283,8 +283,12 @@ class SlotCopier:
                 for s in self.states.values() if not s.done]
         # assign() keeps the fetch position of partitions that stay assigned: unassign first so
         # that a rewind after an abort really restarts at the committed progress.
+        # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
+        # when their range completed must be resumed, or a rewound partition would never fetch.
         self.consumer.unassign()
         self.consumer.assign(work)
+        if work:
+            self.consumer.resume(work)
         self._last_activity = time.monotonic()
 
     # --- the copy loop -----------------------------------------------------------------------------

@@ -241,3 +241,20 @@ def test_unknown_mirror_and_bad_config_exit_2_and_write_nothing(target_conf, uni
     assert result.returncode == 2 and "`slots`: 0 is not allowed" in result.stderr
     topics = AdminClient(target_conf).list_topics(timeout=10).topics
     assert naming.state_topic(name) not in topics and naming.offset_sync_topic(name) not in topics
+
+
+def test_abortable_error_rewinds_and_the_retry_copies_everything(source_conf, target_conf, unique, monkeypatch,
+                                                                 tmp_path):
+    topic = create_topic(source_conf, unique("rewind"), partitions=2)
+    seed_sequence(source_conf, topic, 2, 40)
+    monkeypatch.setenv("EOSMIRROR_FAULTS", json.dumps([
+        {"point": "before_commit", "action": "abort", "slot": 0, "once": str(tmp_path / "a0")},
+        {"point": "before_commit", "action": "abort", "slot": 1, "once": str(tmp_path / "a1")}]))
+    m = mirror(unique("m"), [topic], slots=2, max_transaction_seconds=20)
+    started = time.monotonic()
+    report = run(m)
+    assert report["status"] == "ok", report["errors"]
+    assert sum(s["aborts"] for s in report["slots"]) == 2
+    assert time.monotonic() - started < 15      # the retry does not wait for the transaction deadline
+    assert target_values(target_conf, topic, 2) == expected(2, 40)
+    assert len(read_all(target_conf, topic, 0, read_committed=False)) == 80   # 40 aborted + 40 committed copies

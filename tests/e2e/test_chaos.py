@@ -1,0 +1,45 @@
+"""The chaos suite's short version (every fault kind once) and its calibration (make chaos runs long)."""
+
+import pytest
+
+from eosmirror.chaos import harness, oracle, scenarios
+
+pytestmark = pytest.mark.e2e
+
+
+def test_every_fault_kind_keeps_exactly_once(clusters, tmp_path):
+    report = harness.run(short=True, seed=20261121, out_dir=tmp_path)
+    assert set(report["faults"]) == set(scenarios.SCENARIOS)
+    assert all(n == 1 for n in report["faults"].values())
+    violations = {c: report[c] for c in oracle.COUNTERS if c != "records_checked" and report[c]}
+    assert violations == {}, harness.summary(report) + "\n" + str([r["examples"] for r in report["round_results"]])
+    assert report["records_checked"] > 10_000
+    assert all(r["recovery_runs"] >= 1 for r in report["round_results"])
+    zombie = next(r for r in report["round_results"] if r["scenario"] == "zombie_sigstop")
+    assert any("fenced" in note for note in zombie["notes"]), zombie["notes"]
+    assert (tmp_path / "report.json").exists() and (tmp_path / "summary.md").exists()
+
+
+def test_calibration_the_oracle_catches_a_broken_mirror(clusters, tmp_path):
+    report = harness.run(calibrate=True, seed=7, out_dir=tmp_path)
+    assert report["calibration"]["harness_caught_the_broken_mirror"]
+    assert report["duplicates"] > 0 and not report["ok"]
+
+
+def test_oracle_counts_each_kind_of_violation():
+    from eosmirror.readers import Record
+
+    def rec(offset, seq, txn=b"none", value=None):
+        return Record(offset, b"k", value or f"v{seq}".encode(), (("seq", str(seq).encode()), ("txn", txn)), 1)
+
+    source = [rec(0, 0), rec(1, 1), rec(3, 2)]
+    verdict = oracle.Verdict()
+    oracle.check_partition(verdict, source, [rec(0, 0), rec(1, 0), rec(2, 2), rec(3, 9, b"aborted")], "t[0]")
+    assert verdict.counts["duplicates"] == 1 and verdict.counts["losses"] == 1
+    assert verdict.counts["aborted_leaks"] == 1 and not verdict.ok
+    swapped = oracle.Verdict()
+    oracle.check_partition(swapped, source, [rec(0, 1), rec(1, 0), rec(2, 2, value=b"changed")], "t[0]")
+    assert swapped.counts["order_violations"] == 1 and swapped.counts["content_mismatches"] == 1
+    clean = oracle.Verdict()
+    oracle.check_partition(clean, source, [rec(10, 0), rec(11, 1), rec(12, 2)], "t[0]")
+    assert clean.ok and clean.counts["records_checked"] == 3
