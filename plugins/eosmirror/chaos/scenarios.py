@@ -184,7 +184,13 @@ def random_aborts(ctx: RoundContext) -> None:
 
 
 def broken_at_least_once_kill(ctx: RoundContext) -> None:
-    """Calibration: an at_least_once mirror killed between produce and progress commit duplicates."""
+    """Calibration: an at_least_once mirror killed between produce and progress commit duplicates.
+
+    The first run commits progress normally; the second is killed after producing its batch. (Killed
+    on its very first batch, the mirror would find no progress at all and recover the exact position
+    from the offset syncs, so the kill must come after progress exists.)"""
+    finish(ctx, start_inprocess(ctx, tag="broken-first"))
+    time.sleep(1.5)   # the background workload adds records for the second run to copy
     finish(ctx, start_inprocess(ctx, rules=[{"point": "before_commit", "action": "kill"}], tag="broken"))
     ctx.note("at_least_once mirror SIGKILLed after producing, before committing progress")
 
