@@ -52,13 +52,12 @@ def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
 
 
 def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:
-    from eosmirror import clients, progress
+    from confluent_kafka.admin import AdminClient
 
-    reader = clients.progress_reader(target_conf, m.progress_group, "test-progress", stable=False)
-    try:
-        found = progress.read(reader, [(topic, p) for p in range(partitions)], "target", m.progress_group)
-    finally:
-        reader.close()
+    from eosmirror import progress
+
+    admin = AdminClient(target_conf)
+    found = progress.read(admin, [(topic, p) for p in range(partitions)], "target", m.progress_group, stable=False)
     return {p: found.get((topic, p)) for p in range(partitions)}
 
 

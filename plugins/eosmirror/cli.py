@@ -117,7 +117,7 @@ def _translate(args: argparse.Namespace) -> int:
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
     target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
-    history = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf)).get(
+    history = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group).get(
         (target_topic, args.partition))
     if history is None:
         raise ConfigError(f"mirror {mirror.name!r} has copied nothing of {args.topic}[{args.partition}]")

@@ -19,6 +19,7 @@ from the mirror definition, then the forced settings (after the contradiction ch
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Mapping
 
 from eosmirror.errors import ConfigError
@@ -111,9 +112,29 @@ def _merge_forced(role: str, user: Mapping[str, Any], forced: Mapping[str, tuple
     return merged
 
 
+# librdkafka reports a failed SASL/SSL handshake only as an error event; a request then just sees
+# "all brokers down". Recording those events lets a failed call say "authentication failed".
+_AUTH_FAILURES: list[tuple[float, str]] = []
+_AUTH_ERROR_NAMES = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"}
+
+
+def _record_error(err: Any) -> None:
+    if err.name() in _AUTH_ERROR_NAMES:
+        _AUTH_FAILURES.append((time.monotonic(), err.str()))
+        del _AUTH_FAILURES[:-20]
+
+
+def recent_authentication_failure(within: float = 60.0) -> str | None:
+    """The text of an authentication failure any client saw in the last ``within`` seconds."""
+    cutoff = time.monotonic() - within
+    recent = [text for at, text in _AUTH_FAILURES if at >= cutoff]
+    return recent[-1] if recent else None
+
+
 def _with_logger(conf: dict[str, Any], name: str) -> dict[str, Any]:
     conf.setdefault("client.id", name)
     conf["logger"] = logging.getLogger(f"eosmirror.librdkafka.{name}")
+    conf.setdefault("error_cb", _record_error)
     return conf
 
 
@@ -160,28 +181,26 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     return Producer(_with_logger(conf, client_id))
 
 
-def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True) -> Any:
-    """A never-subscribed consumer of the progress group on the target.
-
-    ``stable=True`` (the slots, after fencing): ``committed()`` on a read_committed consumer sends
-    require_stable and waits while a transactional offset commit is pending (KIP-447), so what it
-    returns is never about to change. ``stable=False`` (the planner, verify, reports): the last
-    committed progress, without waiting on a transaction that a killed producer may hold open
-    until it times out; a plan is only an estimate, the slots re-read after fencing.
+def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str) -> Any:
+    """A never-subscribed consumer of the progress group on the target: its
     ``consumer_group_metadata()`` (generation -1, no member) is what ``send_offsets_to_transaction``
-    needs for a member-less group.
-    """
+    needs for a member-less group, and it commits progress in the at_least_once mode. Progress is
+    read with the admin API (``progress.read``)."""
     from confluent_kafka import Consumer
 
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
-    conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
-                 "enable.auto.commit": False, "enable.auto.offset.store": False})
+    conf.update({"group.id": group_id, "isolation.level": "read_committed", "enable.auto.commit": False,
+                 "enable.auto.offset.store": False})
     return Consumer(_with_logger(conf, client_id))
 
 
 def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: bool = True,
                    group_id: str | None = None) -> Any:
-    """A consumer for reading internal topics and for verification; never commits."""
+    """A consumer for reading internal topics and for verification; never subscribes, never commits.
+
+    A consumer with a group.id looks up that group's coordinator, which needs Describe on the group:
+    the mirror's readers pass its progress group (already granted), never a group of their own.
+    """
     from confluent_kafka import Consumer
 
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)

@@ -158,7 +158,7 @@ class SlotCopier:
                 self._txn_call(self.producer.init_transactions, "initialise transactions")
                 self.faults.hit("after_init", t.slot)
                 # 2. Stop if the slots were re-planned by a newer run.
-                state.check_generation(t.target_conf, t.mirror, t.generation, t.target_label)
+                state.check_generation(t.target_conf, t.mirror, t.generation, t.target_label, t.progress_group)
             # 3. The authoritative start: committed progress, read after fencing.
             self._load_progress()
             self._assign()
@@ -252,8 +252,8 @@ class SlotCopier:
 
     def _load_progress(self) -> None:
         t = self.task
-        committed = progress.read(self.reader, [(p.target_topic, p.partition) for p in t.partitions],
-                                  t.target_label, t.progress_group)
+        committed = progress.read(self.admin, [(p.target_topic, p.partition) for p in t.partitions],
+                                  t.target_label, t.progress_group, stable=True)
         states = {}
         for p in t.partitions:
             found = committed.get((p.target_topic, p.partition))
@@ -385,7 +385,16 @@ class SlotCopier:
 
     def _consumer_error(self, m: Any, err: Any) -> None:
         name = err.name()
-        where = f"{self.task.source_label}: {m.topic()}[{m.partition()}]"
+        where = (f"{self.task.source_label}: {m.topic()}[{m.partition()}]" if m.topic()
+                 else self.task.source_label)
+        if name == "GROUP_AUTHORIZATION_FAILED":
+            # Reading with assign() needs no group; only publishing progress to the source group
+            # (best effort, for lag tools) does. Say so once; publish_to_source reports the failure.
+            if not getattr(self, "_warned_group", False):
+                self._warned_group = True
+                log.warning("slot %d: %s: no Read on group %s on the source; the mirror's progress will not be "
+                            "visible to lag tools there", self.task.slot, where, self.task.progress_group)
+            return
         if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
             raise DataLossError(f"{where}: the offsets the mirror must copy next were deleted on the source while "
                                 f"this run was copying ({err.str()}); nothing of this transaction was committed. "
@@ -533,7 +542,8 @@ class SlotCopier:
 
     def _publish_to_source(self) -> None:
         offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
-        error = progress.publish_to_source(self.consumer, offsets, self.task.progress_group)
+        source_admin = clients.admin_client(self.task.source_conf, f"{self.task.mirror}-{self.task.slot}-source")
+        error = progress.publish_to_source(source_admin, offsets, self.task.progress_group)
         if error:
             self.result.source_commit_error = error
             log.warning("slot %d: publishing progress to the source group %s failed (not fatal): %s",

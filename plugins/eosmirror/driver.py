@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror import clients, connections, generation, naming, observe, planning, state, topics
+from eosmirror import clients, connections, generation, naming, observe, permissions, planning, state, topics
 from eosmirror.config import MirrorConfig
 from eosmirror.planning import SlotPlan
 from eosmirror.slotstate import PartitionTask, SlotTask
@@ -71,6 +71,7 @@ class MirrorRun:
         m = self.mirror
         source_admin = clients.admin_client(self.source_conf, f"{m.name}-source")
         target_admin = clients.admin_client(self.target_conf, f"{m.name}-target")
+        topics.list_topic_names(target_admin, self.target_label)
         pairs = topics.resolve(m, source_admin, self.source_label, list(self.options.topics) or None)
         report = topics.sync_targets(m, pairs, source_admin, target_admin, self.source_label, self.target_label)
         topics.ensure_internal_topics(m, target_admin, self.target_label)
@@ -86,18 +87,17 @@ class MirrorRun:
         writes = not (plan_only or opts.dry_run)
         source_admin = clients.admin_client(self.source_conf, f"{m.name}-source")
         target_admin = clients.admin_client(self.target_conf, f"{m.name}-target")
+        # Both clusters answer (and accept our credentials) before anything else is asked of them.
+        topics.list_topic_names(target_admin, self.target_label)
         # 1. Resolve topics.
         pairs = topics.resolve(m, source_admin, self.source_label, list(opts.topics) or None)
         existing = topics.describe(target_admin, [p.target for p in pairs], self.target_label)
         target_ids = {t: tid for t, (tid, _) in existing.items()}
+        permissions.check(m, [p.source for p in pairs], [p.target for p in pairs], source_admin, target_admin,
+                          self.source_label, self.target_label)
         # 4 (observe and plan first: pure checks before any write).
-        reader = clients.progress_reader(self.target_conf, m.progress_group, f"eosmirror-{m.name}-planner-progress",
-                                         stable=False)
-        try:
-            observations = observe.observe(m, pairs, source_admin, reader, self.target_conf, target_ids,
-                                           self.source_label, self.target_label, until=opts.until)
-        finally:
-            reader.close()
+        observations = observe.observe(m, pairs, source_admin, target_admin, self.target_conf, target_ids,
+                                       self.source_label, self.target_label, until=opts.until)
         slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
                                   on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
         # 2. Sync topics (report only, when not writing).
@@ -106,16 +106,19 @@ class MirrorRun:
         if writes:
             topics.ensure_internal_topics(m, target_admin, self.target_label)
             limits, target_ids = report.max_message_bytes, report.target_topic_ids
+            # Topics this run just created were not checked above: check them before the first write.
+            permissions.check(m, [p.source for p in pairs], [p.target for p in pairs], source_admin, target_admin,
+                              self.source_label, self.target_label)
         else:
             limits = topics.target_limits(target_admin, pairs, self.target_label)
         # 3. Generation and fencing (exactly_once only: at_least_once has no transactional ids).
         fenced: list[str] = []
         if m.delivery == "exactly_once" and writes:
             current, fenced = state.establish_generation(self.target_conf, m.name, m.transactional_id_prefix,
-                                                         m.slots, self.target_label)
+                                                         m.slots, self.target_label, m.progress_group)
             number, changed = current.number, bool(fenced)
         else:
-            current = state.read_generation(self.target_conf, m.name, self.target_label)
+            current = state.read_generation(self.target_conf, m.name, self.target_label, m.progress_group)
             upcoming = generation.next_generation(current, m.slots, 0, "")
             number = upcoming.number if upcoming else current.number  # type: ignore[union-attr]
             changed = upcoming is not None

@@ -42,7 +42,7 @@ def open_transactions(admin: Any, partitions: list[tuple[str, int]], cluster: st
 def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seconds: float = 60.0) -> dict[str, Any]:
     conf = connections.resolve(mirror.target, f"mirror {mirror.name!r}: target")
     label = cluster_label("target", mirror.target, conf)
-    current = state.read_generation(conf, mirror.name, label)
+    current = state.read_generation(conf, mirror.name, label, mirror.progress_group)
     slots = current.max_slots if (current and all_generations) else (current.slots if current else mirror.slots)
     ids = [naming.planner_transactional_id(mirror.transactional_id_prefix, mirror.name)]
     ids += naming.slot_transactional_ids(mirror.transactional_id_prefix, mirror.name, max(slots, mirror.slots))

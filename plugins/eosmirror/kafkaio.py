@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any, Callable
 
+from eosmirror import clients
 from eosmirror.errors import (AuthorizationError, ClusterUnreachableError, EosMirrorError,
                               OversizeRecordError, TargetMismatchError)
 
@@ -85,4 +86,22 @@ def call(fn: Callable[..., Any], what: str, cluster: str, needs: str | None = No
     try:
         return fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - translated below
+        if error_name(exc) in _UNREACHABLE:
+            _drain_error_events(getattr(fn, "__self__", None))
+            auth = clients.recent_authentication_failure()
+            if auth:
+                raise AuthorizationError(f"{cluster}: authentication failed while trying to {what}: {auth}. "
+                                         f"Check the credentials (sasl.username/sasl.password, certificates) of "
+                                         f"this cluster's connection") from None
         raise translate(exc, what, cluster, needs) from None
+
+
+def _drain_error_events(client: Any) -> None:
+    """Serve pending error events of an admin client or producer (a consumer's poll would consume)."""
+    from confluent_kafka import Consumer
+
+    if client is not None and hasattr(client, "poll") and not isinstance(client, Consumer):
+        try:
+            client.poll(1.0)
+        except Exception:  # noqa: BLE001
+            pass

@@ -41,7 +41,7 @@ def _ms(moment: dt.datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, target_reader: Any,
+def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, target_admin: Any,
             target_conf: dict[str, Any], target_topic_ids: dict[str, str], source_label: str,
             target_label: str, until: dt.datetime | None = None) -> list[PartitionObservation]:
     from confluent_kafka.admin import OffsetSpec
@@ -62,10 +62,10 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
     else:
         start_from = dict(earliest)
 
-    committed = progress.read(target_reader, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
-                              target_label, mirror.progress_group)
+    committed = progress.read(target_admin, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
+                              target_label, mirror.progress_group, stable=False)
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
-    syncs = syncstore.load(target_conf, mirror.name, target_label) if missing else {}
+    syncs = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group) if missing else {}
 
     observations = []
     for pair in pairs:

@@ -46,39 +46,43 @@ def decode_metadata(raw: str | None) -> dict[str, Any]:
         return {}
 
 
-def read(reader: Any, partitions: Iterable[tuple[str, int]], cluster: str, group: str,
+def read(admin: Any, partitions: Iterable[tuple[str, int]], cluster: str, group: str, stable: bool,
          timeout: float = 30.0) -> dict[tuple[str, int], Progress]:
     """Committed progress of the given target partitions; absent keys have none.
 
-    ``reader`` is ``clients.progress_reader``: its ``committed()`` uses require_stable and waits
-    while a transactional commit of the group is pending, so a half-committed state is never seen.
+    ``stable=True`` (a slot, after fencing): require_stable (KIP-447), retried while a transactional
+    offset commit of the group is pending, so what it returns is never about to change.
+    ``stable=False`` (the planner, verify, reports): the last committed progress, without waiting on
+    a transaction that a killed producer may hold open until it times out; a plan is an estimate,
+    the slots re-read after fencing.
     """
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     wanted = [TopicPartition(t, p) for t, p in partitions]
     if not wanted:
         return {}
+    needs = f"Read on group {group} (and Describe on the target topics)"
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            committed = reader.committed(wanted, timeout=max(1.0, deadline - time.monotonic()))
-            break
-        except Exception as exc:  # noqa: BLE001
-            # UNSTABLE_OFFSET_COMMIT surfaces here only if librdkafka's own retries ran out.
-            if kafkaio.error_name(exc) == "UNSTABLE_OFFSET_COMMIT" and time.monotonic() < deadline:
-                time.sleep(0.2)
-                continue
-            error = kafkaio.translate(exc, f"read the progress of group {group}", cluster,
-                                      f"Describe and Read on group {group}")
-            if kafkaio.error_name(exc) == "_TIMED_OUT":
-                error.args = (f"{error.args[0]}. A transaction of this mirror may still be open (a killed or "
-                              f"stalled slot): `eosmirror fence <mirror>` aborts it",)
-            raise error from None
+        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, wanted)],
+                                                    require_stable=stable, request_timeout=min(30.0, timeout))
+        result = kafkaio.wait(futures[group], f"read the progress of group {group}", cluster, needs, timeout)
+        errors = [tp for tp in result.topic_partitions if tp.error is not None]
+        unstable = [tp for tp in errors if tp.error.name() == "UNSTABLE_OFFSET_COMMIT"]
+        if unstable and len(unstable) == len(errors) and time.monotonic() < deadline:
+            time.sleep(0.2)   # a transactional commit of the group is pending: wait for its outcome
+            continue
+        if unstable:
+            raise ProgressUnavailableError(
+                f"{cluster}: the progress of {unstable[0].topic}[{unstable[0].partition}] stayed unstable for "
+                f"{timeout:.0f} s: a transaction of this mirror is still open (a killed or stalled slot). "
+                f"`eosmirror fence <mirror>` (or the eosmirror_fence DAG) aborts it")
+        if errors:
+            raise kafkaio.translate(Exception(errors[0].error), f"read the progress of {errors[0].topic}"
+                                    f"[{errors[0].partition}] in group {group}", cluster, needs)
+        break
     out = {}
-    for tp in committed:
-        if tp.error is not None:
-            raise ProgressUnavailableError(f"{cluster}: reading progress of {tp.topic}[{tp.partition}] in group "
-                                           f"{group} failed: {tp.error.str()}")
+    for tp in result.topic_partitions:
         if tp.offset == OFFSET_INVALID or tp.offset < 0:
             continue
         meta = decode_metadata(tp.metadata)
@@ -89,20 +93,19 @@ def read(reader: Any, partitions: Iterable[tuple[str, int]], cluster: str, group
     return out
 
 
-def publish_to_source(source_consumer: Any, offsets: dict[tuple[str, int], int], group: str) -> str | None:
+def publish_to_source(source_admin: Any, offsets: dict[tuple[str, int], int], group: str,
+                      timeout: float = 10.0) -> str | None:
     """Best effort (KIP-656): the same progress on the SOURCE cluster, keyed by source partition, so
     that existing lag tools (kafka-consumer-groups, Burrow, ...) see the mirror's position.
-    Returns an error text instead of raising: this must never fail a committed run."""
-    from confluent_kafka import TopicPartition
+    Bounded in time; returns an error text instead of raising: this must never fail a committed run."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     if not offsets:
         return None
     try:
-        result = source_consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                        asynchronous=False)
-        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in result or [] if tp.error]
-        if errors:
-            return "; ".join(errors)
-        return None
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        result = source_admin.alter_consumer_group_offsets([request], request_timeout=timeout)[group].result(timeout)
+        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
+        return "; ".join(errors) or None
     except Exception as exc:  # noqa: BLE001 - best effort by design
         return f"{kafkaio.error_name(exc) or type(exc).__name__}: {kafkaio.error_text(exc)}"

@@ -30,11 +30,11 @@ def _record(m: Any) -> Record:
 
 
 def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
-               client_id: str = "eosmirror-reader") -> tuple[int, int]:
+               client_id: str = "eosmirror-reader", group_id: str | None = None) -> tuple[int, int]:
     """(log start, end) where end is the LSO when ``read_committed``, else the high watermark."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed)
+    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
     try:
         return kafkaio.call(consumer.get_watermark_offsets, f"read the offsets of {topic}[{partition}]", cluster,
                             f"Describe on topic {topic}", TopicPartition(topic, partition), timeout=15, cached=False)
@@ -44,13 +44,13 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, r
 
 def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster: str,
                read_committed: bool = True, client_id: str = "eosmirror-reader", timeout: float = 120.0,
-               ) -> list[Record]:
+               group_id: str | None = None) -> list[Record]:
     """The records with offsets in [start, end); ``end`` must not exceed the partition's end offset."""
     from confluent_kafka import TopicPartition
 
     if end <= start:
         return []
-    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed)
+    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
     records: list[Record] = []
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
@@ -65,6 +65,8 @@ def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end
                     if err.code() == PARTITION_EOF:
                         reached = max(reached, m.offset())
                         continue
+                    if err.name() == "GROUP_AUTHORIZATION_FAILED":
+                        continue   # a coordinator lookup for group.id; reading with assign() needs no group
                     raise kafkaio.translate(Exception(err), f"read {topic}[{partition}]", cluster, f"Read on topic {topic}")
                 if m.offset() >= end:
                     reached = end
@@ -79,14 +81,15 @@ def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end
 
 
 def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
-             client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False) -> list[Record]:
+             client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
+             group_id: str | None = None) -> list[Record]:
     """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
     from eosmirror.errors import TargetMismatchError
 
     try:
-        low, high = watermarks(conf, topic, partition, cluster, read_committed, client_id)
+        low, high = watermarks(conf, topic, partition, cluster, read_committed, client_id, group_id)
     except TargetMismatchError:
         if missing_ok:
             return []
         raise
-    return read_range(conf, topic, partition, low, high, cluster, read_committed, client_id, timeout)
+    return read_range(conf, topic, partition, low, high, cluster, read_committed, client_id, timeout, group_id)

@@ -18,9 +18,10 @@ from eosmirror.generation import STATE_KEY, Generation, ids_to_fence, next_gener
 log = logging.getLogger(__name__)
 
 
-def read_generation(target_conf: dict[str, Any], mirror: str, cluster: str) -> Generation | None:
+def read_generation(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> Generation | None:
+    """The mirror's current generation (``group``: the progress group, the only group the principal has)."""
     records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster,
-                               client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True)
+                               client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True, group_id=group)
     current = None
     for record in records:
         if record.key == STATE_KEY and record.value is not None:
@@ -48,7 +49,7 @@ def fence(target_conf: dict[str, Any], transactional_ids: list[str], cluster: st
 
 
 def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, slots: int, cluster: str,
-                         now_ms: int | None = None) -> tuple[Generation, list[str]]:
+                         group: str, now_ms: int | None = None) -> tuple[Generation, list[str]]:
     """Steps 1-4 of the generation protocol. Returns (current generation, ids fenced by this call)."""
     run_id = uuid.uuid4().hex[:12]
     planner_id = naming.planner_transactional_id(prefix, mirror)
@@ -56,9 +57,10 @@ def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, 
                                              client_id=f"eosmirror-{mirror}-planner")
     # 1. Fence older planners: from here on only this process may write the state.
     kafkaio.call(planner.init_transactions, "initialise the planner producer", cluster,
-                 f"Write and Describe on transactional id {planner_id}", 60)
+                 f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
+                 f"'{prefix}.{mirror}.' to cover the planner and every slot)", 60)
     # 2. The current generation, read after fencing (an older planner's open write was aborted).
-    current = read_generation(target_conf, mirror, cluster)
+    current = read_generation(target_conf, mirror, cluster, group)
     new = next_generation(current, slots, now_ms or int(time.time() * 1000), run_id)
     if new is None:
         planner.flush(5)
@@ -80,9 +82,9 @@ def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, 
     return new, fenced
 
 
-def check_generation(target_conf: dict[str, Any], mirror: str, expected: int, cluster: str) -> None:
+def check_generation(target_conf: dict[str, Any], mirror: str, expected: int, cluster: str, group: str) -> None:
     """Step 5: a slot, after its own init_transactions, stops if the mirror was re-planned."""
-    current = read_generation(target_conf, mirror, cluster)
+    current = read_generation(target_conf, mirror, cluster, group)
     number = current.number if current else 0
     if number != expected:
         raise FencedError(f"mirror {mirror!r} moved to generation {number} (this slot belongs to {expected}); "

@@ -12,11 +12,12 @@ from eosmirror.offsetsync import OffsetSync, PartitionSyncs, group_by_partition
 log = logging.getLogger(__name__)
 
 
-def load(target_conf: dict[str, Any], mirror: str, cluster: str) -> dict[tuple[str, int], PartitionSyncs]:
+def load(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> dict[tuple[str, int], PartitionSyncs]:
     """All committed offset syncs of a mirror, grouped by target partition."""
     syncs = []
     for record in readers.read_all(target_conf, naming.offset_sync_topic(mirror), 0, cluster,
-                                   client_id=f"eosmirror-{mirror}-sync-reader", timeout=300, missing_ok=True):
+                                   client_id=f"eosmirror-{mirror}-sync-reader", timeout=300, missing_ok=True,
+                                   group_id=group):
         if record.value is None:
             continue
         try:

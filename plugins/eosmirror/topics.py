@@ -9,6 +9,7 @@ error, never a silent re-partitioning. Target topics are always ``CreateTime`` t
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,8 +165,13 @@ def sync_targets(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any
                 f"{target_label}: target topic {pair.target} has {have} partitions but source {pair.source} has "
                 f"{pair.partitions}, and growing it failed ({kafkaio.error_text(exc)}). Partition i must go to "
                 f"partition i; grant Alter on topic {pair.target} or add the partitions by hand") from None
-    # Re-describe: ids of created topics, and existing configs for drift and record limits.
+    # Re-describe: ids of created topics, and existing configs for drift and record limits. A topic
+    # just created may take a moment to appear in the broker's metadata.
+    deadline = time.monotonic() + 30
     targets = describe(target_admin, [p.target for p in pairs], target_label)
+    while len(targets) < len(pairs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        targets = describe(target_admin, [p.target for p in pairs], target_label)
     target_configs = _configs(target_admin, [p.target for p in pairs], target_label, non_default_only=False)
     for pair in pairs:
         if pair.target not in targets:

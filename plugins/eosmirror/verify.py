@@ -39,19 +39,20 @@ def _describe(rec: readers.Record | None) -> str:
 
 def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], source_topic: str, target_topic: str,
                     partition: int, syncs: Any, committed: int | None, source_label: str, target_label: str,
-                    max_differences: int = 10, compacted: bool = False) -> PartitionCheck | None:
+                    max_differences: int = 10, compacted: bool = False,
+                    group: str | None = None) -> PartitionCheck | None:
     if syncs is None or syncs.mirrored_from is None:
         return None   # never copied anything: nothing to compare
     start = syncs.mirrored_from
     end = committed if committed is not None else syncs.progress
     check = PartitionCheck(source_topic, target_topic, partition, (start, end))
     source = readers.read_range(source_conf, source_topic, partition, start, end, source_label,
-                                client_id="eosmirror-verify-source")
+                                client_id="eosmirror-verify-source", group_id=group)
     ordered = syncs.ordered()
     target_start = syncs.translate(start)
     target_end = ordered[-1].target_next
     target = readers.read_range(target_conf, target_topic, partition, target_start, target_end, target_label,
-                                client_id="eosmirror-verify-target")
+                                client_id="eosmirror-verify-target", group_id=group)
     check.records = len(source)
 
     def differ(text: str) -> None:
@@ -109,24 +110,20 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     source_admin = clients.admin_client(source_conf, f"{mirror.name}-verify")
     pairs = topics.resolve(mirror, source_admin, source_label)
     source_policies = topics.cleanup_policies(source_admin, [p.source for p in pairs], source_label)
-    target_policies = topics.cleanup_policies(clients.admin_client(target_conf, f"{mirror.name}-verify"),
-                                              [p.target for p in pairs], target_label)
+    target_admin = clients.admin_client(target_conf, f"{mirror.name}-verify")
+    target_policies = topics.cleanup_policies(target_admin, [p.target for p in pairs], target_label)
     compacted = {p.source for p in pairs if "compact" in source_policies.get(p.source, "")
                  or "compact" in target_policies.get(p.target, "")}
-    history = syncstore.load(target_conf, mirror.name, target_label)
-    reader = clients.progress_reader(target_conf, mirror.progress_group, f"eosmirror-{mirror.name}-verify", stable=False)
-    try:
-        committed = progress.read(reader, [(p.target, k) for p in pairs for k in range(p.partitions)], target_label,
-                                  mirror.progress_group)
-    finally:
-        reader.close()
+    history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
+    committed = progress.read(target_admin, [(p.target, k) for p in pairs for k in range(p.partitions)], target_label,
+                              mirror.progress_group, stable=False)
     checks = []
     for pair in pairs:
         for k in range(pair.partitions):
             done = committed.get((pair.target, k))
             check = check_partition(source_conf, target_conf, pair.source, pair.target, k, history.get((pair.target, k)),
                                     done.offset if done else None, source_label, target_label,
-                                    compacted=pair.source in compacted)
+                                    compacted=pair.source in compacted, group=mirror.progress_group)
             if check is not None:
                 checks.append(check)
     return checks

@@ -90,7 +90,7 @@ def test_compacted_source_with_offset_gaps(source_conf, target_conf, unique):
     assert run(m)["status"] == "ok"
     tgt = read_all(target_conf, topic)
     assert [(r.key, r.value) for r in tgt] == [(r.key, r.value) for r in src]
-    history = syncstore.load(target_conf, m.name, "target")[(topic, 0)]
+    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
     for s, t in zip(src, tgt):
         assert history.translate(s.offset) == t.offset
 
@@ -104,7 +104,7 @@ def test_translate_is_exact_for_every_source_offset_including_gaps(source_conf, 
     transactional_batches(source_conf, topic, txn_id + "b", [(False, [b"y", b"z"]), (True, [b"4", b"5", b"6"])])
     while run(m, max_records_per_partition=4)["records"]:
         pass
-    history = syncstore.load(target_conf, m.name, "target")[(topic, 0)]
+    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
     assert len(history.syncs) >= 3
     src_all = read_all(source_conf, topic)
     end = progress_of(target_conf, m, topic, 1)[0].offset
@@ -119,7 +119,7 @@ def test_verify_detects_a_difference(source_conf, target_conf, unique):
     seed_sequence(source_conf, topic, 1, 10)
     m = mirror(unique("m"), [topic], slots=1)
     run(m)
-    history = syncstore.load(target_conf, m.name, "target")[(topic, 0)]
+    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
     ok = check_partition(source_conf, target_conf, topic, topic, 0, history, 10, "source", "target")
     assert ok.ok and ok.records == 10
     # a foreign record appended to the target after the mirrored range must not change the verdict...

@@ -105,7 +105,7 @@ def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_co
     zombie_report = json.loads((tmp_path / "z.json").read_text())
     statuses = {s["status"] for s in zombie_report["slots"] if s.get("partitions") is not None}
     assert zombie.returncode == 1 and statuses <= {"fenced", "nothing-to-do"} and "fenced" in statuses
-    assert state.read_generation(target_conf, m.name, "target").slots == 2
+    assert state.read_generation(target_conf, m.name, "target", m.progress_group).slots == 2
     assert target_values(target_conf, topic, 6) == expected(6, 200)
 
 

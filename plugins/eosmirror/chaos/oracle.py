@@ -84,16 +84,13 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
                 target_conf: dict[str, Any], rng: random.Random, samples: int = 10) -> Verdict:
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    from eosmirror import clients, progress
+    from eosmirror import progress
     from eosmirror.observe import list_offsets
 
     verdict = Verdict()
-    reader = clients.progress_reader(target_conf, mirror.progress_group, "chaos-oracle", stable=False)
-    try:
-        committed = progress.read(reader, [(topic, p) for p in range(partitions)], "target", mirror.progress_group)
-    finally:
-        reader.close()
     admin = AdminClient(target_conf)
+    committed = progress.read(admin, [(topic, p) for p in range(partitions)], "target", mirror.progress_group,
+                              stable=False)
     specs = {(topic, p): OffsetSpec.latest() for p in range(partitions)}
     deadline = time.monotonic() + 30
     while True:    # an abort/commit marker of the last fenced zombie may still be on its way
@@ -104,7 +101,7 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
             break
         time.sleep(0.5)
     verdict.add("hanging_transactions", len(hanging), f"open transaction left on {hanging[:3]}")
-    history = syncstore.load(target_conf, mirror.name, "target")
+    history = syncstore.load(target_conf, mirror.name, "target", mirror.progress_group)
     for p in range(partitions):
         where = f"{topic}[{p}]"
         source = readers.read_all(source_conf, topic, p, "source")

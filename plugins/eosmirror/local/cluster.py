@@ -212,12 +212,17 @@ def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
 
 # --- lifecycle -------------------------------------------------------------------------------------
 
+def _config_text(cluster: LocalCluster) -> str:
+    body = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
+    return "# written by eosmirror.local; edits are overwritten on start\n" + body
+
+
 def _write_config(cluster: LocalCluster) -> None:
-    text = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
+    text = _config_text(cluster)
     # 0600: a SASL cluster's file holds its users' passwords.
     fd = os.open(cluster.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
-        out.write("# written by eosmirror.local; edits are overwritten on start\n" + text)
+        out.write(text)
 
 
 def _format_if_needed(cluster: LocalCluster) -> None:
@@ -238,7 +243,14 @@ def launch(cluster: LocalCluster) -> int:
     """Start the broker process unless it already runs; return its pid without waiting."""
     pid = running_pid(cluster)
     if pid is not None:
-        return pid
+        try:
+            current = cluster.config_file.read_text()
+        except OSError:
+            current = ""
+        if current == _config_text(cluster):
+            return pid
+        log.info("%s broker runs with an older configuration: restarting it", cluster.name)
+        stop(cluster)
     if _port_in_use(cluster.port) or _port_in_use(cluster.controller_port):
         raise LocalClusterError(
             f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
