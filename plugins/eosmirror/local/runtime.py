@@ -77,28 +77,32 @@ def classpath() -> str:
     return str(ensure_kafka_lib() / "*")  # the JVM expands the wildcard itself
 
 
-def log4j_config() -> Path:
-    """A log4j2 config that writes to stdout (redirected to each broker's log file)."""
-    path = paths.under_home("kafka") / "log4j2.properties"
-    text = "\n".join([
-        "status = warn",
-        "appender.stdout.type = Console",
-        "appender.stdout.name = STDOUT",
-        "appender.stdout.layout.type = PatternLayout",
-        "appender.stdout.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = INFO",
-        "rootLogger.appenderRef.stdout.ref = STDOUT",
-        # The chattiest loggers at INFO; their WARN/ERROR lines still reach the log.
-        "logger.statechange.name = state.change.logger",
-        "logger.statechange.level = WARN",
-        "logger.cleaner.name = kafka.log.LogCleaner",
-        "logger.cleaner.level = WARN",
-        "logger.storage.name = org.apache.kafka.storage.internals",
-        "logger.storage.level = WARN",
-        "logger.config.name = org.apache.kafka.common.config.AbstractConfig",
-        "logger.config.level = WARN",
-        "",
-    ])
+_CONSOLE = [
+    "status = warn",
+    "appender.stdout.type = Console",
+    "appender.stdout.name = STDOUT",
+    "appender.stdout.layout.type = PatternLayout",
+    "appender.stdout.layout.pattern = [%d] %p %m (%c)%n",
+    "rootLogger.level = INFO",
+    "rootLogger.appenderRef.stdout.ref = STDOUT",
+]
+# The chattiest loggers at INFO; their WARN/ERROR lines still reach the log.
+_QUIET = {"statechange": "state.change.logger", "cleaner": "kafka.log.LogCleaner",
+          "storage": "org.apache.kafka.storage.internals", "config": "org.apache.kafka.common.config.AbstractConfig"}
+
+
+def log4j_config(name: str = "log4j2.properties", config_dumps: bool = False) -> Path:
+    """A log4j2 config that writes to stdout (redirected to each process's log file).
+
+    ``config_dumps`` keeps AbstractConfig at INFO: its dumps show what a process really ran with
+    (the benchmark reads MirrorMaker 2's exactly-once settings from them).
+    """
+    path = paths.under_home("kafka") / name
+    lines = list(_CONSOLE)
+    for key, logger in _QUIET.items():
+        if not (config_dumps and key == "config"):
+            lines += [f"logger.{key}.name = {logger}", f"logger.{key}.level = WARN"]
+    text = "\n".join(lines + [""])
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path

@@ -1,0 +1,22 @@
+"""The benchmark behind ``make bench``: eosmirror side by side with MirrorMaker 2 and two baselines.
+
+Everything runs on the embedded local clusters (started, or reused when already up), on the same
+machine, in one run, one configuration after another so that no two measurements share the CPU:
+
+  ceiling          Kafka's ProducerPerformance into the target, transactional and not
+  raw loop         one confluent-kafka process: consume -> produce, no transactions, no progress
+  eosmirror        ``eosmirror run`` on Spark, exactly_once and at_least_once (plus a slot sweep and
+                   an empty run that measures the fixed overhead)
+  mm2              MirrorMaker 2 dedicated mode, exactly-once and at-least-once
+
+Every configuration copies a freshly loaded topic set of its own and is verified afterwards by a
+read_committed count on the target; a configuration that does not deliver exactly N records is
+reported as not verified, whatever its speed.
+
+Modules: ``settings`` (what to run), ``dataset`` (topics, loading, clean-up), ``counting`` (exact
+read_committed counts, offset hints), ``measure`` (child processes, RSS and CPU sampling), one
+runner module per system (``ceiling``, ``rawloop``, ``mirror_runs``, ``mm2``), ``configurations``
+(load, run, verify, clean up), ``results`` (one configuration's numbers), ``suite`` (the order and
+the progress lines), ``report``, ``markdown`` and ``chart`` (the outputs), ``profiling`` (optional
+pyinstrument profiles). Nothing here imports Spark or Airflow at module level.
+"""

@@ -1,0 +1,162 @@
+"""report.md: the tables a person reads, rendered from report.json's document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _n(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, (int, float)):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list[str]], align: str) -> str:
+    """A GitHub table; ``align`` has one character per column: l(eft) or r(ight)."""
+    marks = [":--" if a == "l" else "--:" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(marks) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def results_table(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc["configurations"]:
+        rows.append([r["size_class"], r["label"], _n(r["records"]), _n(r["records_per_second"]),
+                     _n(r["mb_per_second"], 1), _n(r["end_to_end_records_per_second"]), _n(r["wall_seconds"], 1),
+                     _n(r["peak_rss_mb"]), _n(r.get("cpu_seconds"), 1), _share(r.get("others_cpu_share")),
+                     _n(r["verified"]) + ("" if not r.get("error") else " (error)")
+                     + (" (a broker restarted: timing void)" if r.get("brokers_restarted") else "")])
+    return _table(["size", "configuration", "records", "records/s steady", "MB/s steady", "records/s end to end",
+                   "wall s", "peak RSS MB", "CPU s", "others' CPU", "verified"], rows, "llrrrrrrrrl")
+
+
+def _share(value: float | None) -> str:
+    """Others' CPU share; flagged when a fifth of the machine or more was busy with other work."""
+    if value is None:
+        return "-"
+    return f"{value:.0%}" + (" (busy)" if value >= 0.2 else "")
+
+
+def targets_table(doc: dict[str, Any]) -> str:
+    rows = [[t["target"], t["goal"], _n(t["measured"], 2), {True: "met", False: "MISSED", None: "not measured"}[t["met"]]] for t in doc["targets"]]
+    return _table(["target", "goal", "measured", ""], rows, "llrl") if rows else "(no targets measured)"
+
+
+def _ratios(doc: dict[str, Any]) -> str:
+    rows = []
+    for size, pairs in doc["ratios"].items():
+        for name, pair in pairs.items():
+            rows.append([size, name.replace("_", " "), _n(pair["steady"], 2), _n(pair["end_to_end"], 2),
+                         _n(pair["both_verified"])])
+    return _table(["size", "ratio", "steady", "end to end", "both verified"], rows, "llrrl") if rows else "-"
+
+
+def _sweep(doc: dict[str, Any]) -> str:
+    rows = [[_n(s["slots"]), s["master"] or "-", _n(s["records_per_second"]), _n(s["end_to_end_records_per_second"]),
+             _n(s["wall_seconds"], 1), _n(s["verified"])] for s in doc["slot_sweep"]]
+    return _table(["slots", "master", "records/s in slots", "records/s end to end", "wall s", "verified"], rows,
+                  "rlrrrl") if rows else "(not run)"
+
+
+def _memory(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc["configurations"]:
+        roles = ", ".join(f"{role} {mb:,.0f}" for role, mb in (r.get("peak_rss_by_role_mb") or {}).items())
+        rows.append([r["size_class"], r["label"], _n(r["peak_rss_mb"]), roles or "-"])
+    return _table(["size", "configuration", "peak RSS MB (sum of tree)", "peak per role (MB)"], rows, "llrl")
+
+
+def _cost(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc["configurations"]:
+        cpu = r.get("cpu") or {}
+        roles = ", ".join(f"{role} {sec:,.1f}" for role, sec in (cpu.get("program_by_role_seconds") or {}).items())
+        rows.append([r["size_class"], r["label"], _n(cpu.get("program_seconds"), 1),
+                     _n(r.get("cpu_seconds_per_million_records"), 1), roles or "-", _n(cpu.get("brokers_seconds"), 1),
+                     _n(cpu.get("other_seconds"), 1), _n(cpu.get("wall_seconds"), 1)])
+    return _table(["size", "configuration", "CPU s", "CPU s per 1M records", "CPU s per role", "brokers CPU s",
+                   "others' CPU s (noise)", "window s"], rows, "llrrlrrr")
+
+
+def _mm2(doc: dict[str, Any]) -> str:
+    lines = []
+    for item in doc["mm2_exactly_once"]:
+        ev = item.get("evidence") or {}
+        lines.append(f"- {item['size_class']}: exactly-once confirmed: **{_n(item['confirmed'])}**; source tasks "
+                     f"{', '.join(ev.get('exactly_once_source_tasks', [])) or 'none'} ran as "
+                     f"ExactlyOnceWorkerSourceTask; transactional ids {', '.join(ev.get('transactional_ids', [])) or 'none'}; "
+                     f"exactly.once.source.support={'/'.join(ev.get('exactly_once_source_support', [])) or '?'}; "
+                     f"{_n(item['transaction_markers'])} transaction markers on the target; MM2 started after "
+                     f"{_n(ev.get('seconds_to_mirrormaker_started'), 1)} s, source tasks after "
+                     f"{_n(ev.get('seconds_to_source_task_started'), 1)} s; ERROR lines: {len(ev.get('error_lines', []))}"
+                     f" (log `{ev.get('log', '?')}`)")
+    return "\n".join(lines) or "(MirrorMaker 2 exactly-once not run)"
+
+
+def _errors(doc: dict[str, Any]) -> str:
+    lines = [f"- `{r['key']}`: {r['error']}" for r in doc["configurations"] if r.get("error")]
+    return "\n".join(lines)
+
+
+def render(doc: dict[str, Any]) -> str:
+    m, data = doc["machine"], doc["data_set"]
+    sizes = "; ".join(f"{s['name']}: {s['records']:,} records of {s['value_bytes']} B values "
+                      f"({s['record_bytes']} B with key and header)" for s in data["size_classes"])
+    empty = doc.get("empty_run") or {}
+    parts = [
+        f"# eosmirror benchmark, run {doc['run_id']}" + (" (quick)" if doc["quick"] else ""),
+        f"{doc['created_at']}; {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB; load average at start "
+        f"{', '.join(f'{x:.2f}' for x in m['load_average_at_start'])}; Kafka {m['kafka']}, {m['java']}; "
+        f"confluent-kafka {m['confluent_kafka']} (librdkafka {m['librdkafka']}); pyspark {m['pyspark']}; "
+        f"whole run {doc['duration_seconds']:,.0f} s.",
+        f"Data set: {data['partitions']} partitions, {data['key_bytes']}-byte keys, one header "
+        f"({data['header']}); {sizes}. Every configuration loads its own fresh topics.",
+        "## Results",
+        results_table(doc),
+        "**All configurations verified** (read_committed count on the target equals N)." if doc["all_verified"]
+        else "**Some configurations did not verify**: their numbers are not results.",
+        _errors(doc),
+        "CPU s: the program's own CPU time. Others' CPU: the share of the machine other work used during the "
+        "configuration; a result marked (busy) was measured while something else competed for the CPUs.",
+        "## Ratios (same run)",
+        _ratios(doc),
+        "## Targets",
+        targets_table(doc),
+        "## eosmirror exactly_once: records/s vs slots",
+        _sweep(doc),
+        "## Fixed overhead of an empty eosmirror run",
+        (f"The same mirror run again with nothing new to copy: {_n(empty.get('wall_seconds'), 1)} s end to end "
+         f"(`eosmirror run` to exit), peak RSS {_n(empty.get('peak_rss_mb'))} MB." if empty else "(not run)"),
+        "## Peak memory (RSS)",
+        _memory(doc),
+        "RSS is sampled every 0.2 s from /proc over the whole process tree; forked Python workers share pages "
+        "with their parent, so the sum is an upper bound.",
+        "## Cost: CPU time",
+        _cost(doc),
+        "CPU s: user+system time of the program's process tree over its whole life (start-up included), "
+        "sampled with the RSS. Brokers: both local brokers in the same window. Others': the rest of the "
+        f"machine's busy time in the window (work that is not part of the measurement; {m['cpus']} CPUs can give "
+        "at most that many CPU seconds per second): a large value means the result was measured on a busy machine.",
+        "## MirrorMaker 2 exactly-once: is it really on?",
+        _mm2(doc),
+        "## How the numbers are measured",
+        "- **steady**: eosmirror: records / the longest slot's seconds (inside the Spark tasks); MirrorMaker 2: "
+        "from the first record on the target until a read_committed count reaches N; raw loop: its own copy loop "
+        "time; ProducerPerformance: its own send-loop rate (value bytes only, no key or header).",
+        "- **end to end**: N / wall time from process start: `eosmirror run` incl. Python and Spark start-up; "
+        "MirrorMaker 2 incl. JVM and Connect start-up until the count reaches N; the raw loop incl. Python start.",
+        "- Verification: after every configuration the target is read with read_committed and its records counted; "
+        "end offsets are only a hint (transaction markers occupy offsets).",
+        f"- Settings: Spark {doc['settings']['master']}, {doc['settings']['main_slots']} slots; MM2 tasks.max=2; "
+        f"ProducerPerformance transactions of {doc['settings']['transaction_duration_ms']} ms; extra MM2 properties "
+        f"{doc['settings']['mm2_extra_properties'] or 'none'}.",
+    ]
+    if doc.get("profiles"):
+        parts += ["## Profiles", "\n".join(f"- {name}: `{info.get('path')}` {info.get('summary', '')}"
+                                            for name, info in doc["profiles"].items())]
+    return "\n\n".join(p for p in parts if p) + "\n"

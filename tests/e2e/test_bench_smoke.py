@@ -1,0 +1,83 @@
+"""`make bench` at smoke size: every configuration kind runs and verifies, and the report has its shape.
+
+Runs ``python -m eosmirror.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
+sweep) as a subprocess, into a temporary folder so that the real build/bench report is never overwritten.
+Timings are reported by the bench, never asserted here: only shapes and exact counts are.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+KINDS_PER_SIZE = {"ceiling": 2, "raw": 1, "eosmirror": 2, "mm2": 2}
+RATE_FIELDS = ("records_per_second", "mb_per_second", "end_to_end_records_per_second", "end_to_end_mb_per_second",
+               "wall_seconds", "peak_rss_mb", "peak_rss_by_role_mb", "cpu_seconds", "cpu_seconds_per_million_records",
+               "others_cpu_share", "verified", "target_count", "expected_count")
+
+
+@pytest.fixture(scope="module")
+def bench(clusters, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run([sys.executable, "-m", "eosmirror.bench", "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=420)
+    return done, out
+
+
+@pytest.mark.timeout(480)
+def test_quick_bench_writes_three_files_and_exits_zero(bench):
+    done, out = bench
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    assert (out / "report.json").is_file() and (out / "report.md").is_file()
+    assert (out / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "[1/" in done.stdout and "verified:" in done.stdout          # progress was shown while it ran
+
+
+@pytest.mark.timeout(480)
+def test_every_configuration_ran_and_verified_with_an_exact_count(bench):
+    done, out = bench
+    report = json.loads((out / "report.json").read_text())
+    rows = report["configurations"]
+    sizes = [s["name"] for s in report["data_set"]["size_classes"]]
+    assert sizes == ["200B"] and report["records"] == 20_000
+    for size in sizes:
+        kinds = [r["kind"] for r in rows if r["size_class"] == size]
+        assert {k: kinds.count(k) for k in KINDS_PER_SIZE} == KINDS_PER_SIZE, (size, kinds)
+    assert [r["kind"] for r in rows].count("eosmirror-empty") == 1
+    for r in rows:
+        assert r["verified"] is True, (r["key"], r["error"])
+        assert r["target_count"] == r["expected_count"], r["key"]
+        assert r["error"] is None, r["key"]
+        assert all(field in r for field in RATE_FIELDS), r["key"]
+    by_key = {r["key"]: r for r in rows}
+    assert by_key["200B/eosmirror-exactly_once-2slots"]["expected_count"] == 20_000
+    assert by_key["200B/mm2-exactly_once"]["expected_count"] == 20_000
+    assert by_key["200B/eosmirror-empty-run"]["records"] == 0                    # nothing copied ...
+    assert by_key["200B/eosmirror-empty-run"]["expected_count"] == 20_000        # ... and nothing lost
+    assert report["all_verified"] is True
+
+
+@pytest.mark.timeout(480)
+def test_report_holds_ratios_targets_memory_and_mm2_exactly_once_evidence(bench):
+    done, out = bench
+    report = json.loads((out / "report.json").read_text())
+    assert {"eosmirror_eos_vs_mm2_eos", "eosmirror_eos_vs_raw_loop"} <= set(report["ratios"]["200B"])
+    for pair in report["ratios"]["200B"].values():
+        assert set(pair) == {"ours", "theirs", "steady", "end_to_end", "both_verified", "brokers_restarted"}
+    assert {t["target"].split(" (")[0] for t in report["targets"]} >= {
+        "eosmirror exactly_once / MM2 exactly-once records/s", "eosmirror exactly_once steady rate / raw copy loop",
+        "empty eosmirror run, fixed overhead"}
+    assert report["empty_run"]["verified"] is True
+    # Peak RSS and CPU time are measured for every process tree (values, whatever they are).
+    assert all(r["peak_rss_mb"] is not None and r["peak_rss_by_role_mb"] for r in report["configurations"])
+    assert all(r["cpu_seconds"] is not None for r in report["configurations"])
+    # MirrorMaker 2 "exactly-once" really ran exactly-once source tasks with transactional ids.
+    assert [m["size_class"] for m in report["mm2_exactly_once"]] == ["200B"]
+    for item in report["mm2_exactly_once"]:
+        assert item["confirmed"] is True, item
+        assert item["evidence"]["exactly_once_source_tasks"] and item["evidence"]["transactional_ids"]
+    markdown = (out / "report.md").read_text()
+    assert "| size | configuration |" in markdown and "All configurations verified" in markdown
