@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 PARTITION_EOF = -191
 CONSUME_BATCH = 5000
 MAX_ABORT_ATTEMPTS = 5
-RECORD_OVERHEAD = 100   # bytes a record adds to a batch beyond key, value and headers (upper bound)
 
 
 def stall_seconds() -> float:
@@ -301,6 +300,7 @@ class SlotCopier:
         max_bytes = self.task.max_bytes
         undone = [s for s in states.values() if not s.done]
         first_batch = True
+        copied = 0
         while undone and time.monotonic() < deadline:
             if max_bytes is not None and self.bytes_copied >= max_bytes:
                 break
@@ -324,21 +324,22 @@ class SlotCopier:
                 value, key, headers = m.value(), m.key(), m.headers()
                 size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
                 if headers:
-                    size += sum(len(h) + (len(v) if v is not None else 0) for h, v in headers)
-                if size + RECORD_OVERHEAD > s.task.max_message_bytes:
+                    for name, header in headers:
+                        size += len(name) + (len(header) if header is not None else 0)
+                if size > s.limit:
                     raise OversizeRecordError(
                         f"source {s.task.source_topic}[{s.task.partition}] offset {offset}: record of {size} bytes "
                         f"is larger than target topic {s.task.target_topic} accepts (max.message.bytes="
                         f"{s.task.max_message_bytes}). Raise max.message.bytes on the target topic; nothing "
                         f"of this transaction was committed")
+                ts = m.timestamp()[1]
                 while True:
                     try:
-                        if s.count == 0:
-                            produce(s.task.target_topic, value, key, s.task.partition, timestamp=m.timestamp()[1],
-                                    headers=headers, on_delivery=s.delivered_first)
+                        if s.count:
+                            produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers)
                         else:
-                            produce(s.task.target_topic, value, key, s.task.partition, timestamp=m.timestamp()[1],
-                                    headers=headers)
+                            produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers,
+                                    on_delivery=s.delivered_first)
                         break
                     except BufferError:
                         poll(0.05)   # the local queue is full: let librdkafka send, then retry
@@ -353,10 +354,11 @@ class SlotCopier:
                 s.count += 1
                 s.bytes += size
                 s.next = offset + 1
-                ts = m.timestamp()[1]
                 if ts > s.newest_ts:
                     s.newest_ts = ts
-                self.bytes_copied += size
+                copied += size
+            self.bytes_copied += copied
+            copied = 0
             if first_batch and messages:
                 first_batch = False
                 self.faults.hit("in_transaction", self.task.slot)

@@ -59,7 +59,7 @@ def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end
         while reached < end:
             if time.monotonic() > deadline:
                 raise kafkaio.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster)
-            for m in consumer.consume(5000, 0.5):
+            for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
                 err = m.error()
                 if err is not None:
                     if err.code() == PARTITION_EOF:

@@ -11,6 +11,8 @@ from typing import Any
 
 from eosmirror.offsetsync import OffsetSync, RunBuilder
 
+RECORD_OVERHEAD = 100   # bytes a record adds to a batch beyond key, value and headers (upper bound)
+
 
 @dataclass(frozen=True)
 class PartitionTask:
@@ -51,12 +53,15 @@ class SlotTask:
 class PartitionCopy:
     """Mutable per-partition state of one slot attempt."""
 
-    __slots__ = ("task", "committed", "had_committed", "end", "done", "eof", "next", "base", "count",
+    __slots__ = ("task", "target_topic", "partition", "limit", "committed", "had_committed", "end", "done", "eof", "next", "base", "count",
                  "bytes", "runs", "txn_start", "position", "first_error", "records_total", "bytes_total",
                  "newest_ts", "copy_start")
 
     def __init__(self, task: PartitionTask, committed: int | None):
         self.task = task
+        # Copied out of the task for the per-record loop (one attribute lookup instead of two).
+        self.target_topic, self.partition = task.target_topic, task.partition
+        self.limit = task.max_message_bytes - RECORD_OVERHEAD
         self.had_committed = committed is not None
         self.committed = committed if committed is not None else task.start
         self.copy_start = self.committed
