@@ -9,8 +9,11 @@ UV := $(UV_HOME)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 export UV_PYTHON_DOWNLOADS := never
+# Trust the platform's certificate store too (where a TLS-intercepting proxy's CA is installed);
+# uv otherwise trusts only its bundled roots unless SSL_CERT_FILE happens to be set.
+export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
-ROUNDS ?= 6
+ROUNDS ?= 22
 
 .PHONY: help setup demo test test-unit bench chaos airflow down status clean
 
@@ -57,7 +60,7 @@ status:
 	@$(BIN)/eosmirror local status
 
 down:
-	@if [ -x $(BIN)/eosmirror ]; then $(BIN)/eosmirror local down; fi
+	@if [ -x $(BIN)/eosmirror ]; then $(BIN)/eosmirror local down --all; fi
 
 clean: down
 	rm -rf var build $(VENV)

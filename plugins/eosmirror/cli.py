@@ -30,7 +30,7 @@ def _local(args: argparse.Namespace) -> int:
             print(f"{c.name:<7} {c.bootstrap:<17} up   (data {c.data_dir}, log {c.log_file})")
         return EXIT_OK
     if args.action == "down":
-        stopped = cluster.down()
+        stopped = cluster.down(cluster.known_clusters() if args.all else None)
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return EXIT_OK
     states = [cluster.status(c) for c in cluster.default_clusters()]
@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="embedded single-node source and target clusters")
     local.add_argument("action", choices=["up", "down", "status"])
     local.add_argument("--json", action="store_true", help="status as JSON")
+    local.add_argument("--all", action="store_true",
+                       help="down: also every other cluster the project started under var/kafka (tests, benchmarks)")
     local.set_defaults(func=_local)
 
     setup = sub.add_parser("setup", help="fetch Kafka jars and prepare the Airflow home")

@@ -89,7 +89,7 @@ def _java_pids_with(text: str) -> list[int]:
     return pids
 
 
-def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path):
+def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, monkeypatch):
     home = tmp_path / "home"
     first = _eosmirror(home, "local", "up")
     assert first.returncode == 0, first.stderr
@@ -105,6 +105,14 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path):
     assert "source, target" in down.stdout
     assert _java_pids_with(str(home / "kafka")) == []
     assert "nothing was running" in _eosmirror(home, "local", "down").stdout
+    # `down --all` (what `make down` and CI use) also stops extra clusters tests start elsewhere
+    from eosmirror.local import cluster
+
+    monkeypatch.setenv("EOSMIRROR_HOME", str(home))
+    cluster.start(cluster.LocalCluster("extra", 39692))
+    assert len(_java_pids_with(str(home / "kafka"))) == 1
+    assert "extra" in _eosmirror(home, "local", "down", "--all").stdout
+    assert _java_pids_with(str(home / "kafka")) == []
 
 
 def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):

@@ -258,3 +258,28 @@ def test_abortable_error_rewinds_and_the_retry_copies_everything(source_conf, ta
     assert time.monotonic() - started < 15      # the retry does not wait for the transaction deadline
     assert target_values(target_conf, topic, 2) == expected(2, 40)
     assert len(read_all(target_conf, topic, 0, read_committed=False)) == 80   # 40 aborted + 40 committed copies
+
+
+def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continues(source_conf, target_conf, unique,
+                                                                                   tmp_path):
+    from eosmirror import fencing
+
+    topic = create_topic(source_conf, unique("fence"), partitions=2)
+    seed_sequence(source_conf, topic, 2, 100)
+    m = mirror(unique("m"), [topic], slots=2)
+    config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    active = cli("run", m.name, "--config", str(config_file), "--inprocess", "--result-json", str(tmp_path / "a.json"),
+                 env=faults_env({"point": "in_transaction", "action": "sleep", "seconds": 6}), background=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not readers.read_all(target_conf, topic, 0, "target", read_committed=False,
+                                                          missing_ok=True):
+        time.sleep(0.2)
+    outcome = fencing.fence_mirror(m)
+    assert outcome["unblocked"] and f"eosmirror.{m.name}.0" in outcome["fenced"]
+    active.communicate(timeout=120)
+    assert active.returncode == 1
+    statuses = {s["status"] for s in json.loads((tmp_path / "a.json").read_text())["slots"]}
+    assert statuses == {"fenced"}
+    assert target_values(target_conf, topic, 2) == {0: [], 1: []}     # nothing of the fenced run is visible
+    assert run(m)["records"] == 200
+    assert target_values(target_conf, topic, 2) == expected(2, 100)

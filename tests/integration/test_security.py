@@ -222,3 +222,22 @@ def test_config_errors_exit_2_naming_mirror_field_value_and_write_nothing(fields
     assert "hunter2" not in result.stderr
     names = AdminClient(target_conf).list_topics(timeout=10).topics
     assert f"eosmirror-state.{name}.internal" not in names
+
+
+def test_target_topic_that_cannot_be_grown_fails_loudly(secure, monkeypatch):
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch)
+    admin = AdminClient(secure["target"].client_config())
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)     # the source has 2 partitions
+    acls = least_privilege(name, topic)                                # no Alter on the target topic
+    grant(secure, acls)
+    try:
+        with pytest.raises(EosMirrorError) as info:
+            run(m)
+        assert f"target topic {topic} has 1 partitions but source {topic} has 2" in str(info.value)
+        assert f"grant Alter on topic {topic}" in str(info.value)
+        assert readers.read_all(secure["target"].client_config(), topic, 0, "target") == []
+        grant(secure, [("target", TOPIC, topic, LITERAL, Op.ALTER, "")])
+        assert run(m)["records"] == 20                                # with Alter it grows and copies
+        grant(secure, [("target", TOPIC, topic, LITERAL, Op.ALTER, "")], revoke=True)
+    finally:
+        grant(secure, acls, revoke=True)

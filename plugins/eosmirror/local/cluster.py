@@ -340,3 +340,15 @@ def down(clusters: list[LocalCluster] | None = None) -> list[str]:
         if stop(cluster):
             stopped.append(cluster.name)
     return stopped
+
+
+def known_clusters() -> list[LocalCluster]:
+    """Every cluster with a folder under var/kafka (tests and benchmarks start extra ones)."""
+    import re
+
+    found = []
+    for folder in sorted((paths.home() / "kafka").glob("*/server.properties")):
+        match = re.search(r"^listeners=\w+://127\.0\.0\.1:(\d+)", folder.read_text(), re.MULTILINE)
+        if match:
+            found.append(LocalCluster(name=folder.parent.name, port=int(match.group(1))))
+    return found
