@@ -9,6 +9,8 @@ from typing import Any
 from eosmirror import clients, kafkaio
 
 PARTITION_EOF = -191
+_LEADERSHIP_MOVING = {"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "_LEADER_NOT_AVAILABLE",
+                      "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,18 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, r
     from confluent_kafka import TopicPartition
 
     consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
+    deadline = time.monotonic() + 10
     try:
-        return kafkaio.call(consumer.get_watermark_offsets, f"read the offsets of {topic}[{partition}]", cluster,
-                            f"Describe on topic {topic}", TopicPartition(topic, partition), timeout=15, cached=False)
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15, cached=False)
+            except Exception as exc:  # noqa: BLE001
+                # A topic just created has no leader for a moment: wait for it, briefly.
+                if kafkaio.error_name(exc) in _LEADERSHIP_MOVING and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise kafkaio.translate(exc, f"read the offsets of {topic}[{partition}]", cluster,
+                                        f"Describe on topic {topic}") from None
     finally:
         consumer.close()
 

@@ -229,8 +229,9 @@ def _format_if_needed(cluster: LocalCluster) -> None:
     if (cluster.data_dir / "meta.properties").exists():
         return
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-    cmd = runtime.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                               "-c", str(cluster.config_file), heap="256m")
+    # --cluster-id=<id>, not "-t <id>": a base64 id can start with '-' and would be parsed as an option.
+    cmd = runtime.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                               f"--config={cluster.config_file}", heap="256m")
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
