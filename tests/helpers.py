@@ -52,12 +52,9 @@ def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
 
 
 def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:
-    from confluent_kafka.admin import AdminClient
-
     from eosmirror import progress
 
-    admin = AdminClient(target_conf)
-    found = progress.read(admin, [(topic, p) for p in range(partitions)], "target", m.progress_group, stable=False)
+    found = progress.read(target_conf, [(topic, p) for p in range(partitions)], "target", m.progress_group, stable=False)
     return {p: found.get((topic, p)) for p in range(partitions)}
 
 

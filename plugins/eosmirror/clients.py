@@ -132,8 +132,15 @@ def recent_authentication_failure(within: float = 60.0) -> str | None:
 
 
 def _with_logger(conf: dict[str, Any], name: str) -> dict[str, Any]:
+    """Name the client and record authentication failures.
+
+    No Python ``logger`` is installed: confluent-kafka calls it from librdkafka's own threads until
+    the client forwards logs to its poll queue, and with short-lived admin clients that crashed the
+    interpreter (SIGSEGV, reproduced while SASL brokers were still starting). librdkafka then logs
+    to stderr in its own format (``%4|<time>|<FACILITY>|<client.id>| ...``), which lands in the task
+    log. ``error_cb`` only runs inside poll() on the caller's thread.
+    """
     conf.setdefault("client.id", name)
-    conf["logger"] = logging.getLogger(f"eosmirror.librdkafka.{name}")
     conf.setdefault("error_cb", _record_error)
     return conf
 
@@ -181,16 +188,22 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     return Producer(_with_logger(conf, client_id))
 
 
-def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str) -> Any:
-    """A never-subscribed consumer of the progress group on the target: its
-    ``consumer_group_metadata()`` (generation -1, no member) is what ``send_offsets_to_transaction``
-    needs for a member-less group, and it commits progress in the at_least_once mode. Progress is
-    read with the admin API (``progress.read``)."""
+def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True,
+                    on_commit: Any = None) -> Any:
+    """A never-assigned consumer of the progress group on the target.
+
+    ``committed()`` on it reads the progress: with ``stable`` (read_committed) it sends require_stable
+    and waits while a transactional commit is pending (KIP-447). Its ``consumer_group_metadata()``
+    (generation -1, no member) is what ``send_offsets_to_transaction`` needs for a member-less group,
+    and it commits progress in the at_least_once mode.
+    """
     from confluent_kafka import Consumer
 
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
-    conf.update({"group.id": group_id, "isolation.level": "read_committed", "enable.auto.commit": False,
-                 "enable.auto.offset.store": False})
+    conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
+                 "enable.auto.commit": False, "enable.auto.offset.store": False})
+    if on_commit is not None:   # publishing progress to the source group commits asynchronously
+        conf["on_commit"] = on_commit
     return Consumer(_with_logger(conf, client_id))
 
 

@@ -78,6 +78,15 @@ def _permanent_cause(text: str) -> EosMirrorError | None:
     return None
 
 
+_FENCED_NAMES = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
+
+
+def _is_fenced(exc: BaseException) -> bool:
+    """A newer instance took over the transactional id (librdkafka may report it later as _FATAL)."""
+    return kafkaio.error_name(exc) in _FENCED_NAMES or (
+        kafkaio.error_name(exc) == "_FATAL" and "fenced" in kafkaio.error_text(exc).lower())
+
+
 def executor_info() -> dict[str, str]:
     import socket
     import sys
@@ -144,6 +153,9 @@ class SlotCopier:
                 self.producer.flush(1)
             except Exception:  # noqa: BLE001
                 pass
+        # Drop the clients now: a traceback that keeps this copier alive must not keep a producer
+        # reconnecting (and logging) to a cluster long after the slot ended.
+        self.producer = self.admin = self.consumer = self.reader = None
 
     # --- protocol ----------------------------------------------------------------------------------
 
@@ -197,10 +209,15 @@ class SlotCopier:
             self._abort_quietly()
             self.result.status, self.result.error, self.result.error_type = "failed", str(exc), type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - report, never crash the Spark task with a secret in it
-            self._abort_quietly()
-            error = kafkaio.translate(exc, "copy", f"slot {t.slot}")
-            self.result.status, self.result.error = "failed", str(error)
-            self.result.error_type = type(error).__name__
+            if _is_fenced(exc):   # fenced while producing (not inside a transactional call)
+                self.result.status, self.result.error_type = "fenced", "FencedError"
+                self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
+                                     f"over ({kafkaio.error_text(exc)}); this attempt stops")
+            else:
+                self._abort_quietly()
+                error = kafkaio.translate(exc, "copy", f"slot {t.slot}")
+                self.result.status, self.result.error = "failed", str(error)
+                self.result.error_type = type(error).__name__
         finally:
             now = _now_ms()
             self.result.partitions = [s.report(now) for s in self.states.values()]
@@ -235,7 +252,7 @@ class SlotCopier:
                 if err is None:
                     raise
                 if err.fatal():
-                    if err.name() in ("_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
+                    if _is_fenced(exc):
                         raise FencedError(f"slot {self.task.slot}: a newer instance of transactional id "
                                           f"{self.task.transactional_id} took over ({what} failed: "
                                           f"{err.str()}); this attempt stops") from None
@@ -251,7 +268,7 @@ class SlotCopier:
 
     def _load_progress(self) -> None:
         t = self.task
-        committed = progress.read(self.admin, [(p.target_topic, p.partition) for p in t.partitions],
+        committed = progress.read(t.target_conf, [(p.target_topic, p.partition) for p in t.partitions],
                                   t.target_label, t.progress_group, stable=True)
         states = {}
         for p in t.partitions:
@@ -544,8 +561,7 @@ class SlotCopier:
 
     def _publish_to_source(self) -> None:
         offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
-        source_admin = clients.admin_client(self.task.source_conf, f"{self.task.mirror}-{self.task.slot}-source")
-        error = progress.publish_to_source(source_admin, offsets, self.task.progress_group)
+        error = progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
         if error:
             self.result.source_commit_error = error
             log.warning("slot %d: publishing progress to the source group %s failed (not fatal): %s",

@@ -4,9 +4,9 @@
    slot count of any recorded generation (or of the configured slot count when none is recorded).
    Each ``init_transactions`` aborts (or completes) the open transaction of a stalled or killed
    producer, so read_committed consumers are no longer held back by it.
-2. For every partition the mirror has progress for (read from the progress group on the target,
-   so the source cluster may be down), wait until the last stable offset equals the high
-   watermark: no open transaction is left.
+2. For every target partition the mirror ever committed progress for (from its offset syncs, read
+   on the target, so the source cluster may be down), wait until the last stable offset equals
+   the high watermark: no open transaction is left.
 """
 
 from __future__ import annotations
@@ -14,19 +14,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from eosmirror import clients, connections, kafkaio, naming, observe, state
+from eosmirror import clients, connections, naming, observe, state, syncstore
 from eosmirror.config import MirrorConfig
 from eosmirror.driver import cluster_label
 
 
-def mirrored_partitions(admin: Any, group: str, cluster: str) -> list[tuple[str, int]]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                request_timeout=kafkaio.DEFAULT_TIMEOUT)
-    result = kafkaio.wait(futures[group], f"list the offsets of group {group}", cluster,
-                          f"Describe on group {group}")
-    return sorted((tp.topic, tp.partition) for tp in result.topic_partitions if tp.offset >= 0)
+def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster: str) -> list[tuple[str, int]]:
+    """Every target partition the mirror ever committed progress for: each such commit wrote an
+    offset sync (read from the target only, so the source may be down)."""
+    return sorted(syncstore.load(conf, mirror.name, cluster, mirror.progress_group))
 
 
 def open_transactions(admin: Any, partitions: list[tuple[str, int]], cluster: str) -> dict[tuple[str, int], tuple[int, int]]:
@@ -49,7 +45,7 @@ def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seco
     started = time.monotonic()
     fenced = state.fence(conf, ids, label)
     admin = clients.admin_client(conf, f"{mirror.name}-fence")
-    partitions = mirrored_partitions(admin, mirror.progress_group, label)
+    partitions = mirrored_partitions(conf, mirror, label)
     deadline = time.monotonic() + settle_seconds
     blocked = open_transactions(admin, partitions, label)
     while blocked and time.monotonic() < deadline:   # markers are written just after the fence

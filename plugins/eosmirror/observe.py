@@ -62,7 +62,7 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
     else:
         start_from = dict(earliest)
 
-    committed = progress.read(target_admin, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
+    committed = progress.read(target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
                               target_label, mirror.progress_group, stable=False)
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
     syncs = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group) if missing else {}

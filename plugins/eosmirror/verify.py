@@ -115,7 +115,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     compacted = {p.source for p in pairs if "compact" in source_policies.get(p.source, "")
                  or "compact" in target_policies.get(p.target, "")}
     history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
-    committed = progress.read(target_admin, [(p.target, k) for p in pairs for k in range(p.partitions)], target_label,
+    committed = progress.read(target_conf, [(p.target, k) for p in pairs for k in range(p.partitions)], target_label,
                               mirror.progress_group, stable=False)
     checks = []
     for pair in pairs:

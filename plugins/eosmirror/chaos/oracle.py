@@ -89,7 +89,7 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
 
     verdict = Verdict()
     admin = AdminClient(target_conf)
-    committed = progress.read(admin, [(topic, p) for p in range(partitions)], "target", mirror.progress_group,
+    committed = progress.read(target_conf, [(topic, p) for p in range(partitions)], "target", mirror.progress_group,
                               stable=False)
     specs = {(topic, p): OffsetSpec.latest() for p in range(partitions)}
     deadline = time.monotonic() + 30
