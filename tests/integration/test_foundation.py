@@ -64,8 +64,8 @@ def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, uni
 
 
 def _eosmirror(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "EOSMIRROR_HOME": str(home), "EOSMIRROR_SOURCE_PORT": "39192",
-           "EOSMIRROR_TARGET_PORT": "39292"}
+    env = {**os.environ, "EOSMIRROR_HOME": str(home), "EOSMIRROR_SOURCE_PORT": "19192",
+           "EOSMIRROR_TARGET_PORT": "19292"}
     # The jar cache is shared: an isolated home must not download Kafka again.
     (home / "kafka-lib").mkdir(parents=True, exist_ok=True)
     from eosmirror.local import runtime
@@ -93,7 +93,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
     home = tmp_path / "home"
     first = _eosmirror(home, "local", "up")
     assert first.returncode == 0, first.stderr
-    assert "127.0.0.1:39192" in first.stdout and "127.0.0.1:39292" in first.stdout
+    assert "127.0.0.1:19192" in first.stdout and "127.0.0.1:19292" in first.stdout
     pids = _java_pids_with(str(home / "kafka"))
     assert len(pids) == 2
     second = _eosmirror(home, "local", "up")
@@ -109,7 +109,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
     from eosmirror.local import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(home))
-    cluster.start(cluster.LocalCluster("extra", 39692))
+    cluster.start(cluster.LocalCluster("extra", 19692))
     assert len(_java_pids_with(str(home / "kafka"))) == 1
     assert "extra" in _eosmirror(home, "local", "down", "--all").stdout
     assert _java_pids_with(str(home / "kafka")) == []
@@ -119,7 +119,7 @@ def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):
     from eosmirror.local import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
-    broken = cluster.LocalCluster("broken", 39392)
+    broken = cluster.LocalCluster("broken", 19392)
     broken.data_dir.mkdir(parents=True)
     (broken.data_dir / "meta.properties").write_text("version=1\ncluster.id=not-a-valid-id\nnode.id=7\n")
     with pytest.raises(cluster.LocalClusterError) as info:
@@ -128,3 +128,21 @@ def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):
     assert "exited during start" in message and str(broken.log_file) in message
     assert "ERROR" in message or "Exception" in message   # the tail of the broker's own log
     assert cluster.running_pid(broken) is None
+
+
+def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, monkeypatch):
+    """A port bound by another socket that does not listen (what an outgoing connection's ephemeral
+    port looks like) passes the connect probe; the broker's bind then fails and the error must say
+    so, not only show the broker's orderly shutdown."""
+    import socket
+
+    from eosmirror.local import cluster
+
+    monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
+    taken = cluster.LocalCluster("taken", 19792)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", taken.port))
+        with pytest.raises(cluster.LocalClusterError) as info:
+            cluster.start(taken, timeout=60)
+    assert "Address already in use" in str(info.value).split("last lines:")[0]
+    assert cluster.running_pid(taken) is None

@@ -27,8 +27,8 @@ Op = AclOperation
 
 @pytest.fixture(scope="module")
 def secure():
-    source = cluster.secure_cluster(PASSWORDS, name="acl-source", port=39492)
-    target = cluster.secure_cluster(PASSWORDS, name="acl-target", port=39592)
+    source = cluster.secure_cluster(PASSWORDS, name="acl-source", port=19492)
+    target = cluster.secure_cluster(PASSWORDS, name="acl-target", port=19592)
     try:
         for c in (source, target):
             cluster.launch(c)
@@ -111,7 +111,7 @@ def nothing_written(secure, m, topic):
     admin_conf = secure["target"].client_config()
     for p in range(2):
         assert readers.read_all(admin_conf, topic, p, "target", missing_ok=True) == []
-    assert progress.read(AdminClient(admin_conf), [(topic, 0), (topic, 1)], "target", m.progress_group, stable=False) == {}
+    assert progress.read(admin_conf, [(topic, 0), (topic, 1)], "target", m.progress_group, stable=False) == {}
 
 
 def test_the_least_privilege_acl_set_is_enough(secure, monkeypatch):
@@ -179,13 +179,13 @@ def test_wrong_password_fails_naming_authentication(secure, monkeypatch, tmp_pat
     started = time.monotonic()
     result = cli("run", name, "--config", str(path), "--inprocess", env={"ACL_TEST_PASSWORD": "not-the-password"})
     assert result.returncode == 1
-    assert "authentication failed" in result.stderr and "127.0.0.1:39592" in result.stderr
+    assert "authentication failed" in result.stderr and "127.0.0.1:19592" in result.stderr
     assert "not-the-password" not in result.stderr + result.stdout
     assert time.monotonic() - started < 60
 
 
 @pytest.mark.parametrize("side", ["source", "target"])
-def test_unreachable_cluster_fails_within_bounded_time_and_leaves_no_process(side, tmp_path, unique):
+def test_unreachable_cluster_fails_within_bounded_time_and_leaves_no_process(side, tmp_path, unique, clusters):
     reachable = {"local": "target" if side == "source" else "source"}
     dead = {"config": {"bootstrap.servers": "127.0.0.1:1"}}
     name = unique("m")

@@ -154,7 +154,7 @@ def local_cluster(name: str) -> LocalCluster:
     return LocalCluster(name=name, port=port)
 
 
-def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 39092) -> LocalCluster:
+def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 19992) -> LocalCluster:
     """A SASL/PLAIN cluster with ACLs enforced; ``passwords`` must include ``admin`` (super user)."""
     if "admin" not in passwords:
         raise LocalClusterError("a secure local cluster needs an `admin` user (its super user)")
@@ -191,19 +191,38 @@ def _port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _log_tail(cluster: LocalCluster, lines: int = 40) -> str:
+# Where each launched broker's log started, so that a failure reports this start, not an older one.
+_log_offsets: dict[str, int] = {}
+
+
+def _log_tail(cluster: LocalCluster, lines: int = 25) -> str:
+    """The cause first (ERROR/FATAL lines of this start, e.g. "Address already in use"), then the tail:
+    a dying broker's last lines are only its orderly shutdown."""
     try:
-        text = cluster.log_file.read_text(errors="replace").splitlines()
+        with open(cluster.log_file, "rb") as log_in:
+            log_in.seek(_log_offsets.get(str(cluster.log_file), 0))
+            text = log_in.read().decode(errors="replace").splitlines()
     except OSError:
         return "(no broker log)"
-    return "\n".join(text[-lines:])
+    causes: list[str] = []
+    for i, line in enumerate(text):
+        if " ERROR " in line or " FATAL " in line:
+            causes.append(line)
+            if i + 1 < len(text) and not text[i + 1].startswith("["):
+                causes.append(text[i + 1])    # the exception message under the log line
+        elif line.startswith("Caused by:") and line not in causes:
+            causes.append(line)
+    causes = causes[:12]
+    head = ("errors:\n" + "\n".join(causes) + "\nlast lines:\n") if causes else ""
+    return head + "\n".join(text[-lines:])
 
 
 def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
     from eosmirror import clients  # local import: keeps `local status` cheap when nothing runs
 
     try:
-        admin = clients.admin_client(cluster.client_config(), role_hint=f"local-{cluster.name}")
+        # log_level 2: "connection refused" while the broker starts is expected, not worth a stderr line
+        admin = clients.admin_client({**cluster.client_config(), "log_level": 2}, role_hint=f"local-{cluster.name}")
         admin.list_topics(timeout=timeout)
         return True
     except Exception:  # noqa: BLE001 - any failure means "not answering yet"
@@ -260,6 +279,7 @@ def launch(cluster: LocalCluster) -> int:
     _format_if_needed(cluster)
     cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file))
     with open(cluster.log_file, "ab") as out:
+        _log_offsets[str(cluster.log_file)] = out.tell()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=cluster.dir)
     cluster.pid_file.write_text(f"{proc.pid}\n")
@@ -275,13 +295,13 @@ def wait_ready(cluster: LocalCluster, timeout: float = 90.0) -> None:
     while time.monotonic() < deadline:
         exited = child.poll() is not None if child is not None else running_pid(cluster) is None
         if exited:
-            raise LocalClusterError(f"the {cluster.name} broker exited during start; last lines of "
+            raise LocalClusterError(f"the {cluster.name} broker exited during start; from "
                                     f"{cluster.log_file}:\n{_log_tail(cluster)}")
         if is_reachable(cluster):
             return
         time.sleep(0.5)
     raise LocalClusterError(f"the {cluster.name} broker did not answer within {timeout:.0f} s; "
-                            f"last lines of {cluster.log_file}:\n{_log_tail(cluster)}")
+                            f"from {cluster.log_file}:\n{_log_tail(cluster)}")
 
 
 def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
