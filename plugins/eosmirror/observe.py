@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from typing import Any
 
 from eosmirror import kafkaio, progress, syncstore
@@ -21,20 +22,32 @@ log = logging.getLogger(__name__)
 
 def list_offsets(admin: Any, specs: dict[tuple[str, int], Any], cluster: str, read_committed: bool = True,
                  ) -> dict[tuple[str, int], int]:
-    """One batched ListOffsets request; {(topic, partition): offset} (-1 when no such offset)."""
+    """Batched ListOffsets; {(topic, partition): offset} (-1 when no such offset). Partitions whose
+    leader is moving (a broker just restarted, a topic just created) are asked again for up to 15 s."""
     from confluent_kafka import IsolationLevel, TopicPartition
 
     if not specs:
         return {}
-    request = {TopicPartition(t, p): spec for (t, p), spec in specs.items()}
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets(request, isolation_level=level, request_timeout=kafkaio.DEFAULT_TIMEOUT)
-    out = {}
-    for tp, future in futures.items():
-        info = kafkaio.wait(future, f"list offsets of {tp.topic}[{tp.partition}]", cluster,
-                            f"Describe on topic {tp.topic}")
-        out[(tp.topic, tp.partition)] = info.offset
-    return out
+    out: dict[tuple[str, int], int] = {}
+    deadline = time.monotonic() + 15
+    while True:
+        request = {TopicPartition(t, p): spec for (t, p), spec in specs.items() if (t, p) not in out}
+        futures = admin.list_offsets(request, isolation_level=level, request_timeout=kafkaio.DEFAULT_TIMEOUT)
+        moving = False
+        for tp, future in futures.items():
+            try:
+                info = future.result(timeout=kafkaio.DEFAULT_TIMEOUT)
+            except Exception as exc:  # noqa: BLE001 - translated below
+                if kafkaio.error_name(exc) in kafkaio.LEADERSHIP_MOVING and time.monotonic() < deadline:
+                    moving = True    # asked again below, for this partition only
+                    continue
+                raise kafkaio.translate(exc, f"list offsets of {tp.topic}[{tp.partition}]", cluster,
+                                        f"Describe on topic {tp.topic}") from None
+            out[(tp.topic, tp.partition)] = info.offset
+        if not moving:
+            return out
+        time.sleep(0.3)
 
 
 def _ms(moment: dt.datetime) -> int:

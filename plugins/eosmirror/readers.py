@@ -9,8 +9,6 @@ from typing import Any
 from eosmirror import clients, kafkaio
 
 PARTITION_EOF = -191
-_LEADERSHIP_MOVING = {"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "_LEADER_NOT_AVAILABLE",
-                      "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, r
                 return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15, cached=False)
             except Exception as exc:  # noqa: BLE001
                 # A topic just created has no leader for a moment: wait for it, briefly.
-                if kafkaio.error_name(exc) in _LEADERSHIP_MOVING and time.monotonic() < deadline:
+                if kafkaio.error_name(exc) in kafkaio.LEADERSHIP_MOVING and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
                 raise kafkaio.translate(exc, f"read the offsets of {topic}[{partition}]", cluster,
