@@ -166,7 +166,8 @@ def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic:
                     raise RuntimeError(f"MirrorMaker 2 exited early (code {out.exit_code}); last lines of "
                                        f"{log_path}:\n{child.log_tail()}")
                 if time.monotonic() - child.started > timeout:
-                    raise TimeoutError(f"MirrorMaker 2 did not copy {expected} records within {timeout:.0f} s")
+                    raise TimeoutError(f"MirrorMaker 2 did not copy {expected} records within {timeout:.0f} s; "
+                                       + _stall_state(target_conf, topic, partitions, admin, counter))
                 high = sum(end_offsets(target_conf, topic, partitions, "target", False, admin).values())
                 if out.start_to_first is None and high > 0:
                     out.start_to_first = time.monotonic() - child.started
@@ -195,6 +196,22 @@ def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic:
         out.peak, out.cpu = child.peak, child.cpu()
     out.evidence = evidence(log_path, wall_started)
     return out
+
+
+def _stall_state(target_conf: dict[str, Any], topic: str, partitions: int, admin: Any,
+                 counter: CommittedCounter) -> str:
+    """Why a copy never completed: a transaction left open (last stable offset below the high
+    watermark), or everything decided with records missing."""
+    try:
+        high = end_offsets(target_conf, topic, partitions, "target", False, admin)
+        stable = end_offsets(target_conf, topic, partitions, "target", True, admin)
+        open_at = {p: (stable[p], high[p]) for p in high if stable.get(p, 0) < high[p]}
+        counted = counter.count_to(stable, timeout=60)
+    except Exception as exc:  # noqa: BLE001 - a diagnosis must not hide the timeout
+        return f"(state unknown: {type(exc).__name__}: {exc})"
+    if open_at:
+        return (f"{counted:,} committed records; a transaction stays open on partitions (LSO, HW): {open_at}")
+    return f"every transaction is decided, yet only {counted:,} committed records are on the target"
 
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
