@@ -28,20 +28,10 @@ _NAMES = {"READ": "Read", "WRITE": "Write", "DESCRIBE_CONFIGS": "DescribeConfigs
 
 def authorized_operations(admin: Any, topics: list[str], cluster: str) -> dict[str, set[str]]:
     """{topic: names of the operations this principal may perform} for the topics that exist."""
-    from confluent_kafka import TopicCollection
+    from eosmirror.topics import describe_existing
 
-    if not topics:
-        return {}
-    futures = admin.describe_topics(TopicCollection(topics), include_authorized_operations=True,
-                                    request_timeout=kafkaio.DEFAULT_TIMEOUT)
     out = {}
-    for name, future in futures.items():
-        try:
-            desc = future.result(timeout=kafkaio.DEFAULT_TIMEOUT)
-        except Exception as exc:  # noqa: BLE001
-            if kafkaio.error_name(exc) in kafkaio.MISSING_TOPIC:
-                continue
-            raise kafkaio.translate(exc, f"describe topic {name}", cluster, f"Describe on topic {name}") from None
+    for name, desc in describe_existing(admin, topics, cluster, authorized_operations=True).items():
         ops = desc.authorized_operations
         if ops is not None:   # None: the broker did not say (no authorizer): nothing to check
             out[name] = {getattr(op, "name", str(op)) for op in ops}

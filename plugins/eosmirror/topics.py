@@ -54,23 +54,30 @@ def _uuid(value: Any) -> str:
     return str(value) if value is not None else ""
 
 
-def describe(admin: Any, names: list[str], cluster: str) -> dict[str, tuple[str, int]]:
-    """{topic: (topic id, partition count)} for the named topics that exist."""
+def describe_existing(admin: Any, names: list[str], cluster: str, authorized_operations: bool = False,
+                      ) -> dict[str, Any]:
+    """{topic: TopicDescription} for the named topics that exist; any other error fails loudly."""
     from confluent_kafka import TopicCollection
 
     if not names:
         return {}
-    futures = admin.describe_topics(TopicCollection(names), request_timeout=kafkaio.DEFAULT_TIMEOUT)
+    futures = admin.describe_topics(TopicCollection(names), include_authorized_operations=authorized_operations,
+                                    request_timeout=kafkaio.DEFAULT_TIMEOUT)
     found = {}
     for name, future in futures.items():
         try:
-            desc = future.result(timeout=kafkaio.DEFAULT_TIMEOUT)
+            found[name] = future.result(timeout=kafkaio.DEFAULT_TIMEOUT)
         except Exception as exc:  # noqa: BLE001
             if kafkaio.error_name(exc) in kafkaio.MISSING_TOPIC:
                 continue
             raise kafkaio.translate(exc, f"describe topic {name}", cluster, f"Describe on topic {name}") from None
-        found[name] = (_uuid(desc.topic_id), len(desc.partitions))
     return found
+
+
+def describe(admin: Any, names: list[str], cluster: str) -> dict[str, tuple[str, int]]:
+    """{topic: (topic id, partition count)} for the named topics that exist."""
+    return {name: (_uuid(desc.topic_id), len(desc.partitions))
+            for name, desc in describe_existing(admin, names, cluster).items()}
 
 
 def list_topic_names(admin: Any, cluster: str) -> list[str]:
