@@ -30,7 +30,7 @@ $(UV):
 	$(PYTHON) -m venv $(UV_HOME)
 	$(UV_HOME)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.synced: pyproject.toml uv.lock | $(UV)
+$(VENV)/.synced: pyproject.toml tools/pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen --python $(PYTHON)
 	@touch $@
 
@@ -47,10 +47,10 @@ test-unit: setup
 	$(BIN)/pytest tests/unit
 
 bench: setup
-	$(BIN)/python -m eosmirror.bench
+	$(BIN)/python -m eosmirror_tools.bench
 
 chaos: setup
-	$(BIN)/python -m eosmirror.chaos --rounds $(ROUNDS)
+	$(BIN)/python -m eosmirror_tools.chaos --rounds $(ROUNDS)
 
 airflow: setup
 	$(BIN)/eosmirror local up

@@ -1,11 +1,12 @@
 """eosmirror DAGs: one per mirror in mirrors.yaml (eosmirror__<name>) and eosmirror_fence.
 
-Declarations only; the tasks live in the eosmirror package. Parsing reads mirrors.yaml
-(or $EOSMIRROR_CONFIG) and touches no broker, connection or Variable.
+Declarations only; the tasks live in the eosmirror package. Parsing reads the mirrors.yaml beside
+this file (or $EOSMIRROR_CONFIG) and touches no broker, connection or Variable.
 """
 
 import os
+from pathlib import Path
 
-from eosmirror.airflow_dags import build_all
+from eosmirror.airflow.dags import build_all
 
-globals().update(build_all(os.environ.get("EOSMIRROR_CONFIG")))
+globals().update(build_all(os.environ.get("EOSMIRROR_CONFIG") or str(Path(__file__).with_name("mirrors.yaml"))))

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from eosmirror import airflow_env
+from eosmirror.airflow import home
 
-airflow_env.apply()
+home.apply()
 # py4j logs from __del__ at interpreter exit, after pytest closed its log capture.
 logging.getLogger("py4j").setLevel(logging.ERROR)
 
@@ -18,10 +18,11 @@ logging.getLogger("py4j").setLevel(logging.ERROR)
 @pytest.fixture(scope="session")
 def clusters():
     """The embedded source and target clusters: reused when running, else started and stopped here."""
-    from eosmirror.local import cluster
+    from eosmirror_tools.local import cluster
 
     started = []
     for c in cluster.default_clusters():
+        cluster.register(c)
         if not cluster.is_reachable(c):
             cluster.launch(c)
             started.append(c)

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eosmirror import config, readers
+from eosmirror.core import config
+from eosmirror.kafka import readers
 
 
 def create_topic(conf: dict[str, Any], name: str, partitions: int = 1, **topic_config: str) -> str:
@@ -52,7 +53,7 @@ def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
 
 
 def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:
-    from eosmirror import progress
+    from eosmirror.kafka import progress
 
     found = progress.read(target_conf, [(topic, p) for p in range(partitions)], "target", m.progress_group, stable=False)
     return {p: found.get((topic, p)) for p in range(partitions)}

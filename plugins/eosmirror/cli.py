@@ -17,12 +17,28 @@ import argparse
 import json
 import logging
 import sys
+from typing import Any
 
-from eosmirror.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EosMirrorError
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EosMirrorError
+
+
+def _tools(module: str):  # noqa: ANN202
+    """A module of the development tools (local clusters, demo): in a checkout's dev environment only."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"eosmirror_tools.{module}")
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("eosmirror_tools"):
+            raise
+        from eosmirror.core.errors import ConfigError
+
+        raise ConfigError("this command is a development tool (embedded clusters, demo): it needs a checkout of "
+                          "eosmirror set up with `make setup` (the `eosmirror-tools` package of the dev group)") from None
 
 
 def _local(args: argparse.Namespace) -> int:
-    from eosmirror.local import cluster
+    cluster = _tools("local.cluster")
 
     if args.action == "up":
         clusters = cluster.up()
@@ -45,26 +61,28 @@ def _local(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from eosmirror import airflow_env
-    from eosmirror.local import runtime
+    from eosmirror.airflow import home
 
+    runtime = _tools("local.runtime")
     lib = runtime.ensure_kafka_lib()
     print(f"kafka {runtime.kafka_version()} jars: {lib}")
-    ran = airflow_env.migrate()
-    print(f"airflow home: {airflow_env.airflow_home()} ({'migrated' if ran else 'up to date'})")
+    ran = home.migrate()
+    print(f"airflow home: {home.airflow_home()} ({'migrated' if ran else 'up to date'})")
     return EXIT_OK
 
 
 def _mirror(args: argparse.Namespace):  # noqa: ANN202
-    from eosmirror import config
+    from eosmirror.core import config
 
     return config.load(args.config).get(args.mirror)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from eosmirror import batch, driver, report
+    from eosmirror import driver
+    from eosmirror.core import report
+    from eosmirror.spark import job
 
-    mirror_run = driver.MirrorRun(_mirror(args), batch.options_from(args))
+    mirror_run = driver.MirrorRun(_mirror(args), job.options_from(args))
     prepared = mirror_run.prepare(plan_only=True)
     result = driver.build_report(prepared, [], mirror_run.source_label, mirror_run.target_label)
     print(report.plan_table(result))
@@ -76,43 +94,44 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from eosmirror import batch, submit
+    from eosmirror.spark import job, submit
 
     _mirror(args)  # validate the name and the file before starting Spark
     if args.inprocess:
-        from eosmirror.driver import run_in_process
+        from eosmirror.driver.run import run_in_process
 
-        code, result = batch.run(args.mirror, args, run_in_process)
+        code, result = job.run(args.mirror, args, run_in_process)
         if result:
-            from eosmirror import report
+            from eosmirror.core import report
 
             print(report.summary(result))
             if args.result_json:
                 report.write_json(result, args.result_json)
         return code
-    job = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
-                               args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
-                               args.dry_run, args.result_json)
+    job_args = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
+                                    args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
+                                    args.dry_run, args.result_json)
     mirror = _mirror(args)
-    cmd = submit.command(args.master or submit.default_master(), job,
+    cmd = submit.command(args.master or submit.default_master(), job_args,
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)
     return submit.run(cmd)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from eosmirror import verify
+    from eosmirror.driver import verify
 
     checks = verify.verify(_mirror(args))
     print(verify.format_checks(checks))
-    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+    return verify.exit_code(checks)
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from eosmirror import connections, naming, syncstore
-    from eosmirror.driver import cluster_label
-    from eosmirror.errors import ConfigError
-    from eosmirror.offsetsync import TranslationError
+    from eosmirror.kafka import connections, syncstore
+    from eosmirror.core import naming
+    from eosmirror.driver.run import cluster_label
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.core.offsetsync import TranslationError
 
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
@@ -130,7 +149,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _fence(args: argparse.Namespace) -> int:
-    from eosmirror import fencing
+    from eosmirror.driver import fencing
 
     outcome = fencing.fence_mirror(_mirror(args), all_generations=True)
     print(fencing.format_outcome(outcome))
@@ -138,21 +157,28 @@ def _fence(args: argparse.Namespace) -> int:
 
 
 def _airflow(args: argparse.Namespace) -> int:
-    from eosmirror import airflow_env
+    from eosmirror.airflow import home
 
-    airflow_env.migrate()
-    airflow_env.exec_airflow(args.args)
+    home.migrate()
+    home.exec_airflow(args.args)
     return EXIT_OK  # not reached
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from eosmirror import demo
+    return _tools("demo").main(records=args.records, master=args.master)
 
-    return demo.main(records=args.records, master=args.master)
+
+def _mirror_command(sub: Any, name: str, func: Any, text: str) -> argparse.ArgumentParser:
+    """A subcommand about one mirror of the definitions file."""
+    command = sub.add_parser(name, help=text)
+    command.add_argument("mirror")
+    command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    command.set_defaults(func=func)
+    return command
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from eosmirror import batch
+    from eosmirror.spark import job
 
     parser = argparse.ArgumentParser(prog="eosmirror", description="Exactly-once Kafka mirror")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -170,35 +196,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser("plan", help="print what a run would copy, writing nothing")
     plan.add_argument("mirror")
-    batch.add_run_arguments(plan)
+    job.add_run_arguments(plan)
     plan.set_defaults(func=_plan, dry_run=True)
 
     run = sub.add_parser("run", help="one bounded mirror run on Spark")
     run.add_argument("mirror")
-    batch.add_run_arguments(run)
+    job.add_run_arguments(run)
     run.add_argument("--master", help="Spark master (default $EOSMIRROR_SPARK_MASTER or local[*])")
     run.add_argument("--ship-package", action="store_true",
                      help="send the eosmirror package to executors with --py-files (cluster masters)")
     run.add_argument("--inprocess", action="store_true", help="run the slots in this process, without Spark")
     run.set_defaults(func=_run)
 
-    verify = sub.add_parser("verify", help="compare source and target over the mirrored ranges")
-    verify.add_argument("mirror")
-    verify.add_argument("--config")
-    verify.set_defaults(func=_verify)
-
-    translate = sub.add_parser("translate", help="exact target offset of a source offset")
-    translate.add_argument("mirror")
+    _mirror_command(sub, "verify", _verify, "compare source and target over the mirrored ranges")
+    translate = _mirror_command(sub, "translate", _translate, "exact target offset of a source offset")
     translate.add_argument("topic", help="source topic")
     translate.add_argument("partition", type=int)
     translate.add_argument("offset", type=int)
-    translate.add_argument("--config")
-    translate.set_defaults(func=_translate)
-
-    fence = sub.add_parser("fence", help="fence every transactional id of the mirror and check the target")
-    fence.add_argument("mirror")
-    fence.add_argument("--config")
-    fence.set_defaults(func=_fence)
+    _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

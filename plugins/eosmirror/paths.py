@@ -1,8 +1,8 @@
-"""Where eosmirror keeps its local state.
+"""Where eosmirror keeps its local state and finds its mirror definitions.
 
-Everything the project writes at run time (Kafka jars, broker data and logs, the Airflow home,
-benchmark and chaos reports) lives under one git-ignored folder, ``var/`` at the repository root,
-unless ``EOSMIRROR_HOME`` points elsewhere. Nothing here touches the network.
+Two ways to run: from a checkout (``make demo``, ``make test``: state under ``var/`` at the
+repository root) or from an installed wheel with one's own Airflow (state under
+``~/.eosmirror``). ``EOSMIRROR_HOME`` overrides both. Nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -11,14 +11,21 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# plugins/eosmirror -> plugins -> repository root (valid for the editable install used by the
-# driver, the CLI and tests; executors never need it).
-REPO_ROOT = PACKAGE_DIR.parent.parent
+
+
+def checkout_root() -> Path | None:
+    """The repository root when eosmirror runs from a checkout (plugins/eosmirror), else None."""
+    root = PACKAGE_DIR.parent.parent
+    if PACKAGE_DIR.parent.name == "plugins" and (root / "pyproject.toml").is_file() and (root / "dags").is_dir():
+        return root
+    return None
 
 
 def home() -> Path:
-    """The project's git-ignored state folder (created on first use)."""
-    path = Path(os.environ.get("EOSMIRROR_HOME") or REPO_ROOT / "var").resolve()
+    """The project's state folder (created on first use)."""
+    root = checkout_root()
+    default = root / "var" if root else Path.home() / ".eosmirror"
+    path = Path(os.environ.get("EOSMIRROR_HOME") or default).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -30,7 +37,19 @@ def under_home(*parts: str) -> Path:
 
 
 def build_dir(*parts: str) -> Path:
-    """``build/`` at the repository root: reports a person reads (bench, chaos)."""
-    path = REPO_ROOT.joinpath("build", *parts)
+    """``build/`` at the repository root (or under the home): reports a person reads (bench, chaos, demo)."""
+    root = checkout_root()
+    path = (root / "build" if root else home() / "build").joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def default_mirrors_file() -> Path:
+    """``$EOSMIRROR_CONFIG``, else ``mirrors.yaml`` in Airflow's DAGs folder, else the checkout's ``dags/``."""
+    if os.environ.get("EOSMIRROR_CONFIG"):
+        return Path(os.environ["EOSMIRROR_CONFIG"])
+    dags = os.environ.get("AIRFLOW__CORE__DAGS_FOLDER")
+    if dags:
+        return Path(dags) / "mirrors.yaml"
+    root = checkout_root()
+    return (root / "dags" if root else Path.cwd() / "dags") / "mirrors.yaml"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from eosmirror import airflow_env, readers
+from eosmirror.airflow import home
+from eosmirror.kafka import readers
 from tests.airflow_helpers import run_dag, task_states, xcoms
 from tests.helpers import (cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values)
 
@@ -98,7 +99,7 @@ def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, ta
 
 
 def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, unique, tmp_path, monkeypatch, capfd):
-    from eosmirror.local import cluster
+    from eosmirror_tools.local import cluster
 
     secret = "pw-" + pysecrets.token_hex(12)
     secure = cluster.secure_cluster({"admin": secret})
@@ -122,7 +123,7 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
                             cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
                         except OSError:
                             continue
-                        if "mirror_batch" in cmd or "pyspark" in cmd or "spark-submit" in cmd:
+                        if "spark/job.py" in cmd or "pyspark" in cmd or "spark-submit" in cmd:
                             seen_cmdlines.append(cmd)
                 time.sleep(0.1)
 
@@ -135,18 +136,17 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
             watcher.join()
         assert str(dr.state) == "success", task_states(dr)
         assert values(read_all(target_conf, topic)) == [f"0-{n}".encode() for n in range(20)]
-        assert any("mirror_batch.py" in c for c in seen_cmdlines)
+        assert any("spark/job.py" in c for c in seen_cmdlines)
         assert not [c for c in seen_cmdlines if secret in c]
         stored = xcoms(dr)
         assert stored and not [k for k, v in stored.items() if k.endswith(":raw") and secret in v]
-        result_files = list((airflow_env.airflow_home() / "eosmirror" / "results" / f"eosmirror__{name}").glob("*"))
-        assert result_files and not [f for f in result_files if secret in f.read_text()]
+        assert stored.get("copy", {}).get("records") == 20, stored.get("copy")   # the run report travels by XCom
         # dag.test() writes every task's log (spark-submit's output included) to this process's stdout/stderr
         out, err = capfd.readouterr()
         task_logs = out + err
-        assert "Spark-Submit cmd" in task_logs and "mirror_batch.py" in task_logs and name in task_logs
+        assert "Spark-Submit cmd" in task_logs and "spark/job.py" in task_logs and name in task_logs
         assert secret not in task_logs
-        files = [p for p in (airflow_env.airflow_home() / "logs").rglob("*") if p.is_file()]
+        files = [p for p in (home.airflow_home() / "logs").rglob("*") if p.is_file()]
         assert not [p for p in files if secret in p.read_text(errors="replace")]
         import tempfile
 
@@ -158,11 +158,11 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
 @pytest.fixture(scope="module")
 def spark_standalone(tmp_path_factory):
     """A real Spark standalone master and worker on loopback, from pyspark's own spark-class."""
-    from eosmirror import spark_env
+    from eosmirror.spark import submit
 
     work = tmp_path_factory.mktemp("spark")
-    env = {**spark_env.process_env(), "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work)}
-    spark_class = str(Path(spark_env.spark_submit_binary()).with_name("spark-class"))
+    env = {**submit.process_env(), "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work)}
+    spark_class = str(Path(submit.spark_submit_binary()).with_name("spark-class"))
     master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", "17077", "--webui-port", "18090"], env=env, start_new_session=True,
                               stdout=open(work / "master.log", "w"), stderr=subprocess.STDOUT)
@@ -206,7 +206,7 @@ def test_mirror_dag_on_a_spark_standalone_cluster(spark_standalone, source_conf,
                                         "spark_conf": {"spark.executor.cores": "1", "spark.cores.max": "2"}})
     dr = run_dag(f"eosmirror__{name}")
     assert str(dr.state) == "success", task_states(dr)
-    result = json.loads(Path(xcoms(dr)["publish"]["result_file"]).read_text())
+    result = xcoms(dr)["copy"]   # the run report travels by XCom, not by a local file
     executors = [s["executor"] for s in result["slots"] if s.get("executor")]
     assert executors and all(".zip" in e["eosmirror"] for e in executors)   # shipped with --py-files
     assert result["records"] == 400

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from eosmirror import airflow_env
-from eosmirror.airflow_tasks import result_path
+from eosmirror.airflow import home
+from eosmirror.airflow import reports
 from tests.helpers import create_topic, mirrors_file, producer, read_all
 
 pytestmark = pytest.mark.e2e
@@ -30,7 +30,7 @@ def airflow_cli(env, *args, timeout=120):
 @pytest.fixture
 def airflow_services(tmp_path, monkeypatch):
     """dag-processor, scheduler and api-server of the project's Airflow home; stopped afterwards."""
-    env = {**os.environ, **airflow_env.airflow_environ(),
+    env = {**os.environ, **home.airflow_environ(),
            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{API_PORT}/execution/",
            "AIRFLOW__API__PORT": str(API_PORT), "AIRFLOW__API__HOST": "127.0.0.1",
            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5", "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2"}
@@ -80,7 +80,9 @@ def runs(state, dag_id):
 
 
 def result_of(dag_id, run_id):
-    return json.loads(result_path(dag_id, run_id).read_text())
+    found = reports.run_report(dag_id, run_id)
+    assert found is not None, f"no run report (copy task XCom) for {dag_id} {run_id}"
+    return found
 
 
 def test_catchup_and_backfill_copy_interval_by_interval(source_conf, target_conf, unique, tmp_path, airflow_services):
@@ -145,11 +147,10 @@ def test_catchup_and_backfill_copy_interval_by_interval(source_conf, target_conf
     # that is already complete is not picked up again by Airflow 3.3's scheduler, so the scheduled
     # DAG's run is the one re-run here.)
     middle = sorted(runs(state, sched_id), key=lambda r: r["logical_date"])[1]
-    path = result_path(sched_id, middle["run_id"])
-    before = path.stat().st_mtime
+    before = result_of(sched_id, middle["run_id"])["run_id"]
     airflow_cli(state["env"], "tasks", "clear", sched_id, "--start-date", middle["logical_date"], "--end-date",
                 middle["logical_date"], "--yes")
-    wait_for(lambda: path.exists() and path.stat().st_mtime > before and
+    wait_for(lambda: (reports.run_report(sched_id, middle["run_id"]) or {}).get("run_id", before) != before and
              any(r["run_id"] == middle["run_id"] and r["state"] == "success" for r in runs(state, sched_id)),
              240, "the cleared interval to run again", state)
     again = result_of(sched_id, middle["run_id"])

@@ -1,6 +1,6 @@
 """`make bench` at smoke size: every configuration kind runs and verifies, and the report has its shape.
 
-Runs ``python -m eosmirror.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
+Runs ``python -m eosmirror_tools.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
 sweep) as a subprocess, into a temporary folder so that the real build/bench report is never overwritten.
 Timings are reported by the bench, never asserted here: only shapes and exact counts are.
 """
@@ -22,7 +22,7 @@ RATE_FIELDS = ("records_per_second", "mb_per_second", "end_to_end_records_per_se
 @pytest.fixture(scope="module")
 def bench(clusters, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run([sys.executable, "-m", "eosmirror.bench", "--quick", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=420)
     return done, out
 

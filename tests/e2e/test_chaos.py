@@ -2,7 +2,7 @@
 
 import pytest
 
-from eosmirror.chaos import harness, oracle, scenarios
+from eosmirror_tools.chaos import harness, oracle, scenarios
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def test_calibration_the_oracle_catches_a_broken_mirror(clusters, tmp_path):
 
 
 def test_oracle_counts_each_kind_of_violation():
-    from eosmirror.readers import Record
+    from eosmirror.kafka.readers import Record
 
     def rec(offset, seq, txn=b"none", value=None):
         return Record(offset, b"k", value or f"v{seq}".encode(), (("seq", str(seq).encode()), ("txn", txn)), 1)

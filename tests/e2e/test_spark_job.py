@@ -6,7 +6,8 @@ import subprocess
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from eosmirror import naming, submit
+from eosmirror.core import naming
+from eosmirror.spark import submit
 from tests.helpers import (cli, create_topic, faults_env, mirror, read_all, seed_sequence, values,
                            write_mirror_file)
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def spark_submit(config_file, name, master="local[2]", env=None, background=False, extra=()):
     cmd = submit.command(master, submit.job_arguments(name, config_path=str(config_file), **dict(extra)),
                          submit.spark_conf({"spark.ui.enabled": "false"}, f"test-{name}"))
-    full_env = {**submit.spark_env.process_env(), **(env or {})}
+    full_env = {**submit.process_env(), **(env or {})}
     if background:
         return subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=300)

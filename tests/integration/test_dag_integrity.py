@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from eosmirror import airflow_dags, config
+from eosmirror.airflow import dags
+from eosmirror.core import config
 from tests.airflow_helpers import DAGS
 from tests.helpers import mirrors_file
 
@@ -17,7 +18,7 @@ def dagbag():
 
 
 def test_no_import_errors_and_one_dag_per_mirror(dagbag):
-    expected = {airflow_dags.mirror_dag_id(n) for n in config.load().names()} | {airflow_dags.FENCE_DAG_ID}
+    expected = {dags.mirror_dag_id(n) for n in config.load().names()} | {dags.FENCE_DAG_ID}
     assert set(dagbag.dag_ids) >= expected
 
 
@@ -35,7 +36,7 @@ def test_mirror_dags_use_a_data_interval_timetable_and_validated_params(dagbag):
     from airflow.sdk import CronDataIntervalTimetable
 
     for name in config.load().names():
-        dag = dagbag.get_dag(airflow_dags.mirror_dag_id(name))
+        dag = dagbag.get_dag(dags.mirror_dag_id(name))
         assert isinstance(dag.timetable, CronDataIntervalTimetable)
         assert set(dag.params.keys()) == {"until", "max_records_per_partition", "topics", "dry_run"}
         assert dag.task_dict["preflight"].downstream_task_ids == {"copy"}

@@ -36,7 +36,7 @@ def _read_partition_on_executor(args):
     import confluent_kafka
 
     import eosmirror
-    from eosmirror import readers
+    from eosmirror.kafka import readers
 
     conf, topic, partition = args
     records = readers.read_all(conf, topic, partition, "source")
@@ -45,14 +45,14 @@ def _read_partition_on_executor(args):
 
 
 def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, unique):
-    from eosmirror import spark_env
+    from eosmirror.spark import submit
 
     topic = create_topic(source_conf, unique("spark"), partitions=3)
     p = producer(source_conf)
     for i in range(30):
         p.produce(topic, value=f"v{i}".encode(), partition=i % 3)
     p.flush(30)
-    spark = spark_env.local_session("eosmirror-foundation-test", master="local[2]")
+    spark = submit.local_session("eosmirror-foundation-test", master="local[2]")
     try:
         rows = spark.sparkContext.parallelize([(source_conf, topic, k) for k in range(3)], 3) \
             .map(_read_partition_on_executor).collect()
@@ -68,7 +68,7 @@ def _eosmirror(home: Path, *args: str) -> subprocess.CompletedProcess:
            "EOSMIRROR_TARGET_PORT": "19292"}
     # The jar cache is shared: an isolated home must not download Kafka again.
     (home / "kafka-lib").mkdir(parents=True, exist_ok=True)
-    from eosmirror.local import runtime
+    from eosmirror_tools.local import runtime
 
     link = home / "kafka-lib" / runtime.kafka_version()
     if not link.exists():
@@ -106,7 +106,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
     assert _java_pids_with(str(home / "kafka")) == []
     assert "nothing was running" in _eosmirror(home, "local", "down").stdout
     # `down --all` (what `make down` and CI use) also stops extra clusters tests start elsewhere
-    from eosmirror.local import cluster
+    from eosmirror_tools.local import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(home))
     cluster.start(cluster.LocalCluster("extra", 19692))
@@ -116,7 +116,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
 
 
 def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):
-    from eosmirror.local import cluster
+    from eosmirror_tools.local import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
     broken = cluster.LocalCluster("broken", 19392)
@@ -136,7 +136,7 @@ def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, m
     so, not only show the broker's orderly shutdown."""
     import socket
 
-    from eosmirror.local import cluster
+    from eosmirror_tools.local import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
     taken = cluster.LocalCluster("taken", 19792)

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from eosmirror import naming, readers, syncstore
-from eosmirror.verify import check_partition
+from eosmirror.core import naming
+from eosmirror.kafka import readers, syncstore
+from eosmirror.driver.verify import check_partition
 from tests.helpers import (create_topic, mirror, producer, progress_of, read_all, run, seed_sequence,
                            transactional_batches, values)
 

@@ -8,8 +8,9 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from eosmirror import naming, readers, state
-from eosmirror.errors import DataLossError, TargetMismatchError
+from eosmirror.core import naming
+from eosmirror.kafka import readers, state
+from eosmirror.core.errors import DataLossError, TargetMismatchError
 from tests.helpers import (cli, create_topic, faults_env, mirror, producer, progress_of, read_all, run,
                            seed_sequence, values, write_mirror_file)
 
@@ -40,7 +41,7 @@ def test_rerun_copies_nothing_and_recommits_idle_progress(source_conf, target_co
 
 
 def test_progress_is_published_to_the_source_group(source_conf, target_conf, unique):
-    from eosmirror import progress
+    from eosmirror.kafka import progress
 
     topic = create_topic(source_conf, unique("pub"), partitions=2)
     seed_sequence(source_conf, topic, 2, 7)
@@ -261,7 +262,7 @@ def test_abortable_error_rewinds_and_the_retry_copies_everything(source_conf, ta
 
 def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continues(source_conf, target_conf, unique,
                                                                                    tmp_path):
-    from eosmirror import fencing
+    from eosmirror.driver import fencing
 
     topic = create_topic(source_conf, unique("fence"), partitions=2)
     seed_sequence(source_conf, topic, 2, 100)

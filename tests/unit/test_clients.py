@@ -1,7 +1,7 @@
 import pytest
 
-from eosmirror import clients
-from eosmirror.errors import ConfigError
+from eosmirror.kafka import clients
+from eosmirror.core.errors import ConfigError
 
 
 def test_source_consumer_forces_exactly_once_settings():

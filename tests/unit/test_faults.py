@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from eosmirror import faults
+from eosmirror.slot import faults
 
 
 def test_rules_parse_and_filter_by_slot(monkeypatch):

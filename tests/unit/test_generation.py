@@ -1,4 +1,4 @@
-from eosmirror.generation import Generation, ids_to_fence, next_generation
+from eosmirror.core.generation import Generation, ids_to_fence, next_generation
 
 
 def test_first_run_records_generation_one():

@@ -1,4 +1,4 @@
-"""observe.list_offsets asks again for partitions whose leader is moving, and only for those."""
+"""offsets.list_offsets asks again for partitions whose leader is moving, and only for those."""
 
 import concurrent.futures
 
@@ -6,8 +6,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import OffsetSpec
 
-from eosmirror import observe
-from eosmirror.errors import EosMirrorError
+from eosmirror.kafka import offsets
+from eosmirror.core.errors import EosMirrorError
 
 
 def _done(answer):
@@ -40,12 +40,12 @@ class ScriptedAdmin:
 def test_a_moving_leader_is_asked_again_for_that_partition_only():
     admin = ScriptedAdmin({0: 5, 1: Err(KafkaError.UNKNOWN_LEADER_EPOCH)}, {1: 9})
     specs = {("t", 0): OffsetSpec.latest(), ("t", 1): OffsetSpec.latest()}
-    assert observe.list_offsets(admin, specs, "source") == {("t", 0): 5, ("t", 1): 9}
+    assert offsets.list_offsets(admin, specs, "source") == {("t", 0): 5, ("t", 1): 9}
     assert admin.asked == [[0, 1], [1]]
 
 
 def test_other_errors_fail_at_once_naming_the_partition():
     admin = ScriptedAdmin({0: Err(KafkaError.TOPIC_AUTHORIZATION_FAILED)})
     with pytest.raises(EosMirrorError, match=r"t\[0\]"):
-        observe.list_offsets(admin, {("t", 0): OffsetSpec.latest()}, "source")
+        offsets.list_offsets(admin, {("t", 0): OffsetSpec.latest()}, "source")
     assert admin.asked == [[0]]

@@ -1,4 +1,4 @@
-from eosmirror import naming
+from eosmirror.core import naming
 
 
 def test_identity_and_prefix_policies_round_trip():

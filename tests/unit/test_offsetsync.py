@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from eosmirror.offsetsync import (OffsetSync, PartitionSyncs, RunBuilder, TranslationError, group_by_partition,
+from eosmirror.core.offsetsync import (OffsetSync, PartitionSyncs, RunBuilder, TranslationError, group_by_partition,
                                   split)
 
 

@@ -1,8 +1,8 @@
 import pytest
 
-from eosmirror import planning
-from eosmirror.errors import DataLossError
-from eosmirror.planning import PartitionObservation as Obs
+from eosmirror.core import planning
+from eosmirror.core.errors import DataLossError
+from eosmirror.core.planning import PartitionObservation as Obs
 
 
 def obs(**kw):
@@ -69,3 +69,69 @@ def test_plan_run_lists_every_slot_even_empty_ones():
     assert slots[1].transactional_id == "eosmirror.m.1"
     for s in slots:
         assert all(p.slot == s.slot for p in s.partitions)
+
+
+# --- start_from applies only to a topic's first mirroring --------------------------------------------
+
+def test_start_from_applies_to_a_topic_the_mirror_never_copied():
+    # start_from: latest resolved to the end: nothing old is copied, on the topic's first mirroring only
+    plan = planning.plan_partition(obs(start_from_offset=100, log_start=0), 2)
+    assert (plan.start, plan.end, plan.origin) == (100, 100, planning.ORIGIN_START_FROM)
+
+
+def test_a_partition_added_to_a_mirrored_topic_is_copied_from_its_first_offset_whatever_start_from_says():
+    # the acceptance run's loss: p2 added with 216 committed records, start_from: latest resolved to 216
+    plan = planning.plan_partition(obs(partition=2, last_stable=216, start_from_offset=216, topic_mirrored=True), 2)
+    assert (plan.start, plan.end, plan.pending, plan.origin, plan.lost) == (0, 216, 216, planning.ORIGIN_NEW_PARTITION, 0)
+    # a timestamp start_from is ignored the same way
+    plan = planning.plan_partition(obs(last_stable=50, start_from_offset=30, topic_mirrored=True), 2)
+    assert (plan.start, plan.origin) == (0, planning.ORIGIN_NEW_PARTITION)
+
+
+def test_progress_and_recovered_positions_still_win_in_a_mirrored_topic():
+    assert planning.plan_partition(obs(progress=40, topic_mirrored=True, start_from_offset=100), 1).start == 40
+    plan = planning.plan_partition(obs(recovered=30, topic_mirrored=True, start_from_offset=100), 1)
+    assert (plan.start, plan.origin) == (30, planning.ORIGIN_RECOVERED)
+
+
+def test_records_deleted_from_a_new_partition_before_the_mirror_copied_them_are_a_truncation():
+    with pytest.raises(DataLossError, match=r"partition 3 was added to s after the mirror began copying.*"
+                                            r"offsets 0\.\.24 were deleted.*up to 25 records"):
+        planning.plan_partition(obs(partition=3, log_start=25, start_from_offset=100, topic_mirrored=True), 1)
+
+
+def test_skip_to_log_start_on_a_new_partition_counts_the_loss_and_keeps_its_origin():
+    plan = planning.plan_partition(obs(log_start=25, start_from_offset=100, topic_mirrored=True), 1,
+                                   on_truncation="skip_to_log_start")
+    # origin stays "new-partition": the slot must not expect committed progress for it
+    assert (plan.start, plan.end, plan.lost, plan.origin) == (25, 100, 25, planning.ORIGIN_NEW_PARTITION)
+
+
+def test_max_records_bounds_a_new_partition_from_its_first_offset():
+    plan = planning.plan_partition(obs(start_from_offset=100, topic_mirrored=True), 1, max_records=10)
+    assert (plan.start, plan.end) == (0, 10)
+
+
+def test_plan_run_mixes_first_mirroring_and_new_partitions():
+    observations = [obs(source_topic="old", target_topic="old", partition=0, progress=100),
+                    obs(source_topic="old", target_topic="old", partition=1, start_from_offset=100,
+                        topic_mirrored=True),
+                    obs(source_topic="fresh", target_topic="fresh", partition=0, start_from_offset=100)]
+    plans = {(p.target_topic, p.partition): p for s in planning.plan_run(observations, 2, "eosmirror", "m")
+             for p in s.partitions}
+    assert [(k, plans[k].start, plans[k].origin) for k in sorted(plans)] == [
+        (("fresh", 0), 100, planning.ORIGIN_START_FROM),
+        (("old", 0), 100, planning.ORIGIN_PROGRESS),
+        (("old", 1), 0, planning.ORIGIN_NEW_PARTITION)]
+
+
+def test_a_topic_counts_as_mirrored_when_any_partition_has_progress_or_an_offset_sync():
+    from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
+    from eosmirror.driver.observe import mirrored_topics
+    from eosmirror.driver.topics import TopicPair
+
+    pairs = [TopicPair("a", "a", 3, "ida"), TopicPair("b", "x.b", 2, "idb"), TopicPair("c", "c", 1, "idc")]
+    committed = {("a", 0): object()}                                       # progress of a's partition 0
+    syncs = {("x.b", 1): PartitionSyncs([OffsetSync("x.b", 1, "b", 0, 5, 0, ((0, 5),))])}  # b's progress expired
+    assert mirrored_topics(pairs, committed, syncs) == {"a", "x.b"}        # c: never copied -> start_from
+    assert mirrored_topics(pairs, {}, {}) == set()

@@ -1,0 +1,127 @@
+"""DAG factories for the thin files in ``dags/``. Airflow is imported inside the functions.
+
+Parsing is cheap and offline: it reads ``mirrors.yaml`` and nothing else (no broker, no
+connection, no Variable), in sorted order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eosmirror.core import config
+from eosmirror.spark import submit
+
+FENCE_DAG_ID = "eosmirror_fence"
+
+
+def mirror_dag_id(name: str) -> str:
+    return f"eosmirror__{name}"
+
+
+def _describe_ref(ref: config.ClusterRef) -> str:
+    return ref.describe()
+
+
+def _doc(m: config.MirrorConfig) -> str:
+    bound = (f"Scheduled and backfill runs copy what lies below the source offsets of their data interval's "
+             f"end (`{m.airflow.schedule}`, UTC), so re-running an old interval copies nothing."
+             if m.airflow.schedule else "Manual only.")
+    return f"""### eosmirror: `{m.name}`
+
+Exactly-once mirror from **{_describe_ref(m.source)}** to **{_describe_ref(m.target)}**.
+
+| | |
+|---|---|
+| topics | `{', '.join(m.topics)}` (exclude `{', '.join(m.topics_exclude) or '-'}`) |
+| naming | {m.replication_policy}{f" (`{m.source_alias}.<topic>`)" if m.replication_policy == 'prefix' else ''} |
+| slots / delivery | {m.slots} / {m.delivery} |
+| progress group | `{m.progress_group}` on the target |
+| Spark connection | `{m.airflow.spark_conn_id}` |
+
+{bound} Manual runs copy up to the `until` parameter (default: now). Each run: `preflight` (config,
+clusters reachable, target topics in sync) → `copy` (the Spark job) → `publish` (summary to XCom,
+one Asset event `kafka://<target>/<topic>` per target topic that received records).
+Retrying any task is safe: every slot fences older attempts and re-reads its committed progress.
+"""
+
+
+def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, AssetAlias, CronDataIntervalTimetable, Param, task
+
+    from eosmirror.airflow import tasks
+
+    schedule = CronDataIntervalTimetable(m.airflow.schedule, timezone="UTC") if m.airflow.schedule else None
+    params = {
+        "until": Param(None, type=["null", "string"], format="date-time", title="Copy up to",
+                       description="Copy only records below the source offsets of this time. Empty: the data "
+                                   "interval's end for scheduled runs, now for manual runs."),
+        "max_records_per_partition": Param(None, type=["null", "integer"], minimum=1, title="Max records per partition",
+                                           description=f"Empty: the mirror's bound ({m.max_records_per_partition or 'none'})."),
+        "topics": Param([], type="array", items={"type": "string"}, title="Only these source topics",
+                        description="Empty: every topic the mirror matches."),
+        "dry_run": Param(False, type="boolean", title="Dry run", description="Plan and report; write nothing."),
+    }
+    default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
+    operator = tasks.operator_class()
+    with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,
+             catchup=m.airflow.catchup, max_active_runs=1, default_args=default_args, params=params,
+             tags=sorted({"eosmirror", "kafka", *m.airflow.tags}), doc_md=_doc(m),
+             description=f"exactly-once mirror {m.name}") as dag:
+
+        @task(task_id="preflight", multiple_outputs=False)
+        def preflight() -> dict[str, Any]:
+            return tasks.preflight(m.name, config_path)
+
+        copy = operator(
+            task_id="copy", mirror=m.name, config_path=config_path, conn_id=m.airflow.spark_conn_id,
+            application=str(submit.JOB), name=f"eosmirror-{m.name}",
+            conf=submit.spark_conf(dict(m.spark_conf), f"eosmirror-{m.name}"),
+            spark_binary=submit.spark_submit_binary(), verbose=False)
+
+        @task(task_id="publish", multiple_outputs=False, outlets=[AssetAlias(tasks.asset_alias(m.name))])
+        def publish(**context: Any) -> dict[str, Any]:
+            return tasks.publish(m.name, context)
+
+        preflight() >> copy >> publish()
+    return dag
+
+
+def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    from eosmirror.airflow import tasks
+
+    names = mirrors.names()
+    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
+                    else Param("", type="string", title="Mirror"))
+    with DAG(dag_id=FENCE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
+             default_args={"owner": "data-platform", "retries": 1},
+             tags=["eosmirror", "kafka", "fencing"], description="fence a mirror's zombie producers",
+             params={"mirror": mirror_param,
+                     "all_generations": Param(True, type="boolean", title="All generations",
+                                              description="Fence the slot ids of every recorded generation "
+                                                          "(not only the current slot count).")},
+             doc_md="""### Fence a mirror's zombie producers
+
+Calls `init_transactions` on every transactional id the mirror may have used (the planner id and
+the slot ids of every recorded generation). This aborts an open transaction of a killed or stalled
+slot, so read_committed consumers of the target are no longer held back, and makes any surviving
+instance unable to commit. Then checks every mirrored partition: last stable offset = high watermark.
+A mirror run that is active meanwhile fails cleanly; the next run continues exactly where the
+committed progress is.""") as dag:
+
+        @task(task_id="fence", multiple_outputs=False)
+        def fence(**context: Any) -> dict[str, Any]:
+            params = context["params"]
+            return tasks.fence(params["mirror"], bool(params["all_generations"]), config_path)
+
+        fence()
+    return dag
+
+
+def build_all(config_path: str | None = None) -> dict[str, Any]:
+    """Every eosmirror DAG: one per mirror (sorted) and the fencing DAG."""
+    mirrors = config.load(config_path)
+    dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
+    dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
+    return dags

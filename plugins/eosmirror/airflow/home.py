@@ -1,0 +1,105 @@
+"""The Airflow home eosmirror uses on one machine: SQLite, examples off, our dags and plugins.
+
+Only environment variables and a subprocess; Airflow itself is never imported here, so the CLI
+and the tests can prepare the environment *before* anything imports airflow (Airflow reads its
+configuration once, at import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from eosmirror import paths
+
+
+def airflow_home() -> Path:
+    return paths.under_home("airflow")
+
+
+def spark_default_connection(master: str = "local[*]") -> str:
+    """``spark_default`` as JSON: the URI form would lose the brackets of ``local[*]``."""
+    return json.dumps({"conn_type": "spark", "host": master, "extra": {"deploy-mode": "client"}})
+
+
+def api_port() -> int:
+    """The API server's port: ``AIRFLOW__API__PORT`` if set, else Airflow's default 8080."""
+    return int(os.environ.get("AIRFLOW__API__PORT") or 8080)
+
+
+def api_url() -> str:
+    return os.environ.get("AIRFLOW__API__BASE_URL") or f"http://localhost:{api_port()}"
+
+
+def airflow_environ() -> dict[str, str]:
+    """This project's Airflow settings: only for a checkout (``make demo``/``make test``/``make airflow``);
+    with an installed wheel, Airflow is yours and configured your way."""
+    home = airflow_home()
+    root = paths.checkout_root()
+    if root is None:
+        raise RuntimeError("the project's own Airflow home needs a checkout of eosmirror; with an installed "
+                           "wheel, use your Airflow and put dags/eosmirror_dags.py and mirrors.yaml in its DAGs folder")
+    return {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "True",
+        # The API server, its public URL and the task execution API agree on one port (Airflow 3
+        # otherwise sends task calls to :8080 whatever AIRFLOW__API__PORT says).
+        "AIRFLOW__API__PORT": str(api_port()),
+        "AIRFLOW__API__BASE_URL": api_url(),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": os.environ.get("AIRFLOW__CORE__EXECUTION_API_SERVER_URL")
+        or f"{api_url().rstrip('/')}/execution/",
+        # Airflow starts its components as `airflow ...` subprocesses found on PATH: put this
+        # interpreter's bin folder (the project's venv) first, so `make airflow` works from any shell.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        # Out of the box, spark_default runs jobs on this machine.
+        "AIRFLOW_CONN_SPARK_DEFAULT": os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT", spark_default_connection()),
+    }
+
+
+def apply() -> dict[str, str]:
+    """Export the Airflow environment into this process (call before importing airflow)."""
+    env = airflow_environ()
+    for key, value in env.items():
+        os.environ.setdefault(key, value)
+    return env
+
+
+def airflow_cli() -> str:
+    return str(Path(sys.executable).with_name("airflow"))
+
+
+def run_airflow(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    """The Airflow CLI with this project's home and settings."""
+    return subprocess.run([airflow_cli(), *args], env={**os.environ, **airflow_environ()}, **kwargs)  # type: ignore[arg-type]
+
+
+def exec_airflow(args: list[str]) -> None:
+    """Replace this process with the Airflow CLI (``eosmirror airflow standalone`` and friends)."""
+    os.execve(airflow_cli(), [airflow_cli(), *args], {**os.environ, **airflow_environ()})
+
+
+def migrate() -> bool:
+    """Create or upgrade the SQLite metadata DB once per Airflow version. True if it ran."""
+    from importlib.metadata import version
+
+    stamp = airflow_home() / f".migrated-{version('apache-airflow-core')}"
+    if stamp.exists() and (airflow_home() / "airflow.db").exists():
+        return False
+    env = {**os.environ, **airflow_environ()}
+    done = subprocess.run([airflow_cli(), "db", "migrate"], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise RuntimeError(f"`airflow db migrate` failed (exit {done.returncode}):\n{tail}")
+    stamp.write_text("ok\n")
+    return True

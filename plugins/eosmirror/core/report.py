@@ -1,0 +1,79 @@
+"""Human-readable views of a run report (the JSON is the machine-readable one)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [headers] + [[("" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def plan_table(report: dict[str, Any]) -> str:
+    rows = [[f"{p['source_topic']}[{p['partition']}] -> {p['target_topic']}", p["start"], p["end"], p["pending"],
+             p["slot"], p["origin"]] for p in report["plan"]]
+    return _table(["partition", "progress", "end", "to copy", "slot", "start from"], rows)
+
+
+def summary(report: dict[str, Any]) -> str:
+    head = (f"mirror {report['mirror']} run {report['run_id']}: {report['status'].upper()}"
+            f"{' (dry run)' if report.get('dry_run') else ''} - {report['records']} records, "
+            f"{report['bytes'] / 1e6:.2f} MB in {report['seconds']:.1f} s "
+            f"({report['records_per_second']:.0f} records/s, {report['mb_per_second']:.2f} MB/s inside the slots)")
+    lines = [head, f"  source: {report['source']}", f"  target: {report['target']}",
+             f"  topics: {report['topic_sync']}",
+             f"  generation {report['generation']}" + (" (new: fenced " + ", ".join(report["fenced_transactional_ids"])
+                                                         + ")" if report["fenced_transactional_ids"] else "")]
+    if report.get("until"):
+        lines.append(f"  bounded by until={report['until']}")
+    rows = []
+    for slot in report["slots"]:
+        parts = slot.get("partitions") or []
+        ages = [p["record_age_ms"] for p in parts if p.get("record_age_ms") is not None]
+        rows.append([slot["slot"], slot["status"], slot.get("records", 0), slot.get("bytes", 0),
+                     slot.get("transactions", 0), slot.get("aborts", 0), slot.get("seconds", 0.0),
+                     f"{min(ages) / 1000:.1f} s" if ages else "-"])
+    lines.append(_table(["slot", "status", "records", "bytes", "txns", "aborts", "seconds", "newest age"], rows))
+    for error in report.get("errors", []):
+        lines.append(f"  ERROR {error}")
+    return "\n".join(lines)
+
+
+def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write atomically (tmp file + rename) so a reader never sees half a report."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    tmp.replace(target)
+    return target
+
+
+# The Spark job prints its report as one line with this prefix on the driver's stdout; the Airflow
+# `copy` task reads it from spark-submit's output and returns it (XCom), so `copy` and `publish`
+# may run on different hosts. The report holds cluster labels, never a secret.
+RESULT_MARKER = "EOSMIRROR-RUN-REPORT "
+
+
+def result_line(report: dict[str, Any]) -> str:
+    return RESULT_MARKER + json.dumps(report, sort_keys=True, separators=(",", ":"))
+
+
+def parse_result_line(line: str) -> dict[str, Any] | None:
+    """The report in a line of the job's output, or None when the line is something else."""
+    text = line.strip()
+    if not text.startswith(RESULT_MARKER):
+        return None
+    try:
+        value = json.loads(text[len(RESULT_MARKER):])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,78 @@
+"""Fence a mirror's zombie producers and prove the target is unblocked (the fencing DAG's work).
+
+1. Fence every transactional id the mirror may have used: the planner id and slot ids 0..max
+   slot count of any recorded generation (or of the configured slot count when none is recorded).
+   Each ``init_transactions`` aborts (or completes) the open transaction of a stalled or killed
+   producer, so read_committed consumers are no longer held back by it.
+2. For every target partition the mirror ever committed progress for (from its offset syncs, read
+   on the target, so the source cluster may be down), wait until the last stable offset equals
+   the high watermark: no open transaction is left.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from eosmirror.kafka import clients, connections, state, syncstore
+from eosmirror.core import naming
+from eosmirror.kafka import offsets
+from eosmirror.core.config import MirrorConfig
+from eosmirror.driver.run import cluster_label
+
+
+def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster: str) -> list[tuple[str, int]]:
+    """Every target partition the mirror ever committed progress for: each such commit wrote an
+    offset sync (read from the target only, so the source may be down)."""
+    return sorted(syncstore.load(conf, mirror.name, cluster, mirror.progress_group))
+
+
+def open_transactions(admin: Any, partitions: list[tuple[str, int]], cluster: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """{partition: (last stable offset, high watermark)} for partitions with an open transaction."""
+    from confluent_kafka.admin import OffsetSpec
+
+    specs = {tp: OffsetSpec.latest() for tp in partitions}
+    stable = offsets.list_offsets(admin, specs, cluster, read_committed=True)
+    high = offsets.list_offsets(admin, specs, cluster, read_committed=False)
+    return {tp: (stable[tp], high[tp]) for tp in partitions if stable[tp] != high[tp]}
+
+
+def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seconds: float = 60.0,
+                 timeout: float = 60.0, on_fenced: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+    """Step 1, then step 2 for at most ``settle_seconds``. ``timeout`` bounds each init_transactions;
+    ``on_fenced`` hears the fenced ids as soon as step 1 is done (step 2 reads every offset sync of
+    the mirror, which takes a while for an old mirror)."""
+    conf = connections.resolve(mirror.target, f"mirror {mirror.name!r}: target")
+    label = cluster_label("target", mirror.target, conf)
+    current = state.read_generation(conf, mirror.name, label, mirror.progress_group)
+    slots = current.max_slots if (current and all_generations) else (current.slots if current else mirror.slots)
+    ids = [naming.planner_transactional_id(mirror.transactional_id_prefix, mirror.name)]
+    ids += naming.slot_transactional_ids(mirror.transactional_id_prefix, mirror.name, max(slots, mirror.slots))
+    started = time.monotonic()
+    fenced = state.fence(conf, ids, label, timeout)
+    if on_fenced is not None:
+        on_fenced(fenced)
+    admin = clients.admin_client(conf, f"{mirror.name}-fence")
+    partitions = mirrored_partitions(conf, mirror, label)
+    deadline = time.monotonic() + settle_seconds
+    blocked = open_transactions(admin, partitions, label)
+    while blocked and time.monotonic() < deadline:   # markers are written just after the fence
+        time.sleep(0.5)
+        blocked = open_transactions(admin, list(blocked), label)
+    return {"mirror": mirror.name, "target": label, "generation": current.number if current else 0,
+            "fenced": fenced, "partitions_checked": len(partitions),
+            "blocked": {f"{t}[{p}]": {"last_stable": ls, "high_watermark": hw} for (t, p), (ls, hw) in blocked.items()},
+            "unblocked": not blocked, "seconds": round(time.monotonic() - started, 2)}
+
+
+def format_outcome(outcome: dict[str, Any]) -> str:
+    lines = [f"mirror {outcome['mirror']}: fenced {len(outcome['fenced'])} transactional ids on {outcome['target']}"]
+    lines += [f"  fenced {txn_id}" for txn_id in outcome["fenced"]]
+    if outcome["unblocked"]:
+        lines.append(f"  all {outcome['partitions_checked']} mirrored partitions are unblocked "
+                     f"(last stable offset = high watermark)")
+    else:
+        for tp, offsets in outcome["blocked"].items():
+            lines.append(f"  STILL BLOCKED {tp}: last stable {offsets['last_stable']} < high watermark "
+                         f"{offsets['high_watermark']}: a producer outside this mirror holds a transaction open")
+    return "\n".join(lines)

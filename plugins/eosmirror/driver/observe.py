@@ -1,0 +1,128 @@
+"""Gather what planning needs (design step 4): source offsets, committed progress, recovered progress.
+
+The only module that turns broker answers into ``PartitionObservation`` values; it also fails loudly
+when the progress belongs to another incarnation of a topic (re-created source or target topic).
+
+``start_from`` applies only to a topic's FIRST mirroring. Whether the mirror copied a topic before
+is read from what the copy itself commits (``mirrored_topics``), not from a separate record: see
+there why that evidence is sufficient and never lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from eosmirror.kafka import progress, syncstore
+from eosmirror.kafka.offsets import list_offsets
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.errors import DataLossError, ProgressUnavailableError
+from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.core.planning import PartitionObservation
+from eosmirror.driver.topics import TopicPair
+
+log = logging.getLogger(__name__)
+
+
+def _ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def mirrored_topics(pairs: list[TopicPair], committed: dict[tuple[str, int], Any],
+                    syncs: dict[tuple[str, int], PartitionSyncs]) -> set[str]:
+    """Target topics the mirror copied before: some partition has committed progress in the mirror's
+    group or an offset sync in the mirror's offset-sync topic.
+
+    Why this evidence and not a separate "first mirrored" record in the state topic:
+    * every copy transaction that moves a partition's progress also writes that partition's offset
+      sync, atomically, and a partition's first commit always writes one (even with no record), so
+      "the mirror ever committed anything for this topic" <=> "an offset sync of the topic exists";
+    * the offset-sync topic is kept forever (``retention.ms=-1``), so the evidence survives the
+      expiry of the member-less group's offsets; committed progress is only the cheap first look
+      (the syncs are loaded whenever some partition has no progress, which a new partition implies);
+    * it needs no extra write in the planner (plans and dry runs write nothing) and it also covers
+      topics mirrored before this rule existed.
+    Consequence to know: a topic's first run that committed some partitions and failed before the
+    first commit of others leaves those others looking like partitions added later, so they start
+    at offset 0 instead of ``start_from`` (more is copied than ``latest`` asked for, never less).
+    """
+    seen = {topic for topic, _ in committed} | {topic for topic, _ in syncs}
+    return {pair.target for pair in pairs if pair.target in seen}
+
+
+def _start_from(mirror: MirrorConfig, source_admin: Any, source_tps: list[tuple[str, int]],
+                earliest: dict[tuple[str, int], int], stable: dict[tuple[str, int], int],
+                source_label: str) -> dict[tuple[str, int], int]:
+    """``start_from`` resolved per partition (used only for topics the mirror never copied)."""
+    from confluent_kafka.admin import OffsetSpec
+
+    if isinstance(mirror.start_from, dt.datetime):
+        at_time = list_offsets(source_admin, {tp: OffsetSpec.for_timestamp(_ms(mirror.start_from))
+                                              for tp in source_tps}, source_label)
+        return {tp: (off if off >= 0 else stable[tp]) for tp, off in at_time.items()}
+    if mirror.start_from == "latest":
+        return dict(stable)
+    return dict(earliest)
+
+
+def _recover(pair: TopicPair, p: int, history: PartitionSyncs, target_topic_ids: dict[str, str], where: str) -> int:
+    """The exact position the offset syncs give back when the committed progress expired."""
+    last = history.ordered()[-1]
+    if last.source_topic_id and last.source_topic_id != pair.source_topic_id:
+        raise DataLossError(f"{where}: the source topic was re-created since the mirror last copied it "
+                            f"(topic id {last.source_topic_id} -> {pair.source_topic_id})")
+    target_id = target_topic_ids.get(pair.target, "")
+    if last.target_topic_id and target_id and last.target_topic_id != target_id:
+        raise ProgressUnavailableError(
+            f"{where}: the target topic was deleted and re-created (topic id {last.target_topic_id} -> "
+            f"{target_id}): the records the mirror copied are gone from the target. Delete the "
+            f"mirror's offset-sync history for it (or mirror into a fresh topic) to copy again")
+    log.warning("%s: committed progress is gone (expired after offsets.retention.minutes?); "
+                "recovered the exact position %d from the offset syncs", where, history.progress)
+    return history.progress  # type: ignore[return-value]
+
+
+def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, target_admin: Any,
+            target_conf: dict[str, Any], target_topic_ids: dict[str, str], source_label: str,
+            target_label: str, until: dt.datetime | None = None) -> list[PartitionObservation]:
+    from confluent_kafka.admin import OffsetSpec
+
+    source_tps = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
+    earliest = list_offsets(source_admin, {tp: OffsetSpec.earliest() for tp in source_tps}, source_label)
+    stable = list_offsets(source_admin, {tp: OffsetSpec.latest() for tp in source_tps}, source_label)
+    until_offsets: dict[tuple[str, int], int] = {}
+    if until is not None:
+        until_offsets = list_offsets(source_admin, {tp: OffsetSpec.for_timestamp(_ms(until)) for tp in source_tps},
+                                     source_label)
+    start_from = _start_from(mirror, source_admin, source_tps, earliest, stable, source_label)
+
+    committed = progress.read(target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
+                              target_label, mirror.progress_group, stable=False)
+    missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
+    syncs = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group) if missing else {}
+    mirrored = mirrored_topics(pairs, committed, syncs)
+
+    observations = []
+    for pair in pairs:
+        for p in range(pair.partitions):
+            where = f"source {pair.source}[{p}] -> target {pair.target}[{p}]"
+            done = committed.get((pair.target, p))
+            if done is not None and done.source_topic_id and done.source_topic_id != pair.source_topic_id:
+                raise DataLossError(
+                    f"{where}: the source topic was deleted and re-created (topic id {done.source_topic_id} -> "
+                    f"{pair.source_topic_id}); the mirror's progress {done.offset} belongs to the old topic. "
+                    f"Decide what the target should hold, then reset the mirror's progress for this topic")
+            recovered = None
+            if done is None and (pair.target, p) in syncs:
+                recovered = _recover(pair, p, syncs[(pair.target, p)], target_topic_ids, where)
+            elif done is None and pair.target in mirrored:
+                log.warning("%s: partition %d is new to a topic the mirror already copies: it is copied from its "
+                            "first offset, not from start_from", where, p)
+            observations.append(PartitionObservation(
+                source_topic=pair.source, target_topic=pair.target, partition=p,
+                log_start=earliest[(pair.source, p)], last_stable=stable[(pair.source, p)],
+                start_from_offset=start_from[(pair.source, p)],
+                progress=done.offset if done else None, recovered=recovered,
+                until_offset=until_offsets.get((pair.source, p)), topic_mirrored=pair.target in mirrored))
+    return observations

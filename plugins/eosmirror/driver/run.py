@@ -1,0 +1,206 @@
+"""One run of one mirror on the driver: resolve, observe and plan, sync, generation, copy, report.
+
+``prepare`` does everything before the slots start, in the numbered order of its docstring (and
+writes nothing when ``dry_run`` or ``plan_only``); ``execute`` hands one ``SlotTask`` per slot to a
+runner (Spark, or threads of this process) and turns the slot results into the run's report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from eosmirror.kafka import state
+from eosmirror.kafka.cluster import Cluster, cluster_label
+from eosmirror.core import generation, naming, planning
+from eosmirror.driver import observe, permissions, topics
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.planning import SlotPlan
+from eosmirror.slot.slotstate import PartitionTask, SlotTask
+
+log = logging.getLogger(__name__)
+
+SlotRunner = Callable[[list[SlotTask]], list[dict[str, Any]]]
+OK_STATUSES = ("committed", "nothing-to-do", "dry-run")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    until: dt.datetime | None = None
+    dry_run: bool = False
+    topics: tuple[str, ...] = ()
+    max_records_per_partition: int | None = None
+    max_bytes_per_slot: int | None = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@dataclass
+class Prepared:
+    mirror: MirrorConfig
+    options: RunOptions
+    pairs: list[topics.TopicPair]
+    slots: list[SlotPlan]
+    generation: int
+    generation_changed: bool
+    fenced: list[str]
+    topic_sync: str
+    limits: dict[str, int]
+    target_topic_ids: dict[str, str]
+    started: float
+    started_at: str
+
+
+class MirrorRun:
+    def __init__(self, mirror: MirrorConfig, options: RunOptions | None = None):
+        self.options = options or RunOptions()
+        self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot)
+        self.source = Cluster.resolve("source", mirror.source, mirror.name)
+        self.target = Cluster.resolve("target", mirror.target, mirror.name)
+        # Kept for callers that name the clusters in reports.
+        self.source_conf, self.target_conf = self.source.settings, self.target.settings
+        self.source_label, self.target_label = self.source.label, self.target.label
+
+    def preflight(self) -> dict[str, Any]:
+        """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
+        m = self.mirror
+        pairs, existing = self._resolve()
+        report = topics.sync_targets(m, pairs, self.source, self.target, existing)
+        topics.ensure_internal_topics(m, self.target, existing)
+        return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
+                "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in pairs],
+                "topic_sync": report.summary(), "warnings": report.warnings}
+
+    def _resolve(self) -> tuple[list[topics.TopicPair], dict[str, topics.TopicState]]:
+        """Both clusters answer; the mirrored topics; the run's one description of the target; ACLs."""
+        topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
+        pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
+        existing = topics.describe_targets(self.mirror, pairs, self.target)
+        permissions.check(self.mirror, pairs, existing)
+        return pairs, existing
+
+    def prepare(self, plan_only: bool = False) -> Prepared:
+        """Everything before the slots start, in this order (nothing is written before step 3):
+
+        1. Resolve: both clusters answer, the mirrored topics, one description of the target, ACLs.
+        2. Observe and plan: source offsets, committed progress (or its recovery from the offset
+           syncs), the bounded range and slot of every partition. Everything that can refuse the
+           run (truncation, re-created topics, lost progress) is checked here.
+        3. Sync the target: create/grow topics, sync configs, create the internal topics (a dry run
+           only reports); then check the ACLs of what was just created.
+        4. Generation: record the slot count; if it changed, fence every old slot's transactional id.
+        """
+        m, opts = self.mirror, self.options
+        started, started_at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat()
+        writes = not (plan_only or opts.dry_run)
+        pairs, existing = self._resolve()                                                             # 1
+        target_ids = {name: state.topic_id for name, state in existing.items()}
+        observations = observe.observe(m, pairs, self.source.admin, self.target.admin, self.target.settings,  # 2
+                                       target_ids, self.source.label, self.target.label, until=opts.until)
+        slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
+                                  on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
+        report = topics.sync_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)  # 3
+        if writes:
+            created = report.created + topics.ensure_internal_topics(m, self.target, existing)
+            if created:
+                permissions.check(m, pairs, existing, only=set(created))
+            limits, target_ids = report.max_message_bytes, report.target_topic_ids
+        else:
+            limits = topics.target_limits(self.target, pairs, existing)
+        number, changed, fenced = self._generation(writes)                                            # 4
+        return Prepared(mirror=m, options=opts, pairs=pairs, slots=slots, generation=number,
+                        generation_changed=changed, fenced=fenced, topic_sync=report.summary(), limits=limits,
+                        target_topic_ids=target_ids, started=started, started_at=started_at)
+
+    def _generation(self, writes: bool) -> tuple[int, bool, list[str]]:
+        """(generation number, whether it changes, transactional ids fenced). exactly_once only: the
+        at_least_once mode has no transactional ids; a run that writes nothing only predicts."""
+        m = self.mirror
+        if m.delivery == "exactly_once" and writes:
+            current, fenced = state.establish_generation(self.target.settings, m.name, m.transactional_id_prefix,
+                                                         m.slots, self.target.label, m.progress_group)
+            return current.number, bool(fenced), fenced
+        current = state.read_generation(self.target.settings, m.name, self.target.label, m.progress_group)
+        upcoming = generation.next_generation(current, m.slots, 0, "")
+        return (upcoming.number if upcoming else current.number), upcoming is not None, []  # type: ignore[union-attr]
+
+    def slot_tasks(self, prepared: Prepared) -> list[SlotTask]:
+        m = prepared.mirror
+        ids = {p.source: p.source_topic_id for p in prepared.pairs}
+        tasks = []
+        for slot in prepared.slots:
+            parts = tuple(PartitionTask(
+                source_topic=p.source_topic, target_topic=p.target_topic, partition=p.partition, start=p.start,
+                end=p.end, had_progress=p.origin in (planning.ORIGIN_PROGRESS, planning.ORIGIN_TRUNCATED),
+                skip_truncated=p.origin == planning.ORIGIN_TRUNCATED,
+                source_topic_id=ids.get(p.source_topic, ""), target_topic_id=prepared.target_topic_ids.get(p.target_topic, ""),
+                max_message_bytes=prepared.limits.get(p.target_topic, topics.DEFAULT_MAX_MESSAGE_BYTES))
+                for p in slot.partitions)
+            tasks.append(SlotTask(
+                mirror=m.name, slot=slot.slot, transactional_id=slot.transactional_id,
+                generation=prepared.generation, delivery=m.delivery, progress_group=m.progress_group,
+                partitions=parts, source_conf=self.source_conf, target_conf=self.target_conf,
+                source_overrides=dict(m.source_consumer), target_overrides=dict(m.target_producer),
+                max_transaction_seconds=m.max_transaction_seconds, transaction_timeout_ms=m.transaction_timeout_ms,
+                max_bytes=m.max_bytes_per_slot, source_label=self.source_label, target_label=self.target_label,
+                run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name)))
+        return tasks
+
+    def execute(self, prepared: Prepared, runner: SlotRunner) -> dict[str, Any]:
+        if prepared.options.dry_run:
+            results = [{"slot": s.slot, "transactional_id": s.transactional_id, "status": "dry-run", "records": 0,
+                        "bytes": 0, "partitions": [], "error": None} for s in prepared.slots]
+        else:
+            tasks = [t for t in self.slot_tasks(prepared) if t.partitions]
+            results = runner(tasks) if tasks else []
+            missing = {s.slot for s in prepared.slots} - {r["slot"] for r in results}
+            results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
+                prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
+                "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
+        return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source.label, self.target.label,
+                            self.target.first_bootstrap)
+
+
+def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label: str,
+                 target_label: str, target_bootstrap: str = "") -> dict[str, Any]:
+    """The run report. ``target_bootstrap`` (first bootstrap server) names the target in asset URIs."""
+    m = prepared.mirror
+    seconds = time.monotonic() - prepared.started
+    records = sum(r.get("records", 0) for r in results)
+    size = sum(r.get("bytes", 0) for r in results)
+    copy_seconds = max([r.get("seconds", 0.0) for r in results] or [0.0])
+    ok = all(r.get("status") in OK_STATUSES for r in results)
+    return {
+        "mirror": m.name, "run_id": prepared.options.run_id, "status": "ok" if ok else "failed",
+        "dry_run": prepared.options.dry_run, "delivery": m.delivery,
+        "started_at": prepared.started_at, "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "until": prepared.options.until.isoformat() if prepared.options.until else None,
+        "source": source_label, "target": target_label, "target_bootstrap": target_bootstrap,
+        "generation": prepared.generation, "generation_changed": prepared.generation_changed,
+        "fenced_transactional_ids": prepared.fenced, "topic_sync": prepared.topic_sync,
+        "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in prepared.pairs],
+        "records": records, "bytes": size, "seconds": round(seconds, 3),
+        "slot_seconds_max": copy_seconds,
+        "records_per_second": round(records / copy_seconds, 1) if copy_seconds else 0.0,
+        "mb_per_second": round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
+        "plan": [{"source_topic": p.source_topic, "target_topic": p.target_topic, "partition": p.partition,
+                  "start": p.start, "end": p.end, "pending": p.pending, "origin": p.origin, "slot": p.slot,
+                  "lost": p.lost} for s in prepared.slots for p in s.partitions],
+        "slots": results,
+        "errors": [f"slot {r['slot']}: {r['error']}" for r in results if r.get("error")],
+    }
+
+
+def run_in_process(tasks: list[SlotTask]) -> list[dict[str, Any]]:
+    """Runner without Spark: slots in threads of this process (tests, and `--runner inprocess`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from eosmirror.slot.copier import run_slot
+
+    if not tasks:
+        return []
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        return list(pool.map(run_slot, tasks))

@@ -1,0 +1,296 @@
+"""``eosmirror verify``: compare source and target over the mirrored ranges, record by record.
+
+For every mirrored partition:
+* the committed source records of the mirrored range [first mirrored offset, last sync's end) equal
+  the target records the offset syncs map them to, in the same order, with identical key, value,
+  headers (order and duplicates included) and timestamp, and ``translate(o)`` of every source record
+  is exactly the target offset holding its copy;
+* nothing else is on the target: every committed target record lies in a range an offset sync
+  accounts for. A record before the first copy, between copies or after the last copy (the target's
+  end must be the last sync's end) was written by another producer; each is named (the list capped,
+  the count exact). Aborted records and transaction markers are invisible to read_committed consumers
+  and are not records of the topic;
+* a mirrored range the source (or the target) no longer holds - retention or delete-records ran since
+  the copy - is reported as not checkable, with its size, and the rest is still checked.
+``exit_code`` turns the checks into the CLI's exit code. Reads only; writes nothing.
+
+Races with a run that commits while verify reads: the target's end is fixed BEFORE the offset syncs
+are read, so every mirror record below it has its sync among those read (they commit in one
+transaction), and only syncs wholly below that end are checked. The transaction's markers reach the
+target partition and the sync topic independently, so a partition with foreign records is checked
+once more with freshly read syncs before they are reported.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from eosmirror.kafka import clients, connections, progress, readers, syncstore
+from eosmirror.kafka.offsets import list_offsets
+from eosmirror.driver import topics
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, EosMirrorError
+from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.kafka.cluster import Cluster
+
+EXIT_INCOMPLETE = 3    # no difference found, but part of the mirrored ranges could no longer be checked
+MAX_LISTED = 20        # foreign offsets named per partition (the count is always exact)
+
+
+@dataclass
+class PartitionCheck:
+    source_topic: str
+    target_topic: str
+    partition: int
+    source_range: tuple[int, int]   # mirrored source offsets [first, end) per the offset syncs; (0, 0): none
+    records: int = 0                # source records compared with their copies
+    differences: list[str] = field(default_factory=list)
+    foreign: int = 0                # committed target records that no offset sync accounts for
+    unchecked: list[str] = field(default_factory=list)   # mirrored ranges no longer readable, and why
+    source_gone: int = 0            # mirrored source offsets deleted on the source since they were copied
+    target_gone: int = 0            # mirrored target offsets deleted on the target since
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    @property
+    def complete(self) -> bool:
+        return not self.unchecked
+
+
+def _describe(rec: readers.Record | None) -> str:
+    if rec is None:
+        return "missing"
+    value = rec.value if rec.value is None or len(rec.value) <= 40 else rec.value[:40] + b"..."
+    return f"offset {rec.offset} key={rec.key!r} value={value!r} headers={list(rec.headers)} ts={rec.timestamp}"
+
+
+def _read_held(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster: str,
+               client_id: str, group: str | None) -> tuple[int, list[readers.Record]]:
+    """(first offset of [start, end) the partition still holds, its committed records from there).
+
+    Retention or delete-records may have moved the log start past ``start``, even while reading
+    (the read then fails with an offset out of range): ask for the log start again, a few times."""
+    for attempt in range(3):
+        low = readers.watermarks(conf, topic, partition, cluster, client_id=client_id, group_id=group)[0]
+        held = min(max(start, low), end)
+        try:
+            return held, readers.read_range(conf, topic, partition, held, end, cluster, client_id=client_id,
+                                            group_id=group)
+        except EosMirrorError as exc:
+            if "_AUTO_OFFSET_RESET" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("not reached")
+
+
+def settled(syncs: PartitionSyncs | None, target_end: int) -> PartitionSyncs:
+    """The syncs whose copies lie wholly below ``target_end`` (a chain prefix, in source order):
+    what was committed when the target's end was read. A later sync belongs to a run that committed
+    after it; its records are beyond the part of the target that is read."""
+    kept = []
+    for sync in (syncs.ordered() if syncs is not None else []):
+        if sync.target_next > target_end:
+            break
+        kept.append(sync)
+    return PartitionSyncs(kept)
+
+
+def split_foreign(target: list[readers.Record], syncs: PartitionSyncs,
+                  ) -> tuple[list[readers.Record], list[readers.Record]]:
+    """(records inside a range some offset sync accounts for, every other record: foreign)."""
+    spans = sorted((s.target_base, s.target_next) for s in syncs.syncs if s.count)
+    bases = [b for b, _ in spans]
+    mirrored, foreign = [], []
+    for rec in target:
+        i = bisect.bisect_right(bases, rec.offset) - 1
+        (mirrored if i >= 0 and rec.offset < spans[i][1] else foreign).append(rec)
+    return mirrored, foreign
+
+
+def foreign_summary(foreign: list[readers.Record], syncs: PartitionSyncs, target_end: int) -> str:
+    """One line: how many foreign records, where they lie relative to the mirrored range, which offsets."""
+    spans = sorted((s.target_base, s.target_next) for s in syncs.syncs if s.count)
+    listed = ", ".join(str(r.offset) for r in foreign[:MAX_LISTED])
+    if len(foreign) > MAX_LISTED:
+        listed += f", ... ({len(foreign) - MAX_LISTED} more)"
+    if not spans:
+        where = "the mirror has copied no record into this partition"
+    else:
+        first, last = spans[0][0], spans[-1][1]
+        before = sum(1 for r in foreign if r.offset < first)
+        after = sum(1 for r in foreign if r.offset >= last)
+        where = (f"{before} before the first mirrored record (target offset {first}), "
+                 f"{len(foreign) - before - after} between mirrored records, {after} after the last one "
+                 f"(the mirrored records end at {last}, the target at {target_end})")
+    return (f"{len(foreign)} record(s) on the target that no offset sync of the mirror accounts for: {where}; "
+            f"target offsets {listed}. eosmirror must be the only writer of its target topics")
+
+
+def _gone_on_target(check: PartitionCheck, syncs: PartitionSyncs, target_low: int) -> None:
+    """Mirrored target offsets below the target's log start: deleted there (target retention)."""
+    spans = sorted((s.target_base, s.target_next) for s in syncs.syncs if s.count)
+    gone = sum(min(end, target_low) - base for base, end in spans if base < target_low)
+    if gone:
+        check.target_gone = gone
+        check.unchecked.append(
+            f"target offsets {spans[0][0]}..{target_low - 1} are no longer on the target (retention or "
+            f"delete-records on {check.target_topic}): {gone} mirrored offsets cannot be compared")
+
+
+def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], source_topic: str, target_topic: str,
+                    partition: int, syncs: Any, committed: int | None, source_label: str, target_label: str,
+                    max_differences: int = 10, compacted: bool = False, group: str | None = None,
+                    target_end: int | None = None) -> PartitionCheck | None:
+    """Check one partition; None when the mirror never copied it and the target partition holds nothing.
+
+    ``target_end``: the target's read_committed end, read before ``syncs`` (read now if None).
+    ``committed`` (the committed progress) is not needed: the offset syncs commit with the progress
+    and bound the mirrored range; kept for callers that pass it."""
+    del committed
+    if target_end is None:
+        target_end = readers.watermarks(target_conf, target_topic, partition, target_label,
+                                        client_id="eosmirror-verify-target", group_id=group)[1]
+    chain = settled(syncs, target_end)
+    target_low, target = _read_held(target_conf, target_topic, partition, 0, target_end, target_label,
+                                    "eosmirror-verify-target", group)
+    mirrored, foreign = split_foreign(target, chain)
+    if not chain.syncs and not foreign:
+        return None
+    start, end = (chain.mirrored_from, chain.progress) if chain.syncs else (0, 0)
+    check = PartitionCheck(source_topic, target_topic, partition, (start, end), foreign=len(foreign))
+
+    def differ(text: str) -> None:
+        if len(check.differences) < max_differences:
+            check.differences.append(text)
+
+    if foreign:
+        check.differences.append(foreign_summary(foreign, chain, target_end))
+        for rec in foreign[:3]:
+            differ(f"foreign record {_describe(rec)}")
+    if not chain.syncs:
+        return check
+    held, source = _read_held(source_conf, source_topic, partition, start, end, source_label,
+                              "eosmirror-verify-source", group)
+    if held > start:
+        check.source_gone = held - start
+        check.unchecked.append(
+            f"source offsets {start}..{held - 1} are no longer on the source (retention or delete-records on "
+            f"{source_topic}): {held - start} mirrored offsets cannot be compared")
+    _gone_on_target(check, chain, target_low)
+    cut = chain.translate(held)      # copies of records the source no longer holds lie below it
+    mirrored = [t for t in mirrored if t.offset >= cut]
+    if check.target_gone:
+        source = [s for s in source if chain.translate(s.offset) >= target_low]
+    check.records = len(source)
+    compare = _compare_compacted if compacted else _compare_in_order
+    compare(source, mirrored, chain, differ)
+    return check
+
+
+def _compare_in_order(source: list[readers.Record], target: list[readers.Record], syncs: Any,
+                      differ: Callable[[str], None]) -> None:
+    if len(source) != len(target):
+        span = (f"[{source[0].offset}, {source[-1].offset}]" if source else "(none)",
+                f"[{target[0].offset}, {target[-1].offset}]" if target else "(none)")
+        differ(f"{len(source)} committed source records at offsets {span[0]} but {len(target)} mirrored target "
+               f"records at offsets {span[1]}")
+    for i in range(max(len(source), len(target))):
+        s = source[i] if i < len(source) else None
+        t = target[i] if i < len(target) else None
+        if s is None or t is None or not s.same_content(t):
+            differ(f"record #{i}: source {_describe(s)} vs target {_describe(t)}")
+            continue
+        expected = syncs.translate(s.offset)
+        if expected != t.offset:
+            differ(f"translate({s.offset}) = {expected}, but its copy is at target offset {t.offset}")
+
+
+def _superseded(records: list[readers.Record], index: int) -> bool:
+    """A later record with the same key exists: log compaction may legitimately drop this one."""
+    key = records[index].key
+    return key is not None and any(r.key == key for r in records[index + 1:])
+
+
+def _compare_compacted(source: list[readers.Record], target: list[readers.Record], syncs: Any, differ: Any) -> None:
+    """Both logs are compacted on their own schedules. Every record present on both sides must be
+    identical at its translated offset; a record present on one side only must be superseded (a later
+    record with the same key) on the other, or it was lost or duplicated."""
+    by_offset = {t.offset: (i, t) for i, t in enumerate(target)}
+    matched = set()
+    for i, s in enumerate(source):
+        hit = by_offset.get(syncs.translate(s.offset))
+        if hit is not None and hit[1].same_content(s):
+            matched.add(hit[1].offset)
+        elif hit is not None:
+            differ(f"source {_describe(s)} vs target {_describe(hit[1])}")
+        elif not _superseded(source, i):
+            differ(f"source {_describe(s)} has no copy on the target (and no later record with its key)")
+    for j, t in enumerate(target):
+        if t.offset not in matched and not _superseded(target, j):
+            differ(f"target {_describe(t)} matches no source record (and no later record with its key)")
+
+
+def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
+    from confluent_kafka.admin import OffsetSpec
+
+    source, target = Cluster.resolve("source", mirror.source, mirror.name), Cluster.resolve("target", mirror.target, mirror.name)
+    source_conf, target_conf, source_label, target_label = source.settings, target.settings, source.label, target.label
+    target_admin = target.admin
+    pairs = topics.resolve(mirror, source)
+    source_policies = topics.cleanup_policies(source, [p.source for p in pairs])
+    target_policies = topics.cleanup_policies(target, [p.target for p in pairs])
+    compacted = {p.source for p in pairs if "compact" in source_policies.get(p.source, "")
+                 or "compact" in target_policies.get(p.target, "")}
+    existing = topics.describe(target, [p.target for p in pairs])
+    partitions = [(pair, k) for pair in pairs if pair.target in existing
+                  for k in range(min(pair.partitions, existing[pair.target].partitions))]
+    # The target's ends first, the offset syncs after: see the module docstring.
+    ends = list_offsets(target_admin, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions}, target_label)
+
+    def check(pair: topics.TopicPair, k: int, history: dict[tuple[str, int], PartitionSyncs]) -> PartitionCheck | None:
+        return check_partition(source_conf, target_conf, pair.source, pair.target, k, history.get((pair.target, k)),
+                               None, source_label, target_label, compacted=pair.source in compacted,
+                               group=mirror.progress_group, target_end=ends[(pair.target, k)])
+
+    history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
+    checks = {(pair.target, k): check(pair, k, history) for pair, k in partitions}
+    suspects = [(pair, k) for pair, k in partitions if getattr(checks[(pair.target, k)], "foreign", 0)]
+    if suspects:   # a sync committed with its records may have become visible after them: ask once more
+        history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
+        checks.update({(pair.target, k): check(pair, k, history) for pair, k in suspects})
+    return [c for c in checks.values() if c is not None]
+
+
+def exit_code(checks: list[PartitionCheck]) -> int:
+    """0: all identical and nothing foreign; 1: a difference or a foreign record; 3 (EXIT_INCOMPLETE):
+    no difference, but some mirrored ranges are gone from the source or the target and were not checked."""
+    if not all(c.ok for c in checks):
+        return EXIT_FAILED
+    return EXIT_OK if all(c.complete for c in checks) else EXIT_INCOMPLETE
+
+
+def format_checks(checks: list[PartitionCheck]) -> str:
+    lines = []
+    for c in checks:
+        state = ("OK" if c.complete else "OK WHERE CHECKABLE") if c.ok else "DIFFERENT"
+        mirrored = (f"source offsets {c.source_range[0]}..{c.source_range[1]}" if c.source_range != (0, 0)
+                    else "nothing mirrored")
+        lines.append(f"{c.source_topic}[{c.partition}] -> {c.target_topic}[{c.partition}]  {mirrored}  "
+                     f"{c.records} records  {state}")
+        lines += [f"    {d}" for d in c.differences]
+        lines += [f"    not checkable: {u}" for u in c.unchecked]
+    total = sum(c.records for c in checks)
+    bad = [c for c in checks if not c.ok]
+    foreign = sum(c.foreign for c in checks)
+    verdict = "all identical" if not bad else f"{len(bad)} partition(s) differ"
+    if foreign:
+        verdict += f" ({foreign} foreign record(s) on the target)"
+    gone = sum(c.source_gone + c.target_gone for c in checks)
+    if gone:
+        verdict += (f"; {gone} mirrored offsets could not be checked: deleted on the source or the target since "
+                    f"they were copied")
+    lines.append(f"verified {len(checks)} partitions, {total} records: {verdict}")
+    return "\n".join(lines)

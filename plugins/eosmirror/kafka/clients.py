@@ -1,0 +1,239 @@
+"""The only module that builds confluent-kafka clients, one function per role.
+
+Each role forces the settings exactly-once copying depends on. A user setting that contradicts one
+of them is refused with the reason, instead of being silently overridden (the same stance as
+MirrorMaker 2's ``validateExactlyOnceConfigs``): an operator who wrote ``isolation.level:
+read_uncommitted`` meant something, and must learn why it cannot work.
+
+Roles:
+  source consumer      reads [start, end) of the slot's partitions, read_committed
+  transactional producer   writes records + progress + offset syncs in one transaction
+  idempotent producer  the at_least_once delivery mode
+  progress reader      reads the committed progress (require_stable) and supplies group metadata
+  admin                topics, offsets, configs
+
+Settings given by the user are merged in this order: cluster config (connection), role overrides
+from the mirror definition, then the forced settings (after the contradiction check).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Mapping
+
+from eosmirror.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# Substrings of librdkafka property names whose values must never be printed.
+_SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential", "ssl.key.pem", "private",
+                   "oauthbearer.config")
+
+
+def is_secret_key(key: str) -> bool:
+    return any(marker in key.lower() for marker in _SECRET_MARKERS)
+
+
+def redact(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a client config that is safe to log, print or store."""
+    return {k: ("***" if is_secret_key(k) else v) for k, v in conf.items()}
+
+
+# (forced value, accepted spellings of it, why exactly-once needs it)
+_SOURCE_CONSUMER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "isolation.level": ("read_committed", {"read_committed"},
+                        "records of aborted or still-open source transactions must never be mirrored"),
+    "enable.auto.commit": (False, {"false"},
+                           "progress is committed inside the target transaction, never by the consumer"),
+    "enable.auto.offset.store": (False, {"false"}, "the consumer's own offset store is never used"),
+    "auto.offset.reset": ("error", {"error"},
+                          "a start offset whose data was deleted must fail loudly instead of jumping "
+                          "to another offset and skipping records"),
+    "enable.partition.eof": (True, {"true"},
+                             "a range that ends on transaction markers or aborted records is only "
+                             "known to be finished by the end-of-partition event"),
+}
+
+_TRANSACTIONAL_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "enable.idempotence": (True, {"true"}, "transactions require the idempotent producer"),
+    "acks": ("all", {"all", "-1"}, "a committed transaction must survive the loss of a broker"),
+    # No global delivery callback: a failed delivery fails commit_transaction() (abortable), and the
+    # copy asks for a report only for the first record per partition (the exact base offset).
+    "delivery.report.only.error": (False, {"false"},
+                                   "the first record's delivery report gives the exact target offset"),
+}
+
+_IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "enable.idempotence": (True, {"true"}, "retries must not duplicate records"),
+    "acks": ("all", {"all", "-1"}, "progress is committed only for records no broker loss can undo"),
+    "delivery.report.only.error": (True, {"true"}, "only failed deliveries are reported"),
+}
+
+# Keys the mirror owns; a user must not set them at all.
+_OWNED_KEYS = {
+    "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",
+    "group.id": "the progress group is set by the mirror's `progress_group` field",
+}
+
+# librdkafka warns when a client receives a property of another role; we drop such properties
+# from the shared cluster config so that the logs stay readable.
+_CONSUMER_ONLY_PREFIXES = ("fetch.", "isolation.level", "auto.offset.reset", "enable.auto.commit",
+                           "enable.partition.eof", "queued.", "max.poll.interval.ms", "session.timeout.ms",
+                           "heartbeat.interval.ms", "partition.assignment.strategy", "check.crcs",
+                           "enable.auto.offset.store", "group.", "auto.commit.interval.ms")
+_PRODUCER_ONLY_PREFIXES = ("acks", "linger.ms", "batch.", "queue.buffering.", "compression.", "transaction.",
+                           "enable.idempotence", "message.timeout.ms", "delivery.", "retries",
+                           "request.required.acks", "sticky.partitioning", "partitioner",
+                           "enable.gapless.guarantee", "message.send.max.retries", "retry.backoff.ms")
+
+
+def _drop_foreign(conf: Mapping[str, Any], foreign: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in conf.items() if not k.startswith(foreign)}
+
+
+def _spelling(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip().lower()
+
+
+def _merge_forced(role: str, user: Mapping[str, Any], forced: Mapping[str, tuple[Any, set[str], str]],
+                  where: str) -> dict[str, Any]:
+    merged = dict(user)
+    for key, why in _OWNED_KEYS.items():
+        if key in user:
+            raise ConfigError(f"{where}: `{key}` must not be set for the {role}: {why}. Remove it.")
+    for key, (value, accepted, why) in forced.items():
+        if key in user and _spelling(user[key]) not in accepted:
+            raise ConfigError(f"{where}: `{key}: {user[key]}` contradicts exactly-once copying; the {role} "
+                              f"needs `{key}: {_spelling(value)}` because {why}. Remove the setting.")
+        merged[key] = value
+    return merged
+
+
+# librdkafka reports a failed SASL/SSL handshake only as an error event; a request then just sees
+# "all brokers down". Recording those events lets a failed call say "authentication failed".
+_AUTH_FAILURES: list[tuple[float, str]] = []
+_AUTH_ERROR_NAMES = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"}
+
+
+def _record_error(err: Any) -> None:
+    if err.name() in _AUTH_ERROR_NAMES:
+        _AUTH_FAILURES.append((time.monotonic(), err.str()))
+        del _AUTH_FAILURES[:-20]
+
+
+def recent_authentication_failure(within: float = 60.0) -> str | None:
+    """The text of an authentication failure any client saw in the last ``within`` seconds."""
+    cutoff = time.monotonic() - within
+    recent = [text for at, text in _AUTH_FAILURES if at >= cutoff]
+    return recent[-1] if recent else None
+
+
+def _with_logger(conf: dict[str, Any], name: str) -> dict[str, Any]:
+    """Name the client and record authentication failures.
+
+    No Python ``logger`` is installed: confluent-kafka calls it from librdkafka's own threads until
+    the client forwards logs to its poll queue, and with short-lived admin clients that crashed the
+    interpreter (SIGSEGV, reproduced while SASL brokers were still starting). librdkafka then logs
+    to stderr in its own format (``%4|<time>|<FACILITY>|<client.id>| ...``), which lands in the task
+    log. ``error_cb`` only runs inside poll() on the caller's thread.
+    """
+    conf.setdefault("client.id", name)
+    conf.setdefault("error_cb", _record_error)
+    return conf
+
+
+def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
+                    client_id: str, where: str = "source consumer") -> Any:
+    """A consumer that reads exact offset ranges with read_committed and never commits on its own.
+
+    ``group_id`` is the mirror's progress group: the consumer never joins it (it uses assign()), it
+    only lets the after-commit step publish progress on the source cluster for lag tools.
+    """
+    from confluent_kafka import Consumer
+
+    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf.update(overrides)
+    conf = _merge_forced("source consumer", conf, _SOURCE_CONSUMER_FORCED, where)
+    conf["group.id"] = group_id
+    return Consumer(_with_logger(conf, client_id))
+
+
+def transactional_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
+                           transaction_timeout_ms: int, client_id: str,
+                           where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
+    """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``."""
+    from confluent_kafka import Producer
+
+    conf = _drop_foreign(cluster, _CONSUMER_ONLY_PREFIXES)
+    conf.update(extra or {})
+    conf.update(overrides)
+    conf = _merge_forced("transactional producer", conf, _TRANSACTIONAL_PRODUCER_FORCED, where)
+    conf["transactional.id"] = transactional_id
+    conf["transaction.timeout.ms"] = int(transaction_timeout_ms)
+    return Producer(_with_logger(conf, client_id))
+
+
+def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,
+                        where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
+    """The at_least_once producer: no duplicates from retries, no transactions."""
+    from confluent_kafka import Producer
+
+    conf = _drop_foreign(cluster, _CONSUMER_ONLY_PREFIXES)
+    conf.update(extra or {})
+    conf.update(overrides)
+    conf = _merge_forced("idempotent producer", conf, _IDEMPOTENT_PRODUCER_FORCED, where)
+    return Producer(_with_logger(conf, client_id))
+
+
+def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True,
+                    on_commit: Any = None) -> Any:
+    """A never-assigned consumer of the progress group on the target.
+
+    ``committed()`` on it reads the progress: with ``stable`` (read_committed) it sends require_stable
+    and waits while a transactional commit is pending (KIP-447). Its ``consumer_group_metadata()``
+    (generation -1, no member) is what ``send_offsets_to_transaction`` needs for a member-less group,
+    and it commits progress in the at_least_once mode.
+    """
+    from confluent_kafka import Consumer
+
+    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
+                 "enable.auto.commit": False, "enable.auto.offset.store": False})
+    if on_commit is not None:   # publishing progress to the source group commits asynchronously
+        conf["on_commit"] = on_commit
+    return Consumer(_with_logger(conf, client_id))
+
+
+def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: bool = True,
+                   group_id: str | None = None) -> Any:
+    """A consumer for reading internal topics and for verification; never subscribes, never commits.
+
+    A consumer with a group.id looks up that group's coordinator, which needs Describe on the group:
+    the mirror's readers pass its progress group (already granted), never a group of their own.
+    """
+    from confluent_kafka import Consumer
+
+    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf.update({"group.id": group_id or f"{client_id}.reader", "enable.auto.commit": False,
+                 "enable.auto.offset.store": False, "enable.partition.eof": True,
+                 "auto.offset.reset": "error",
+                 "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+    return Consumer(_with_logger(conf, client_id))
+
+
+def admin_client(cluster: Mapping[str, Any], role_hint: str = "admin") -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    conf = _drop_foreign(_drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES), _CONSUMER_ONLY_PREFIXES)
+    return AdminClient(_with_logger(conf, f"eosmirror-{role_hint}"))
+
+
+def check_overrides(mirror: Any, where: str) -> None:
+    """Refuse, at config load, role overrides in a mirror definition that contradict its delivery mode."""
+    _merge_forced("source consumer", mirror.source_consumer, _SOURCE_CONSUMER_FORCED, f"{where}: source_consumer")
+    forced = (_TRANSACTIONAL_PRODUCER_FORCED if mirror.delivery == "exactly_once"
+              else _IDEMPOTENT_PRODUCER_FORCED)
+    _merge_forced("target producer", mirror.target_producer, forced, f"{where}: target_producer")

@@ -1,0 +1,162 @@
+"""The mirror's progress: consumer-group offsets in the progress group on the TARGET cluster.
+
+Keyed by the target topic-partition (a broker rejects offsets for partitions it does not host);
+the value is the next SOURCE offset to copy. The offset's metadata string records which source
+topic (name and topic id) the progress belongs to, so a re-created source topic is detected
+instead of being mirrored from a meaningless position.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from eosmirror.kafka import calls
+from eosmirror.kafka.retry import retry_until
+from eosmirror.core.errors import ProgressUnavailableError
+
+log = logging.getLogger(__name__)
+
+OFFSET_INVALID = -1001
+# Answers that mean "ask again": the group coordinator is loading or moving, or (with require_stable)
+# a transactional offset commit of the group is still pending.
+_RETRIED = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_WAIT_COORD",
+            "REBALANCE_IN_PROGRESS", "_TIMED_OUT", "UNSTABLE_OFFSET_COMMIT"}
+
+
+@dataclass(frozen=True)
+class Progress:
+    offset: int
+    source_topic: str = ""
+    source_topic_id: str = ""
+    generation: int = 0
+    committed_ms: int = 0   # when this progress was last committed (idle partitions: every run)
+
+
+def encode_metadata(source_topic: str, source_topic_id: str, generation: int) -> str:
+    return json.dumps({"v": 1, "src": source_topic, "sid": source_topic_id, "g": generation,
+                       "t": int(time.time() * 1000)}, separators=(",", ":"))
+
+
+def decode_metadata(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+        return value if isinstance(value, dict) else {}
+    except ValueError:
+        return {}
+
+
+def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster: str, group: str,
+         stable: bool, timeout: float = 30.0) -> dict[tuple[str, int], Progress]:
+    """Committed progress of the given target partitions; absent keys have none.
+
+    ``stable=True`` (a slot, after fencing): require_stable (KIP-447); a pending transactional commit
+    of the group is waited for, so what it returns is never about to change.
+    ``stable=False`` (the planner, verify, reports): the last committed progress, without waiting on
+    a transaction that a killed producer may hold open until it times out; a plan is an estimate,
+    the slots re-read after fencing.
+
+    Read with a consumer, never with AdminClient.list_consumer_group_offsets: librdkafka 2.16 handles
+    a coordinator error in that response with the consumer-group code path, which an admin client
+    does not have, and crashes (SIGSEGV in rd_kafka_cgrp_op, reproduced on freshly started brokers).
+    """
+    from confluent_kafka import TopicPartition
+
+    from eosmirror.kafka import clients
+
+    wanted = [TopicPartition(t, p) for t, p in partitions]
+    if not wanted:
+        return {}
+    needs = f"Read on group {group} (and Describe on the target topics)"
+    reader = clients.progress_reader(target_conf, group, f"eosmirror-progress-{group}", stable=stable)
+    deadline = time.monotonic() + timeout
+
+    def ask() -> Any:
+        try:
+            return reader.committed(wanted, timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+        except Exception:
+            _raise_group_error(reader, cluster, group, needs)   # a missing ACL fails at once
+            raise
+
+    try:
+        committed = retry_until(timeout, ask, lambda exc: calls.error_name(exc) in _RETRIED, pause=0.05)
+    except Exception as exc:  # noqa: BLE001 - translated
+        if stable and calls.error_name(exc) in ("_TIMED_OUT", "UNSTABLE_OFFSET_COMMIT"):
+            raise ProgressUnavailableError(
+                f"{cluster}: the progress of group {group} stayed unstable for {timeout:.0f} s: a transaction "
+                f"of this mirror is still open (a killed or stalled slot). `eosmirror fence <mirror>` "
+                f"(or the eosmirror_fence DAG) aborts it") from None
+        raise calls.translate(exc, f"read the progress of group {group}", cluster, needs) from None
+    finally:
+        reader.close()
+    errors = [tp for tp in committed if tp.error is not None]
+    if errors:
+        raise calls.translate(Exception(errors[0].error), f"read the progress of {errors[0].topic}"
+                                f"[{errors[0].partition}] in group {group}", cluster, needs)
+    out = {}
+    for tp in committed:
+        if tp.offset == OFFSET_INVALID or tp.offset < 0:
+            continue
+        meta = decode_metadata(tp.metadata)
+        out[(tp.topic, tp.partition)] = Progress(offset=tp.offset, source_topic=str(meta.get("src", "")),
+                                                 source_topic_id=str(meta.get("sid", "")),
+                                                 generation=int(meta.get("g", 0) or 0),
+                                                 committed_ms=int(meta.get("t", 0) or 0))
+    return out
+
+
+def _raise_group_error(reader: Any, cluster: str, group: str, needs: str) -> None:
+    """A consumer whose group is not authorized keeps retrying committed() until it times out; its
+    coordinator lookup reports the cause as an event, which poll() of the (never assigned) reader
+    returns. Fail at once with it."""
+    from eosmirror.core.errors import AuthorizationError
+
+    event = reader.poll(0.2)
+    err = event.error() if event is not None else None
+    if err is not None and err.name() in ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED"):
+        raise AuthorizationError(f"{cluster}: not authorized to read the progress of group {group} ({err.name()}): "
+                                 f"the principal needs {needs}. Grant that ACL and run again")
+
+
+def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int], int], group: str,
+                      timeout: float = 10.0) -> str | None:
+    """Best effort (KIP-656): the same progress on the SOURCE cluster, keyed by source partition, so
+    that existing lag tools (kafka-consumer-groups, Burrow, ...) see the mirror's position.
+    Bounded in time; returns an error text instead of raising: this must never fail a committed run.
+    (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)"""
+    from confluent_kafka import TopicPartition
+
+    from eosmirror.kafka import clients
+
+    if not offsets:
+        return None
+    outcome: list[str | None] = []
+
+    def on_commit(err: Any, partitions: Any) -> None:
+        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in partitions or [] if tp.error]
+        outcome.append(err.str() if err is not None else ("; ".join(errors) or None))
+
+    try:
+        committer = clients.progress_reader(source_conf, group, f"eosmirror-progress-publisher-{group}",
+                                            stable=False, on_commit=on_commit)
+    except Exception as exc:  # noqa: BLE001 - best effort by design
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        committer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=True)
+        deadline = time.monotonic() + timeout
+        while not outcome and time.monotonic() < deadline:
+            event = committer.poll(0.2)
+            if event is not None and event.error() is not None and "AUTHORIZATION" in event.error().name():
+                return f"{event.error().name()}: {event.error().str()}"
+        if not outcome:
+            return f"no answer from the source group coordinator within {timeout:.0f} s"
+        return outcome[0]
+    except Exception as exc:  # noqa: BLE001 - best effort by design
+        return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
+    finally:
+        committer.close()

@@ -1,0 +1,100 @@
+"""Bounded reads of one partition (verification, internal topics, tests). Never commit anything."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from eosmirror.kafka import calls, clients
+from eosmirror.kafka.retry import retry_until
+
+
+
+@dataclass(frozen=True)
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+
+    def same_content(self, other: "Record") -> bool:
+        return (self.key, self.value, self.headers, self.timestamp) == (other.key, other.value, other.headers,
+                                                                       other.timestamp)
+
+
+def _record(m: Any) -> Record:
+    return Record(offset=m.offset(), key=m.key(), value=m.value(), headers=tuple(m.headers() or ()),
+                  timestamp=m.timestamp()[1])
+
+
+def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
+               client_id: str = "eosmirror-reader", group_id: str | None = None) -> tuple[int, int]:
+    """(log start, end) where end is the LSO when ``read_committed``, else the high watermark."""
+    from confluent_kafka import TopicPartition
+
+    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
+    try:
+        # A topic just created has no leader for a moment: wait for it, briefly.
+        return retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15,
+                                                                      cached=False),
+                           lambda exc: calls.error_name(exc) in calls.LEADERSHIP_MOVING)
+    except Exception as exc:  # noqa: BLE001 - translated
+        raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster,
+                              f"Describe on topic {topic}") from None
+    finally:
+        consumer.close()
+
+
+def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster: str,
+               read_committed: bool = True, client_id: str = "eosmirror-reader", timeout: float = 120.0,
+               group_id: str | None = None) -> list[Record]:
+    """The records with offsets in [start, end); ``end`` must not exceed the partition's end offset."""
+    from confluent_kafka import TopicPartition
+
+    if end <= start:
+        return []
+    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
+    records: list[Record] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout
+        reached = start
+        while reached < end:
+            if time.monotonic() > deadline:
+                raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster)
+            for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
+                err = m.error()
+                if err is not None:
+                    if calls.is_partition_eof(err):
+                        reached = max(reached, m.offset())
+                        continue
+                    if err.name() == "GROUP_AUTHORIZATION_FAILED":
+                        continue   # a coordinator lookup for group.id; reading with assign() needs no group
+                    raise calls.translate(Exception(err), f"read {topic}[{partition}]", cluster, f"Read on topic {topic}")
+                if m.offset() >= end:
+                    reached = end
+                    continue
+                records.append(_record(m))
+                reached = max(reached, m.offset() + 1)
+            position = consumer.position([TopicPartition(topic, partition)])[0].offset
+            reached = max(reached, position)
+        return records
+    finally:
+        consumer.close()
+
+
+def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
+             client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
+             group_id: str | None = None) -> list[Record]:
+    """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
+    from eosmirror.core.errors import TargetMismatchError
+
+    try:
+        low, high = watermarks(conf, topic, partition, cluster, read_committed, client_id, group_id)
+    except TargetMismatchError:
+        if missing_ok:
+            return []
+        raise
+    return read_range(conf, topic, partition, low, high, cluster, read_committed, client_id, timeout, group_id)

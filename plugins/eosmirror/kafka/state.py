@@ -1,0 +1,92 @@
+"""The mirror's state topic on the target (slot generations) and fencing of transactional ids.
+
+See ``generation.py`` for the protocol and why the generation is recorded before fencing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from eosmirror.kafka import calls, clients, readers
+from eosmirror.core import naming
+from eosmirror.core.errors import FencedError
+from eosmirror.core.generation import STATE_KEY, Generation, ids_to_fence, next_generation
+
+log = logging.getLogger(__name__)
+
+
+def read_generation(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> Generation | None:
+    """The mirror's current generation (``group``: the progress group, the only group the principal has)."""
+    records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster,
+                               client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True, group_id=group)
+    current = None
+    for record in records:
+        if record.key == STATE_KEY and record.value is not None:
+            current = Generation.decode(record.value)
+    return current
+
+
+def fence(target_conf: dict[str, Any], transactional_ids: list[str], cluster: str,
+          timeout: float = 60.0) -> list[str]:
+    """init_transactions on each id: the broker bumps its epoch and aborts (or completes) its open
+    transaction, so any older instance can no longer produce or commit. Returns the ids fenced."""
+
+    def fence_one(txn_id: str) -> str:
+        producer = clients.transactional_producer(target_conf, {}, txn_id, transaction_timeout_ms=60000,
+                                                  client_id=f"eosmirror-fence-{txn_id}")
+        calls.call(producer.init_transactions, f"fence transactional id {txn_id}", cluster,
+                     f"Write and Describe on transactional id {txn_id}", timeout)
+        producer.flush(5)
+        return txn_id
+
+    if not transactional_ids:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(transactional_ids))) as pool:
+        return list(pool.map(fence_one, transactional_ids))
+
+
+def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, slots: int, cluster: str,
+                         group: str, now_ms: int | None = None) -> tuple[Generation, list[str]]:
+    """Steps 1-4 of the generation protocol. Returns (current generation, ids fenced by this call)."""
+    run_id = uuid.uuid4().hex[:12]
+    planner_id = naming.planner_transactional_id(prefix, mirror)
+    planner = clients.transactional_producer(target_conf, {}, planner_id, transaction_timeout_ms=60000,
+                                             client_id=f"eosmirror-{mirror}-planner")
+    # 1. Fence older planners: from here on only this process may write the state.
+    calls.call(planner.init_transactions, "initialise the planner producer", cluster,
+                 f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
+                 f"'{prefix}.{mirror}.' to cover the planner and every slot)", 60)
+    # 2. The current generation, read after fencing (an older planner's open write was aborted).
+    current = read_generation(target_conf, mirror, cluster, group)
+    new = next_generation(current, slots, now_ms or int(time.time() * 1000), run_id)
+    if new is None:
+        planner.flush(5)
+        return current, []  # type: ignore[return-value]
+    # 3. Record the new generation and commit it BEFORE fencing (see generation.py).
+    try:
+        planner.begin_transaction()
+        planner.produce(naming.state_topic(mirror), value=new.encode(), key=STATE_KEY, partition=0)
+        planner.commit_transaction()
+    except Exception as exc:  # noqa: BLE001
+        if calls.error_name(exc) == "_FENCED":
+            raise FencedError(f"{cluster}: another run of mirror {mirror!r} took over planning; this run stops") from None
+        raise calls.translate(exc, f"record generation {new.number}", cluster,
+                                f"Write on topic {naming.state_topic(mirror)}") from None
+    log.info("mirror %s: generation %d with %d slots (was %s)", mirror, new.number, new.slots,
+             f"{current.slots} slots" if current else "none")
+    # 4. Fence every slot id any generation may have used.
+    fenced = fence(target_conf, ids_to_fence(new, prefix, mirror), cluster)
+    return new, fenced
+
+
+def check_generation(target_conf: dict[str, Any], mirror: str, expected: int, cluster: str, group: str) -> None:
+    """Step 5: a slot, after its own init_transactions, stops if the mirror was re-planned."""
+    current = read_generation(target_conf, mirror, cluster, group)
+    number = current.number if current else 0
+    if number != expected:
+        raise FencedError(f"mirror {mirror!r} moved to generation {number} (this slot belongs to {expected}); "
+                          f"a newer run re-planned the slots, so this slot stops without copying")

@@ -1,0 +1,609 @@
+"""One slot's copy. Runs inside a Spark task (or directly in tests).
+
+exactly_once, per slot attempt (the same numbers mark the code below):
+  1. Fence: init_transactions() with the slot's stable transactional id. This fences every older
+     instance of the slot (a retried or speculative Spark attempt, an overlapping run, a stalled
+     process) and aborts or completes its open transaction.
+  2. Generation: read the mirror's generation; stop if a newer run re-planned the slots
+     (core/generation.py).
+  3. Start: re-read the committed progress of the slot's partitions AFTER fencing (require_stable)
+     and assign the source consumer there: that, not the driver's plan, is where copying starts.
+     A partition already at or past its planned end has nothing to do.
+  4. Per transaction, until every range is complete or the slot's byte budget is spent:
+     a. begin_transaction();
+     b. copy: consume [progress, end) read_committed and produce every record to the same
+        partition number of its target topic, with key, value (null too), headers, timestamp;
+        stop at the end of every range, at ``max_transaction_seconds`` or at the byte budget;
+     c. flush: every record acknowledged; the first record's delivery report per partition
+        gives the target offset it got (its base);
+     d. check: each written target partition ends exactly at base + records, otherwise another
+        writer interleaved and the offset sync would be wrong -> abort, fail (TargetMismatchError);
+     e. produce an offset-sync record (source range -> target offsets) for every partition whose
+        progress moves, and flush them;
+     f. send_offsets_to_transaction with the new progress of EVERY partition of the slot (idle
+        ones too, so that member-less group offsets never expire);
+     g. commit_transaction().
+     Errors: retriable -> retry the same call; abortable -> abort, rewind to the committed
+     progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row; fatal or fenced -> stop this
+     slot and report it ("fenced").
+  5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
+These are DESIGN.md step 5a-f and 6: 1=5a, 3=5b, 4b=5c+5d, 4e+4f=5e (syncs: step 7), 4g=5f, 5=6.
+
+at_least_once: 3, then per batch 4b, 4c (flush; failed deliveries fail the slot), 4e with the
+base taken from the target end, and a plain offset commit of the progress instead of 4f-4g (once
+every record was acknowledged: duplicates possible on a crash between the two, never loss); then 5.
+
+All I/O goes through a ``SlotIO`` (slotio.py): the real clients by default, scripted fakes in tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from eosmirror.kafka import calls, progress
+from eosmirror.core.errors import (ClusterUnreachableError, DataLossError, EosMirrorError, FencedError,
+                              OversizeRecordError, ProgressUnavailableError, TargetMismatchError)
+from eosmirror.slot.faults import Faults, InjectedAbort
+from eosmirror.slot import lifeline
+from eosmirror.core.offsetsync import split
+from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
+from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask
+
+log = logging.getLogger(__name__)
+
+PARTITION_EOF = -191
+CONSUME_BATCH = 5000
+MAX_ABORT_ATTEMPTS = 5
+
+
+def stall_seconds() -> float:
+    return float(os.environ.get("EOSMIRROR_STALL_SECONDS", "60"))
+
+
+class _Abortable(Exception):
+    """The current transaction must be aborted and the slot rewound to its committed progress."""
+
+
+_PERMANENT = {
+    "MSG_SIZE_TOO_LARGE": OversizeRecordError, "Message size too large": OversizeRecordError,
+    "RECORD_LIST_TOO_LARGE": OversizeRecordError,
+    "TOPIC_AUTHORIZATION_FAILED": None, "Topic authorization failed": None,
+    "GROUP_AUTHORIZATION_FAILED": None, "Group authorization failed": None,
+}
+
+
+def _permanent_cause(text: str) -> EosMirrorError | None:
+    """An abortable error that a retry cannot cure (a record too large, a missing ACL)."""
+    from eosmirror.core.errors import AuthorizationError
+
+    for marker, kind in _PERMANENT.items():
+        if marker in text:
+            if kind is OversizeRecordError:
+                return OversizeRecordError(f"the target refused a record as too large ({text}); raise "
+                                           f"max.message.bytes on the target topic. Nothing was committed")
+            return AuthorizationError(f"the target refused the transaction ({text}); the mirror's principal "
+                                      f"needs Write on the target topics and Read on the progress group")
+    return None
+
+
+_FENCED_NAMES = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
+
+
+def _is_fenced(exc: BaseException) -> bool:
+    """A newer instance took over the transactional id (librdkafka may report it later as _FATAL)."""
+    return calls.error_name(exc) in _FENCED_NAMES or (
+        calls.error_name(exc) == "_FATAL" and "fenced" in calls.error_text(exc).lower())
+
+
+def executor_info() -> dict[str, str]:
+    import socket
+    import sys
+
+    import eosmirror
+
+    return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SlotCopier:
+    def __init__(self, task: SlotTask, faults: Faults | None = None, io: SlotIO | None = None):
+        self.task = task
+        self.faults = faults or Faults.from_env()
+        self.io: SlotIO = io if io is not None else KafkaSlotIO(task)
+        self.exactly_once = task.delivery == "exactly_once"
+        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid(),
+                                 executor=executor_info())
+        self.states: dict[tuple[str, int], PartitionCopy] = {}
+        self.delivery_errors: list[str] = []
+        self.bytes_copied = 0
+        self._last_log = self._last_activity = time.monotonic()
+        self.producer = self.consumer = self.reader = None
+
+    # --- clients -----------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.io.open(self._delivery_failed)
+        self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
+
+    def _delivery_failed(self, err: Any, msg: Any) -> None:
+        if err is not None and len(self.delivery_errors) < 20:
+            self.delivery_errors.append(f"{msg.topic()}[{msg.partition()}]: {err.name()}: {err.str()}")
+
+    def close(self) -> None:
+        self.io.close()
+        # Drop the clients now: a traceback that keeps this copier alive must not keep a producer
+        # reconnecting (and logging) to a cluster long after the slot ended.
+        self.producer = self.consumer = self.reader = None
+
+    # --- protocol ----------------------------------------------------------------------------------
+
+    def run(self) -> SlotResult:
+        lifeline.watch(self)   # in a Spark worker: abort and exit once the run's JVM is gone
+        started = time.monotonic()
+        try:
+            self._open()
+            self._start()
+            self._copy_until_finished()                                           # 4 (loop)
+            self.result.status = "committed"
+            self._publish_to_source()                                             # 5
+        except FencedError as exc:
+            self.result.status, self.result.error, self.result.error_type = "fenced", str(exc), "FencedError"
+        except EosMirrorError as exc:
+            self._abort_quietly()
+            self.result.status, self.result.error, self.result.error_type = "failed", str(exc), type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - report, never crash the Spark task with a secret in it
+            self._report_unexpected(exc)
+        finally:
+            self._report(started)
+            self.close()
+        if self.result.status == "committed" and self.result.records == 0:
+            self.result.status = "nothing-to-do"
+        return self.result
+
+    def _start(self) -> None:
+        """Steps 1-3: fence, check the generation, start at the committed progress."""
+        if self.exactly_once:
+            # 1. Fence every older instance of this slot.
+            self._txn_call(self.producer.init_transactions, "initialise transactions")
+            self.faults.hit("after_init", self.task.slot)
+            # 2. Stop if the slots were re-planned by a newer run.
+            self.io.check_generation()
+        # 3. The authoritative start: committed progress, read after fencing.
+        self._load_progress()
+        self._assign()
+
+    def _copy_until_finished(self) -> None:
+        """Step 4, repeated; an abortable error rewinds to step 3, MAX_ABORT_ATTEMPTS times in a row."""
+        attempts = 0
+        while True:
+            try:
+                if self.exactly_once:
+                    self._transaction()
+                else:
+                    self._at_least_once_batch()
+            except (_Abortable, InjectedAbort) as why:
+                attempts += 1
+                self._abort_and_rewind(why, attempts)
+                continue
+            attempts = 0
+            if self._finished():
+                return
+
+    def _abort_and_rewind(self, why: Exception, attempts: int) -> None:
+        t = self.task
+        permanent = _permanent_cause(str(why))
+        if permanent:
+            self._abort_quietly()
+            raise permanent from None
+        self.result.aborts += 1
+        log.warning("slot %d: transaction aborted (%s); rewinding to committed progress "
+                    "(attempt %d of %d)", t.slot, why, attempts, MAX_ABORT_ATTEMPTS)
+        if self.exactly_once:
+            self._txn_call(self.producer.abort_transaction, "abort the transaction")
+        if attempts >= MAX_ABORT_ATTEMPTS:
+            raise EosMirrorError(f"slot {t.slot}: {attempts} transactions in a row had to be aborted; "
+                                 f"last reason: {why}") from None
+        # 3 again: the committed progress is the only position known to be consistent.
+        self._load_progress()
+        self._assign()
+        self.bytes_copied = sum(st.bytes_total for st in self.states.values())
+
+    def _report_unexpected(self, exc: Exception) -> None:
+        t = self.task
+        if _is_fenced(exc):   # fenced while producing (not inside a transactional call)
+            self.result.status, self.result.error_type = "fenced", "FencedError"
+            self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
+                                 f"over ({calls.error_text(exc)}); this attempt stops")
+        else:
+            self._abort_quietly()
+            error = calls.translate(exc, "copy", f"slot {t.slot}")
+            self.result.status, self.result.error = "failed", str(error)
+            self.result.error_type = type(error).__name__
+
+    def _report(self, started: float) -> None:
+        now = _now_ms()
+        self.result.partitions = [s.report(now) for s in self.states.values()]
+        self.result.records = sum(p["records"] for p in self.result.partitions)
+        self.result.bytes = sum(p["bytes"] for p in self.result.partitions)
+        self.result.seconds = round(time.monotonic() - started, 3)
+
+    def _finished(self) -> bool:
+        if all(s.committed >= s.end for s in self.states.values()):
+            return True
+        return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
+
+    def _abort_quietly(self) -> None:
+        if self.exactly_once and self.producer is not None:
+            try:
+                self.producer.abort_transaction(10)
+            except Exception:  # noqa: BLE001 - no transaction open, or fenced: nothing to undo
+                pass
+
+    def _txn_call(self, fn: Any, what: str, *args: Any) -> Any:
+        """Retry retriable errors; abortable -> _Abortable; fatal (fenced included) -> raise."""
+        deadline = time.monotonic() + max(60.0, self.task.transaction_timeout_ms / 1000)
+        while True:
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001
+                err = exc.args[0] if exc.args and hasattr(exc.args[0], "fatal") else None
+                if err is None:
+                    raise
+                if err.fatal():
+                    if _is_fenced(exc):
+                        raise FencedError(f"slot {self.task.slot}: a newer instance of transactional id "
+                                          f"{self.task.transactional_id} took over ({what} failed: "
+                                          f"{err.str()}); this attempt stops") from None
+                    raise calls.translate(exc, what, f"{self.task.target_label} (slot {self.task.slot})",
+                                          f"Write and Describe on transactional id {self.task.transactional_id}"
+                                          ) from None
+                if err.txn_requires_abort():
+                    raise _Abortable(f"{what}: {err.name()}: {err.str()}") from None
+                if err.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise calls.translate(exc, what, f"{self.task.target_label} (slot {self.task.slot})") from None
+
+    # --- step 3 ------------------------------------------------------------------------------------
+
+    def _load_progress(self) -> None:
+        t = self.task
+        committed = self.io.read_progress([(p.target_topic, p.partition) for p in t.partitions], stable=True)
+        states = {}
+        for p in t.partitions:
+            found = committed.get((p.target_topic, p.partition))
+            where = f"{p.target_topic}[{p.partition}]"
+            if found is None and p.had_progress:
+                raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} disappeared after "
+                                               f"planning (was it reset by hand?); run again to re-plan")
+            if found is not None and p.skip_truncated and found.offset < p.start:
+                log.warning("slot %d: %s: skipping deleted offsets %d..%d (on_truncation: skip_to_log_start)",
+                            t.slot, where, found.offset, p.start - 1)
+                found = found.__class__(**{**found.__dict__, "offset": p.start})
+            if found is not None and p.had_progress and found.offset < p.start:
+                raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} moved backwards from "
+                                               f"{p.start} to {found.offset} after planning; run again to re-plan")
+            previous = self.states.get((p.source_topic, p.partition))
+            state_ = PartitionCopy(p, found.offset if found else None)
+            if previous is not None:  # keep the totals of transactions this attempt already committed
+                state_.records_total, state_.bytes_total = previous.records_total, previous.bytes_total
+                state_.newest_ts, state_.copy_start = previous.newest_ts, previous.copy_start
+            states[(p.source_topic, p.partition)] = state_
+        self.states = states
+
+    def _assign(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        work = [TopicPartition(s.task.source_topic, s.task.partition, s.committed)
+                for s in self.states.values() if not s.done]
+        # assign() keeps the fetch position of partitions that stay assigned: unassign first so
+        # that a rewind after an abort really restarts at the committed progress.
+        # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
+        # when their range completed must be resumed, or a rewound partition would never fetch.
+        self.consumer.unassign()
+        self.consumer.assign(work)
+        if work:
+            self.consumer.resume(work)
+        self._last_activity = time.monotonic()
+
+    # --- step 4b: the copy loop --------------------------------------------------------------------
+
+    def _copy(self, deadline: float) -> None:
+        """Step 4b: copy records until every range is complete, the deadline, or the byte budget."""
+        max_bytes = self.task.max_bytes
+        undone = [s for s in self.states.values() if not s.done]
+        first_batch = True
+        while undone and time.monotonic() < deadline:
+            lifeline.check()       # the lifeline was cut: start nothing new, wait for the exit
+            if max_bytes is not None and self.bytes_copied >= max_bytes:
+                break
+            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
+            if messages:
+                self._last_activity = time.monotonic()
+            self.bytes_copied += self._produce_batch(messages)
+            if first_batch and messages:
+                first_batch = False
+                self.faults.hit("in_transaction", self.task.slot)
+            self.producer.poll(0)
+            undone = self._settle(undone)
+            self._log_progress()
+
+    def _produce_batch(self, messages: list[Any]) -> int:
+        """Produce the records of one consumed batch; returns the bytes copied. The per-record loop."""
+        states, produce, poll = self.states, self.producer.produce, self.producer.poll
+        copied = 0
+        for m in messages:
+            err = m.error()
+            if err is not None:
+                if err.code() == PARTITION_EOF:
+                    s = states[(m.topic(), m.partition())]
+                    s.eof = max(s.eof, m.offset())
+                else:
+                    self._consumer_error(m, err)
+                continue
+            s = states[(m.topic(), m.partition())]
+            offset = m.offset()
+            if offset >= s.end:
+                s.eof = max(s.eof, s.end)   # a record past the range: the range is complete
+                continue
+            value, key, headers = m.value(), m.key(), m.headers()
+            size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+            if headers:
+                for name, header in headers:
+                    size += len(name) + (len(header) if header is not None else 0)
+            if size > s.limit:
+                raise self._oversize(s, offset, size)
+            ts = m.timestamp()[1]
+            while True:
+                try:
+                    if s.count:
+                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers)
+                    else:   # the first record's delivery report gives the transaction's target base
+                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers,
+                                on_delivery=s.delivered_first)
+                    break
+                except BufferError:
+                    poll(0.05)   # the local queue is full: let librdkafka send, then retry
+                except Exception as exc:  # noqa: BLE001
+                    if calls.error_name(exc) == "MSG_SIZE_TOO_LARGE":
+                        raise OversizeRecordError(
+                            f"source {s.task.source_topic}[{s.task.partition}] offset {offset}: record of "
+                            f"{size} bytes is too large for the target producer ({calls.error_text(exc)})"
+                        ) from None
+                    raise
+            s.runs.add(offset)
+            s.count += 1
+            s.bytes += size
+            s.next = offset + 1
+            if ts > s.newest_ts:
+                s.newest_ts = ts
+            copied += size
+        return copied
+
+    @staticmethod
+    def _oversize(s: PartitionCopy, offset: int, size: int) -> OversizeRecordError:
+        return OversizeRecordError(
+            f"source {s.task.source_topic}[{s.task.partition}] offset {offset}: record of {size} bytes "
+            f"is larger than target topic {s.task.target_topic} accepts (max.message.bytes="
+            f"{s.task.max_message_bytes}). Raise max.message.bytes on the target topic; nothing "
+            f"of this transaction was committed")
+
+    def _settle(self, undone: list[PartitionCopy]) -> list[PartitionCopy]:
+        """After a batch: mark and pause completed ranges; fail if the source stalls. Returns the undone."""
+        from confluent_kafka import TopicPartition
+
+        # Ranges that end on markers or aborted records only show it in position()/EOF.
+        pending = [s for s in undone if not s.is_complete()]
+        if pending:
+            positions = self.consumer.position([TopicPartition(s.task.source_topic, s.task.partition)
+                                                for s in pending])
+            for s, tp in zip(pending, positions):
+                if tp.offset >= 0:
+                    s.position = tp.offset
+        finished = [s for s in undone if s.is_complete()]
+        if finished:
+            for s in finished:
+                s.done = True
+            self.consumer.pause([TopicPartition(s.task.source_topic, s.task.partition) for s in finished])
+            undone = [s for s in undone if not s.done]
+            self._last_activity = time.monotonic()
+        if undone and time.monotonic() - self._last_activity > stall_seconds():
+            raise ClusterUnreachableError(
+                f"{self.task.source_label}: no records for {stall_seconds():.0f} s while "
+                f"{len(undone)} partition(s) of slot {self.task.slot} are unfinished (e.g. "
+                f"{undone[0].task.source_topic}[{undone[0].task.partition}] at {undone[0].reached} of "
+                f"{undone[0].end}); the source cluster is unreachable or too slow")
+        return undone
+
+    def _consumer_error(self, m: Any, err: Any) -> None:
+        name = err.name()
+        where = (f"{self.task.source_label}: {m.topic()}[{m.partition()}]" if m.topic()
+                 else self.task.source_label)
+        if name == "GROUP_AUTHORIZATION_FAILED":
+            # Reading with assign() needs no group; only publishing progress to the source group
+            # (best effort, for lag tools) does. Say so once; publish_to_source reports the failure.
+            if not getattr(self, "_warned_group", False):
+                self._warned_group = True
+                log.warning("slot %d: %s: no Read on group %s on the source; the mirror's progress will not be "
+                            "visible to lag tools there", self.task.slot, where, self.task.progress_group)
+            return
+        if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
+            raise DataLossError(f"{where}: the offsets the mirror must copy next were deleted on the source while "
+                                f"this run was copying ({err.str()}); nothing of this transaction was committed. "
+                                f"Raise the source retention; see on_truncation in the README")
+        if name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+            raise calls.translate(Exception(err), "read the source topic", where, f"Read on topic {m.topic()}")
+        if name in calls.MISSING_TOPIC:
+            raise DataLossError(f"{where}: the source topic or partition was deleted while the mirror copied it")
+        if err.fatal():
+            raise calls.translate(Exception(err), "read the source", where)
+        log.warning("slot %d: source consumer: %s: %s (retrying)", self.task.slot, name, err.str())
+
+    def _log_progress(self) -> None:
+        now = time.monotonic()
+        if now - self._last_log < 10:
+            return
+        self._last_log = now
+        copied = sum(s.records_total + s.count for s in self.states.values())
+        done = sum(1 for s in self.states.values() if s.done)
+        log.info("mirror %s slot %d: %d records copied so far, %d of %d partitions complete",
+                 self.task.mirror, self.task.slot, copied, done, len(self.states))
+
+    # --- step 4: one transaction (exactly_once) ----------------------------------------------------
+
+    def _transaction(self) -> None:
+        t, producer = self.task, self.producer
+        # 4a. Begin; every partition's transaction starts at its committed progress.
+        for s in self.states.values():
+            s.begin_transaction()
+        self._txn_call(producer.begin_transaction, "begin a transaction")
+        started = time.monotonic()
+        # 4b. Copy.
+        self._copy(started + t.max_transaction_seconds)
+        moved = [s for s in self.states.values() if s.moved()]   # fixed once the copy stopped
+        # 4c. Flush: every record acknowledged, each written partition's target base known.
+        written = self._flush_records()
+        # 4d. Check: the target offsets are exactly the ones the offset syncs will state.
+        ends = self._check_target_ends(moved, written)
+        # 4e. Offset syncs, in the same transaction.
+        self._produce_syncs(moved, ends)
+        # 4f. The new progress of every partition, in the same transaction.
+        self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
+                       self._progress_offsets(), self.reader.consumer_group_metadata())
+        self.faults.hit("before_commit", t.slot)
+        # 4g. Commit: records, offset syncs and progress become visible together.
+        self._txn_call(producer.commit_transaction, "commit the transaction")
+        elapsed = time.monotonic() - started
+        for s in self.states.values():
+            s.commit()
+        self._count_transaction(elapsed)
+        self.faults.hit("after_commit", t.slot)
+
+    def _count_transaction(self, elapsed: float) -> None:
+        self.result.transactions += 1
+        self.result.transaction_seconds = round(self.result.transaction_seconds + elapsed, 3)
+        self.result.max_transaction_seconds = round(max(self.result.max_transaction_seconds, elapsed), 3)
+
+    def _progress_offsets(self) -> list[Any]:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(s.task.target_topic, s.task.partition, s.reached,
+                               metadata=progress.encode_metadata(s.task.source_topic, s.task.source_topic_id,
+                                                                 self.task.generation))
+                for s in self.states.values()]
+
+    def _flush_records(self) -> list[PartitionCopy]:
+        """Step 4c: every record acknowledged; returns the partitions written, each with its base."""
+        remaining = self.producer.flush(max(30.0, self.task.transaction_timeout_ms / 1000 / 2))
+        if remaining:
+            raise _Abortable(f"{remaining} records were not acknowledged in time")
+        written = [s for s in self.states.values() if s.count]
+        for s in written:
+            if s.first_error:
+                raise _Abortable(f"{s.task.target_topic}[{s.task.partition}]: delivery failed: {s.first_error}")
+            if s.base is None:
+                raise _Abortable(f"{s.task.target_topic}[{s.task.partition}]: no delivery report for the first record")
+        return written
+
+    def _check_target_ends(self, moved: list[PartitionCopy], written: list[PartitionCopy]
+                           ) -> dict[tuple[str, int], int]:
+        """Step 4d: each written target partition ends at base + records. Returns the ends of the
+        moved and written partitions (an idle partition's sync starts at its end)."""
+        keys = dict.fromkeys((s.task.target_topic, s.task.partition) for s in moved + written)
+        ends = self.io.target_end_offsets(list(keys))
+        for s in written:
+            end = ends[(s.task.target_topic, s.task.partition)]
+            if end != s.base + s.count:
+                self._raise_foreign_writer(s, end)
+        return ends
+
+    def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
+        """Step 4e: an offset sync per partition whose progress moves, acknowledged before the commit."""
+        now = _now_ms()
+        for s in moved:
+            base = s.base if s.count else ends[(s.task.target_topic, s.task.partition)]
+            for sync in split(s.sync(base, self.task.generation, self.task.slot, now)):
+                self._produce_sync(sync)
+        if moved:
+            remaining = self.producer.flush(30)
+            if remaining:
+                raise _Abortable(f"{remaining} offset-sync records were not acknowledged in time")
+
+    def _produce_sync(self, sync: Any) -> None:
+        while True:
+            try:
+                self.producer.produce(self.task.offset_sync_topic, sync.encode(), sync.key(), 0)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _raise_foreign_writer(self, s: PartitionCopy, end: int) -> None:
+        # A newer instance of this slot aborting our transaction also moves the end; if so the
+        # abort below fails with _FENCED and the slot reports "fenced" instead.
+        if self.exactly_once:
+            self._txn_call(self.producer.abort_transaction, "abort the transaction")
+        raise TargetMismatchError(
+            f"{self.task.target_label}: target {s.task.target_topic}[{s.task.partition}] ends at {end} but this "
+            f"transaction's {s.count} records start at {s.base}: another producer writes to the target topic. "
+            f"eosmirror must be the only writer of its target topics; the transaction was aborted")
+
+    # --- at_least_once -------------------------------------------------------------------------------
+
+    def _at_least_once_batch(self) -> None:
+        for s in self.states.values():
+            s.begin_transaction()
+        started = time.monotonic()
+        # 4b. Copy.
+        self._copy(started + self.task.max_transaction_seconds)
+        # 4c. Flush: a failed delivery fails the slot (progress must not pass a lost record).
+        if self.producer.flush(120):
+            raise EosMirrorError(f"slot {self.task.slot}: records were not acknowledged within 120 s")
+        if self.delivery_errors:
+            raise EosMirrorError(f"slot {self.task.slot}: delivery failed: {'; '.join(self.delivery_errors[:3])}")
+        # 4e. Offset syncs; no delivery report per record here, so the base is the end minus the records.
+        moved = [s for s in self.states.values() if s.moved()]
+        ends = self.io.target_end_offsets([(s.task.target_topic, s.task.partition) for s in moved])
+        now = _now_ms()
+        for s in moved:
+            end = ends[(s.task.target_topic, s.task.partition)]
+            for sync in split(s.sync(end - s.count, self.task.generation, self.task.slot, now)):
+                self._produce_sync(sync)
+        if self.producer.flush(60) or self.delivery_errors:
+            raise EosMirrorError(f"slot {self.task.slot}: offset syncs were not acknowledged")
+        self.faults.hit("before_commit", self.task.slot)
+        # Instead of 4f-4g: a plain commit of the progress, after every record was acknowledged.
+        calls.call(self.reader.commit, "commit the progress", self.task.target_label,
+                   f"Read on group {self.task.progress_group}", offsets=self._progress_offsets(),
+                   asynchronous=False)
+        elapsed = time.monotonic() - started
+        for s in self.states.values():
+            s.commit()
+        self._count_transaction(elapsed)
+
+    # --- step 5 ------------------------------------------------------------------------------------
+
+    def _publish_to_source(self) -> None:
+        """Step 5: best effort; a failure is reported in the result, never fails the slot."""
+        offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
+        error = self.io.publish_to_source(offsets)
+        if error:
+            self.result.source_commit_error = error
+            log.warning("slot %d: publishing progress to the source group %s failed (not fatal): %s",
+                        self.task.slot, self.task.progress_group, error)
+
+
+def run_slot(task: SlotTask) -> dict[str, Any]:
+    """Spark task entry: copy one slot and return its result as a plain dict."""
+    from dataclasses import asdict
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not task.partitions:
+        return asdict(SlotResult(slot=task.slot, transactional_id=task.transactional_id, status="nothing-to-do",
+                                 attempt_pid=os.getpid()))
+    return asdict(SlotCopier(task).run())

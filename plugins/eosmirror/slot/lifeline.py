@@ -1,0 +1,220 @@
+"""A slot dies with its run: the lifeline of a slot that runs in a Spark Python worker.
+
+Why. pyspark.daemon forks the Python workers and puts them in a process group of its own, so a
+SIGKILL of spark-submit (or of its whole process group, or of an executor JVM) does not reach them.
+A worker killed that way keeps copying, or - killed later by the daemon's SIGHUP - dies with its
+transaction open; either way the target partitions' last stable offset stays below the high
+watermark (LSO < HW) and every read_committed consumer of them stalls until fencing or the
+transaction timeout.
+
+What. Only in a Spark Python worker (a pyspark TaskContext is present); never on the driver,
+where ``run_in_process`` runs slots as threads of the driver itself:
+  1. At a slot's start, record the worker's nearest JVM ancestor (pid and start time, from /proc):
+     the executor JVM on a cluster, the spark-submit JVM in local mode. That JVM asked for the slot
+     and is the only one that can collect its result.
+  2. A daemon thread checks every POLL_SECONDS that this JVM still exists: the same pid with the
+     same start time (a reused pid is another process; a zombie is dead). SIGHUP, which
+     pyspark.daemon sends its workers when its JVM closes the daemon's stdin, also cuts the
+     lifeline instead of killing the worker at once (the default action) with its transaction open.
+  3. Cut: the slot's thread parks at its next ``check()`` (copy loop, slot end) so it starts nothing
+     new; the watchdog aborts the slot's open transaction with the slot's own producer (at most
+     ABORT_SECONDS) - the target is unblocked at once, LSO = HW - and the worker exits with
+     ``os._exit(EXIT_CODE)``. A backstop timer exits even if the abort or a log write hangs.
+
+Never a false alarm: only the death of that JVM, or a SIGHUP whose default action would have killed
+the worker anyway, cuts the lifeline. pyspark.daemon dying alone does not: a worker's socket goes to
+the JVM directly, so its task can still finish. The abort goes through the slot's own producer: it
+ends only this producer's transaction (its epoch); a newer instance of the slot that already took
+the transactional id over is untouched. (Fencing from here with a fresh producer would fence that
+newer, healthy instance.) The abort is logged, but the worker's stdout/stderr are pipes to the dead
+JVM: the trace of a cut lifeline is the worker's exit code and an unblocked target.
+
+Why not prctl(PR_SET_PDEATHSIG): it only covers the direct parent, which is pyspark.daemon (and it
+fires when the parent *thread* that forked us exits), not the JVM; and it delivers a signal, not
+an abort: SIGKILL leaves the transaction open, and a catchable signal is handled by the main thread
+only, which may be blocked inside librdkafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5     # how often the watchdog looks at the JVM
+PARK_SECONDS = 1.0     # how long the watchdog waits for the slot's thread to park before aborting
+ABORT_SECONDS = 10.0   # bound of the abort (retries included); the JVM is gone, so is the run
+EXIT_CODE = 69         # EX_UNAVAILABLE: the run this worker served is gone
+
+_lock = threading.Lock()
+_copiers: "weakref.WeakSet[Any]" = weakref.WeakSet()   # slots of this process whose transaction to abort
+_cut = threading.Event()        # set once: by the watchdog (JVM gone) or by SIGHUP
+_parked = threading.Event()     # a slot's thread reached check() after the cut: it produces nothing more
+_state: dict[str, Any] = {"thread": None, "jvm": None}
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    start: int      # start time in clock ticks since boot: tells a reused pid from the original
+    name: str
+
+    def alive(self) -> bool:
+        now = _stat(self.pid)
+        return now is not None and now[1] == self.start and now[2] not in ("Z", "X")
+
+
+def _stat(pid: int) -> tuple[int, int, str, str] | None:
+    """(parent pid, start time, state, command name) of a process, or None if it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()   # the name may contain spaces and parentheses
+    return int(fields[1]), int(fields[19]), fields[0], name
+
+
+def jvm_ancestor(pid: int | None = None) -> Process | None:
+    """The nearest ancestor of ``pid`` (default: this process) that is a JVM, or None."""
+    current = os.getpid() if pid is None else pid
+    for _ in range(64):   # a bound against a corrupt or cyclic view of /proc
+        info = _stat(current)
+        parent = _stat(info[0]) if info is not None and info[0] > 0 else None
+        if info is None or parent is None:
+            return None
+        if parent[3] == "java" or os.path.basename(_exe(info[0])) == "java":
+            return Process(info[0], parent[1], parent[3])
+        current = info[0]
+    return None
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def in_spark_task() -> bool:
+    """True inside a Spark Python worker running a task; False on the driver and without pyspark."""
+    if "pyspark" not in sys.modules:   # a Spark worker imported it long before any slot starts
+        return False
+    from pyspark import TaskContext
+
+    return TaskContext.get() is not None
+
+
+def watch(copier: Any) -> None:
+    """Called when a slot starts. In a Spark Python worker: arm the lifeline (once per process) and
+    let it abort this copier's transaction when cut. Anywhere else: nothing.
+
+    ``copier`` needs ``producer`` (None once closed) and ``exactly_once``; it is held weakly."""
+    if not in_spark_task():
+        return
+    with _lock:
+        _copiers.add(copier)
+        # pyspark.daemon resets SIGHUP to its default action before every task of a reused worker.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGHUP, _on_sighup)
+        if _state["thread"] is None:
+            _state["jvm"] = jvm_ancestor()
+            if _state["jvm"] is None:
+                log.warning("lifeline: no JVM among the ancestors of Python worker %d; only SIGHUP from "
+                            "pyspark.daemon will stop this slot when its run is killed", os.getpid())
+            thread = threading.Thread(target=_watchdog, name="eosmirror-lifeline", daemon=True)
+            _state["thread"] = thread
+            thread.start()
+
+
+def _on_sighup(signum: int, frame: Any) -> None:
+    _cut.set()   # the watchdog thread does the rest; a signal handler must stay short
+
+
+def check() -> None:
+    """Called by a slot's thread between units of work: once the lifeline is cut, never return
+    (the watchdog aborts the transaction and ends the process; the backstop bounds the wait)."""
+    if not _cut.is_set():
+        return
+    _parked.set()
+    deadline = time.monotonic() + PARK_SECONDS + ABORT_SECONDS + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+    os._exit(EXIT_CODE)
+
+
+def run_slot(task: Any) -> dict[str, Any]:
+    """Spark task entry (``runner`` maps it): ``copier.run_slot``, then ``check()``. A slot that
+    ended while its lifeline was being cut must not hand control back to pyspark's worker loop,
+    which would exit the process (writing to the dead JVM fails) before the abort completed."""
+    from eosmirror.slot.copier import run_slot as copy_slot
+
+    result = copy_slot(task)
+    check()
+    return result
+
+
+def _watchdog() -> None:
+    jvm: Process | None = _state["jvm"]
+    while True:
+        if _cut.wait(POLL_SECONDS):
+            reason = "SIGHUP from pyspark.daemon (its JVM closed the daemon's stdin or stopped it)"
+            break
+        if jvm is not None and not jvm.alive():
+            reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
+            break
+    _cut_lifeline(reason)
+
+
+def _cut_lifeline(reason: str) -> None:
+    """Abort the open transaction of every slot of this process, then end the process."""
+    _cut.set()
+    backstop = threading.Timer(PARK_SECONDS + ABORT_SECONDS + 3, os._exit, (EXIT_CODE,))
+    backstop.daemon = True
+    backstop.start()
+    try:
+        _parked.wait(PARK_SECONDS)   # the slot's thread stops producing before the abort purges
+        deadline = time.monotonic() + ABORT_SECONDS
+        with _lock:
+            copiers = list(_copiers)
+        outcomes = [_abort(c, deadline) for c in copiers]
+        log.error("lifeline cut in Python worker %d: %s; the run is over: %s; exiting", os.getpid(), reason,
+                  "; ".join(outcomes) or "no slot was running")
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+    except BaseException:  # noqa: BLE001 - nothing may keep this process alive
+        pass
+    finally:
+        os._exit(EXIT_CODE)
+
+
+def _abort(copier: Any, deadline: float) -> str:
+    """Abort the copier's open transaction with its own producer; what happened, for the log."""
+    slot = getattr(getattr(copier, "task", None), "slot", "?")
+    producer = getattr(copier, "producer", None)
+    if producer is None or not getattr(copier, "exactly_once", False):
+        return f"slot {slot}: no transaction"
+    while True:
+        try:
+            producer.abort_transaction(max(0.1, deadline - time.monotonic()))
+            return f"slot {slot}: transaction aborted"
+        except Exception as exc:  # noqa: BLE001 - classified below
+            err = exc.args[0] if exc.args and hasattr(exc.args[0], "fatal") else None
+            name = err.name() if err is not None else type(exc).__name__
+            if name == "_STATE":
+                return f"slot {slot}: no transaction open"
+            if err is not None and err.fatal():
+                # Fenced: the newer instance's init_transactions already ended our transaction.
+                return f"slot {slot}: producer unusable ({name}: {err.str()}), nothing to abort with"
+            if time.monotonic() >= deadline:
+                return f"slot {slot}: abort gave up after {ABORT_SECONDS:.0f} s ({name})"
+            time.sleep(0.2)   # another transactional call in progress (_CONFLICT), or retriable

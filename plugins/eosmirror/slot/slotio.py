@@ -1,0 +1,116 @@
+"""A slot's I/O seam: the clients and broker calls ``SlotCopier`` uses, behind one small interface.
+
+The copier never builds a client or calls a broker helper itself: it asks its ``SlotIO`` to open
+the producer, the source consumer and the progress reader, and to read progress, check the
+generation, list target end offsets and publish progress to the source. ``KafkaSlotIO`` is the
+real implementation (kafka.clients, kafka.progress, kafka.state, kafka.offsets); unit tests pass a
+fake with scripted clients to exercise the copy protocol without brokers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Protocol
+
+from eosmirror.kafka import clients, progress, state
+from eosmirror.kafka.offsets import list_offsets
+from eosmirror.slot.slotstate import SlotTask
+
+DEFAULT_MAX_MESSAGE_BYTES = 1048588   # Kafka's default max.message.bytes
+
+
+class SlotIO(Protocol):
+    """What a slot needs from the outside world. After ``open()``: ``producer`` (transactional for
+    exactly_once, idempotent for at_least_once), ``consumer`` (the source consumer, assign() only)
+    and ``reader`` (the progress reader: group metadata for send_offsets_to_transaction, and the
+    progress commit of at_least_once)."""
+
+    producer: Any
+    consumer: Any
+    reader: Any
+
+    def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
+        """Build the clients. ``on_delivery`` receives failed deliveries in at_least_once mode."""
+
+    def read_progress(self, partitions: Iterable[tuple[str, int]], stable: bool) -> dict[tuple[str, int], Any]:
+        """Committed progress (``progress.Progress``) of target partitions; absent keys have none."""
+
+    def check_generation(self) -> None:
+        """Raise FencedError if the mirror moved to another generation than the slot's."""
+
+    def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The end (high watermark, read_uncommitted) of each target partition."""
+
+    def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
+        """Best effort: the progress on the source cluster's group; an error text, never raises."""
+
+    def close(self) -> None:
+        """Close the clients and drop them."""
+
+
+def producer_sizing(task: SlotTask) -> dict[str, Any]:
+    """Producer limits derived from the target topics' max.message.bytes (a batch must fit the
+    smallest topic limit; a single record may be as large as the largest)."""
+    limits = max(p.max_message_bytes for p in task.partitions) if task.partitions else DEFAULT_MAX_MESSAGE_BYTES
+    return {"message.max.bytes": max(DEFAULT_MAX_MESSAGE_BYTES, limits + 1024),
+            "batch.size": min(1_000_000, min(p.max_message_bytes for p in task.partitions) - 1024)
+            if task.partitions else 1_000_000,
+            "queue.buffering.max.messages": 500_000,
+            "linger.ms": 20}
+
+
+class KafkaSlotIO:
+    """The real I/O of one slot, on the clusters named in its task."""
+
+    def __init__(self, task: SlotTask):
+        self.task = task
+        self.producer = self.consumer = self.reader = self.admin = None
+
+    def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
+        t = self.task
+        name = f"eosmirror-{t.mirror}-{t.slot}"
+        self.reader = clients.progress_reader(t.target_conf, t.progress_group, f"{name}-progress")
+        self.admin = clients.admin_client(t.target_conf, f"{t.mirror}-{t.slot}-target")
+        self.consumer = clients.source_consumer(t.source_conf, t.source_overrides, t.progress_group,
+                                                f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer")
+        sizing = producer_sizing(t)
+        if t.delivery == "exactly_once":
+            self.producer = clients.transactional_producer(
+                t.target_conf, t.target_overrides, t.transactional_id, t.transaction_timeout_ms,
+                f"{name}-producer", where=f"mirror {t.mirror!r}: target_producer", extra=sizing)
+        else:
+            sizing["on_delivery"] = on_delivery
+            self.producer = clients.idempotent_producer(t.target_conf, t.target_overrides, f"{name}-producer",
+                                                        where=f"mirror {t.mirror!r}: target_producer", extra=sizing)
+
+    def read_progress(self, partitions: Iterable[tuple[str, int]], stable: bool) -> dict[tuple[str, int], Any]:
+        t = self.task
+        return progress.read(t.target_conf, list(partitions), t.target_label, t.progress_group, stable=stable)
+
+    def check_generation(self) -> None:
+        t = self.task
+        state.check_generation(t.target_conf, t.mirror, t.generation, t.target_label, t.progress_group)
+
+    def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        specs = {tp: OffsetSpec.latest() for tp in partitions}
+        return list_offsets(self.admin, specs, self.task.target_label, read_committed=False)
+
+    def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
+        return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
+
+    def close(self) -> None:
+        for client in (self.consumer, self.reader):
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        if self.producer is not None:
+            try:
+                self.producer.flush(1)
+            except Exception:  # noqa: BLE001
+                pass
+        # Drop the clients now: a traceback that keeps the copier (and this object) alive must not
+        # keep a producer reconnecting (and logging) to a cluster long after the slot ended.
+        self.producer = self.admin = self.consumer = self.reader = None

@@ -1,0 +1,143 @@
+"""What a slot knows about each of its partitions while it copies, and what it reports.
+
+Picklable plain data: ``PartitionTask``/``SlotTask`` travel from the driver to a Spark executor,
+``SlotResult`` travels back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eosmirror.core.offsetsync import OffsetSync, RunBuilder
+
+RECORD_OVERHEAD = 100   # bytes a record adds to a batch beyond key, value and headers (upper bound)
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    source_topic: str
+    target_topic: str
+    partition: int
+    start: int                  # the driver's planned start (progress, recovered, or start_from)
+    end: int                    # exclusive bound; never above the source LSO seen by the driver
+    had_progress: bool          # the planned start came from committed progress
+    skip_truncated: bool = False  # on_truncation=skip_to_log_start moved the start past deleted data
+    source_topic_id: str = ""
+    target_topic_id: str = ""
+    max_message_bytes: int = 1048588
+
+
+@dataclass(frozen=True)
+class SlotTask:
+    mirror: str
+    slot: int
+    transactional_id: str
+    generation: int
+    delivery: str
+    progress_group: str
+    partitions: tuple[PartitionTask, ...]
+    source_conf: dict[str, Any] = field(repr=False)   # secrets: never logged, never in results
+    target_conf: dict[str, Any] = field(repr=False)
+    source_overrides: dict[str, Any] = field(default_factory=dict, repr=False)
+    target_overrides: dict[str, Any] = field(default_factory=dict, repr=False)
+    max_transaction_seconds: float = 30.0
+    transaction_timeout_ms: int = 90000
+    max_bytes: int | None = None
+    source_label: str = "source"
+    target_label: str = "target"
+    run_id: str = ""
+    offset_sync_topic: str = ""
+
+
+class PartitionCopy:
+    """Mutable per-partition state of one slot attempt."""
+
+    __slots__ = ("task", "target_topic", "partition", "limit", "committed", "had_committed", "end", "done", "eof",
+                 "next", "base", "count", "bytes", "runs", "txn_start", "position", "first_error", "records_total",
+                 "bytes_total", "newest_ts", "copy_start")
+
+    def __init__(self, task: PartitionTask, committed: int | None):
+        self.task = task
+        # Copied out of the task for the per-record loop (one attribute lookup instead of two).
+        self.target_topic, self.partition = task.target_topic, task.partition
+        self.limit = task.max_message_bytes - RECORD_OVERHEAD
+        self.had_committed = committed is not None
+        self.committed = committed if committed is not None else task.start
+        self.copy_start = self.committed
+        self.end = max(task.end, self.committed)   # never move progress backwards
+        self.records_total = 0
+        self.bytes_total = 0
+        self.newest_ts = -1
+        self.first_error: str | None = None
+        self.begin_transaction()
+
+    def begin_transaction(self) -> None:
+        self.txn_start = self.committed
+        self.next = self.committed
+        self.eof = -1
+        self.position = -1
+        self.done = self.committed >= self.end
+        self.base: int | None = None
+        self.count = 0
+        self.bytes = 0
+        self.runs = RunBuilder()
+
+    def delivered_first(self, err: Any, msg: Any) -> None:
+        """Delivery report of this transaction's first record: its target offset is the base."""
+        if err is not None:
+            self.first_error = err.str()
+        else:
+            self.base = msg.offset()
+
+    @property
+    def reached(self) -> int:
+        """Source offset up to which everything is copied or known to be a gap, capped at end."""
+        return min(self.end, max(self.next, self.eof, self.position))
+
+    def is_complete(self) -> bool:
+        return self.reached >= self.end
+
+    def moved(self) -> bool:
+        return self.reached != self.txn_start or not self.had_committed
+
+    def sync(self, target_base: int, generation: int, slot: int, now_ms: int) -> OffsetSync:
+        return OffsetSync(target_topic=self.task.target_topic, partition=self.task.partition,
+                          source_topic=self.task.source_topic, source_start=self.txn_start,
+                          source_end=self.reached, target_base=target_base, runs=self.runs.finish(),
+                          generation=generation, slot=slot, created_ms=now_ms,
+                          source_topic_id=self.task.source_topic_id, target_topic_id=self.task.target_topic_id)
+
+    def commit(self) -> None:
+        self.committed = self.reached
+        self.had_committed = True
+        self.records_total += self.count
+        self.bytes_total += self.bytes
+
+    def report(self, now_ms: int) -> dict[str, Any]:
+        return {"source_topic": self.task.source_topic, "target_topic": self.task.target_topic,
+                "partition": self.task.partition, "start": self.copy_start, "end": self.committed,
+                "planned_end": self.task.end, "records": self.records_total, "bytes": self.bytes_total,
+                "complete": self.committed >= self.end,
+                "record_age_ms": (now_ms - self.newest_ts) if self.newest_ts >= 0 else None}
+
+
+@dataclass
+class SlotResult:
+    slot: int
+    transactional_id: str
+    status: str = "pending"          # committed | nothing-to-do | dry-run | failed | fenced
+    records: int = 0
+    bytes: int = 0
+    transactions: int = 0
+    aborts: int = 0
+    transaction_seconds: float = 0.0
+    max_transaction_seconds: float = 0.0
+    seconds: float = 0.0
+    copy_seconds: float = 0.0
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+    source_commit_error: str | None = None
+    attempt_pid: int = 0
+    executor: dict[str, str] = field(default_factory=dict)   # host, interpreter, where eosmirror came from

@@ -1,0 +1,100 @@
+"""The mirror batch job: what spark-submit runs (this file, or the ``spark_jobs/mirror_batch.py`` shim).
+
+Exit code 0 only if every slot committed or had nothing to do; 1 if the run failed; 2 if the
+configuration or the arguments are wrong (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import sys
+from typing import Any
+
+from eosmirror.core import report as reports
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+
+log = logging.getLogger("eosmirror.spark.job")
+
+
+def parse_timestamp(value: str) -> dt.datetime:
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"--until {value!r} is not an ISO-8601 timestamp (e.g. 2026-11-21T10:00:00Z)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    parser.add_argument("--until", help="copy only records below the source offsets of this time (ISO-8601)")
+    parser.add_argument("--max-records-per-partition", type=int, help="override the mirror's bound")
+    parser.add_argument("--max-bytes-per-slot", type=int, help="override the mirror's bound")
+    parser.add_argument("--topics", help="comma-separated subset of the mirror's source topics")
+    parser.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
+    parser.add_argument("--result-json", help="write the run report (JSON) to this path")
+
+
+def options_from(args: argparse.Namespace) -> Any:
+    from eosmirror.driver.run import RunOptions
+
+    for name in ("max_records_per_partition", "max_bytes_per_slot"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} {value} must be a positive integer")
+    return RunOptions(until=parse_timestamp(args.until) if args.until else None, dry_run=args.dry_run,
+                      topics=tuple(t.strip() for t in (args.topics or "").split(",") if t.strip()),
+                      max_records_per_partition=args.max_records_per_partition,
+                      max_bytes_per_slot=args.max_bytes_per_slot)
+
+
+def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, dict[str, Any] | None]:
+    from eosmirror.core import config
+    from eosmirror.driver.run import MirrorRun
+
+    mirror = config.load(args.config).get(mirror_name)
+    mirror_run = MirrorRun(mirror, options_from(args))
+    prepared = mirror_run.prepare()
+    result = mirror_run.execute(prepared, runner)
+    return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mirror_batch", description="eosmirror: one bounded mirror run")
+    parser.add_argument("--mirror", required=True, help="mirror name in the definitions file")
+    parser.add_argument("--runner", choices=["spark", "inprocess"], default="spark")
+    add_run_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    if args.runner == "spark":
+        from eosmirror.spark.runner import run_on_spark as runner
+    else:
+        from eosmirror.driver.run import run_in_process as runner
+    result: dict[str, Any] | None = None
+    try:
+        code, result = run(args.mirror, args, runner)
+    except EosMirrorError as exc:
+        log.error("%s", exc)
+        print(f"eosmirror: {exc}", file=sys.stderr)
+        code = exc.exit_code
+        result = {"mirror": args.mirror, "status": "failed", "error": str(exc), "error_type": type(exc).__name__,
+                  "exit_code": code}
+    if result is not None:
+        if "slots" in result:
+            print(reports.summary(result), flush=True)
+        print(reports.result_line(result), flush=True)   # read by the Airflow `copy` task (XCom)
+        if args.result_json:
+            reports.write_json(result, args.result_json)
+    return code
+
+
+__all__ = ["main", "run", "add_run_arguments", "options_from", "EXIT_CONFIG", "EXIT_FAILED"]
+
+
+if __name__ == "__main__":   # spark-submit <site-packages>/eosmirror/spark/job.py --mirror ...
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,163 @@
+"""spark-submit of one mirror run: the command, its environment, and what executors receive.
+
+Used by the CLI (``eosmirror run``) and by the Airflow ``copy`` task, which hands the same
+arguments to SparkSubmitOperator. Secrets never go on this command line: cluster settings are
+resolved inside the job (local and inline refs) or handed over in a 0600 file named by
+``EOSMIRROR_CLUSTERS_FILE``.
+
+Spark starts Python workers with ``PYSPARK_PYTHON``; unless it is this interpreter, the workers
+cannot import eosmirror or confluent_kafka. pyspark's own ``bin/spark-submit`` (installed beside
+this interpreter) finds SPARK_HOME through the same interpreter.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from eosmirror import paths
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+# The job's entry point lives inside the package, so an installed wheel can submit it.
+JOB = Path(__file__).resolve().with_name("job.py")
+# What executors import: the slot copy and what it stands on. Nothing else is shipped.
+SHIPPED_PACKAGES = ("core", "kafka", "slot")
+
+
+def job_arguments(mirror: str, config_path: str | None = None, until: str | None = None,
+                  max_records_per_partition: int | None = None, max_bytes_per_slot: int | None = None,
+                  topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None) -> list[str]:
+    args = ["--mirror", mirror]
+    options = {"--config": config_path, "--until": until, "--max-records-per-partition": max_records_per_partition,
+               "--max-bytes-per-slot": max_bytes_per_slot, "--topics": ",".join(topics) if topics else None,
+               "--result-json": result_json}
+    for flag, value in options.items():
+        if value is not None:
+            args += [flag, str(value)]
+    if dry_run:
+        args.append("--dry-run")
+    return args
+
+
+def shipped_sources() -> list[tuple[Path, str]]:
+    """(file, name inside the zip) of every module executors need."""
+    package = paths.PACKAGE_DIR
+    files = [package / "__init__.py"]
+    for name in SHIPPED_PACKAGES:
+        files += sorted(p for p in (package / name).rglob("*.py") if "__pycache__" not in p.parts)
+    return [(f, str(f.relative_to(package.parent))) for f in files]
+
+
+def package_zip() -> Path:
+    """The executor-side code as a zip for ``--py-files`` (executors on other hosts import it from there)."""
+    sources = shipped_sources()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for source, arcname in sources:
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))   # same bytes for the same code
+            zf.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
+    content = buffer.getvalue()
+    target = paths.under_home("dist") / "eosmirror-executor.zip"
+    if not target.exists() or target.read_bytes() != content:
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(content)
+        tmp.replace(target)
+    log.info("executor package %s: %d modules, %d bytes", target, len(sources), len(content))
+    return target
+
+
+def python_executable() -> str:
+    return sys.executable
+
+
+def spark_submit_binary() -> str:
+    """pyspark's ``spark-submit`` next to the running interpreter (the project's venv)."""
+    beside = Path(sys.executable).with_name("spark-submit")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("spark-submit")
+    if not found:
+        raise FileNotFoundError("spark-submit not found: install the project (`make setup`) or put Spark on PATH")
+    return found
+
+
+def spark_home() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise FileNotFoundError("pyspark is not installed in this interpreter")
+    return str(Path(spec.origin).parent)
+
+
+def process_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment variables for spark-submit and Spark daemons started by eosmirror."""
+    env = dict(os.environ if base is None else base)
+    env["PYSPARK_PYTHON"] = python_executable()
+    env["PYSPARK_DRIVER_PYTHON"] = python_executable()
+    env.setdefault("SPARK_HOME", spark_home())
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only; avoids reverse-DNS stalls
+    return env
+
+
+def base_conf(app_name: str) -> dict[str, str]:
+    """Spark settings every eosmirror job uses."""
+    return {
+        "spark.app.name": app_name,
+        "spark.pyspark.python": python_executable(),
+        "spark.pyspark.driver.python": python_executable(),
+        # A slot is one task that owns a transactional id; Spark must never run two copies of it on
+        # purpose. Correctness does not depend on this (fencing does), but speculation would only
+        # waste work by fencing itself.
+        "spark.speculation": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+
+
+def spark_conf(mirror_conf: dict[str, str], app_name: str) -> dict[str, str]:
+    conf = base_conf(app_name)
+    conf.update(mirror_conf)
+    return conf
+
+
+def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession on this machine whose workers run the project's interpreter."""
+    os.environ.update(process_env())
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master)
+    for key, value in {**base_conf(app_name), "spark.ui.enabled": "false", **(conf or {})}.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,
+            deploy_mode: str | None = None) -> list[str]:
+    cmd = [spark_submit_binary(), "--master", master]
+    if deploy_mode:
+        cmd += ["--deploy-mode", deploy_mode]
+    for key, value in sorted(conf.items()):
+        cmd += ["--conf", f"{key}={value}"]
+    if ship_package:
+        cmd += ["--py-files", str(package_zip())]
+    return cmd + [str(JOB), *job_args]
+
+
+def run(cmd: list[str], extra_env: dict[str, str] | None = None, **kwargs: Any) -> int:
+    env = process_env()
+    env.update(extra_env or {})
+    return subprocess.run(cmd, env=env, **kwargs).returncode
+
+
+def default_master() -> str:
+    return os.environ.get("EOSMIRROR_SPARK_MASTER", DEFAULT_MASTER)

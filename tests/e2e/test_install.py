@@ -1,0 +1,96 @@
+"""The path of a user with their own Airflow: the wheel, installed outside the repository.
+
+Builds the wheel, installs it with the locked dependencies into a fresh virtual environment in a
+temporary folder (no checkout on sys.path), gives a temporary Airflow home only the DAG file and a
+mirrors file whose clusters are Airflow connections, and runs one mirror DAG end to end
+(`airflow dags test`): preflight, spark-submit of the packaged job, publish. Then the installed CLI
+verifies the copy record by record.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import create_topic, read_all, seed_sequence, values
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+UV = REPO / "var" / "tools" / "uv" / "bin" / "uv"
+
+
+def run(cmd, env, cwd, timeout, what):
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{what} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh venv outside the repository with the eosmirror wheel and its locked dependencies."""
+    if not UV.exists():
+        pytest.fail(f"{UV} is missing: run `make setup` first (it installs uv)")
+    work = tmp_path_factory.mktemp("install")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_PROJECT", "VIRTUAL_ENV", "PYTHONPATH"))}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    run([str(UV), "build", "--wheel", "--out-dir", str(work / "dist"), str(REPO)], env, work, 300, "uv build")
+    wheel = next((work / "dist").glob("eosmirror-*.whl"))
+    requirements = work / "requirements.txt"
+    run([str(UV), "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project", "--project", str(REPO),
+         "-o", str(requirements)], env, work, 120, "uv export")
+    venv = work / "venv"
+    run([str(UV), "venv", "--python", sys.executable, str(venv)], env, work, 120, "uv venv")
+    run([str(UV), "pip", "install", "--python", str(venv / "bin" / "python"), "-r", str(requirements), str(wheel)],
+        env, work, 480, "uv pip install")
+    return {"work": work, "venv": venv, "wheel": wheel, "env": env}
+
+
+def test_wheel_holds_the_package_and_no_dev_tools(installed):
+    import zipfile
+
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    assert "eosmirror/spark/job.py" in names and "eosmirror/slot/copier.py" in names
+    assert not [n for n in names if n.startswith("eosmirror_tools") or "/bench/" in n or "/chaos/" in n]
+
+
+def test_installed_wheel_runs_a_mirror_dag_end_to_end(installed, source_conf, target_conf, unique):
+    work, venv = installed["work"], installed["venv"]
+    topic = create_topic(source_conf, unique("inst"), partitions=2)
+    seed_sequence(source_conf, topic, 2, 150)
+    home = work / unique("airflow")
+    dags = home / "dags"
+    dags.mkdir(parents=True)
+    shutil.copy(REPO / "dags" / "eosmirror_dags.py", dags)
+    name = unique("m")
+    (dags / "mirrors.yaml").write_text(yaml.safe_dump({"mirrors": [{
+        "name": name, "source": {"connection": "kafka_src"}, "target": {"connection": "kafka_dst"},
+        "topics": [topic], "slots": 2, "max_transaction_seconds": 10, "airflow": {"schedule": None}}]}))
+    env = {**installed["env"], "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+           "EOSMIRROR_HOME": str(home / "eosmirror"), "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
+           "AIRFLOW_CONN_KAFKA_SRC": json.dumps({"conn_type": "kafka", "extra": source_conf}),
+           "AIRFLOW_CONN_KAFKA_DST": json.dumps({"conn_type": "kafka", "extra": target_conf}),
+           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]",
+                                                     "extra": {"deploy-mode": "client"}})}
+    for key in ("EOSMIRROR_CONFIG", "AIRFLOW__CORE__PLUGINS_FOLDER"):
+        env.pop(key, None)
+    python, airflow = str(venv / "bin" / "python"), str(venv / "bin" / "airflow")
+    where = run([python, "-c", "import eosmirror, sys; print(eosmirror.__path__[0]); print(sys.path)"],
+                env, work, 60, "import eosmirror")
+    assert where.splitlines()[0].startswith(str(venv)), where
+    assert str(REPO) not in where, f"the checkout leaks onto sys.path: {where}"
+    run([airflow, "db", "migrate"], env, work, 300, "airflow db migrate")
+    out = run([airflow, "dags", "test", f"eosmirror__{name}"], env, work, 420, "airflow dags test")
+    assert "state=success" in out.split("DagRun Finished")[-1], out[-3000:]
+    assert "eosmirror/spark/job.py" in out and str(venv) in out        # the packaged job, from the venv
+    for partition in range(2):
+        assert values(read_all(target_conf, topic, partition)) == [f"{partition}-{n}".encode() for n in range(150)]
+    verified = run([str(venv / "bin" / "eosmirror"), "verify", name, "--config", str(dags / "mirrors.yaml")],
+                   env, work, 300, "eosmirror verify")
+    assert "300 records" in verified or "identical" in verified, verified

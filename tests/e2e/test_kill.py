@@ -1,0 +1,389 @@
+"""A killed run stops: its slot processes exit and the target is unblocked at once.
+
+Every slot is held inside its first transaction (an EOSMIRROR_FAULTS sleep of HOLD_SECONDS after its
+first records were produced), so the target partitions' last stable offset (LSO) is below their high
+watermark (HW) when the run is killed. The mirror's transaction timeout (2 * 60 + 30 s) and the hold
+are both far above the budgets below: only the slot aborting its own transaction (the lifeline,
+eosmirror.slot.lifeline) or fencing (the Airflow task's on_kill) can unblock the target in time.
+
+Which processes belong to a run: every process whose environment carries this test's RUN_MARK
+(spark-submit passes its environment to the Python driver, pyspark.daemon and the Python workers;
+the daemon puts the workers in a process group of their own, so they survive a killpg of the run).
+Both measured times are printed (run pytest with -s to see them).
+
+The first tests need no broker: they run the lifeline on a fake process tree (a "java" that is a
+Python started through a symlink named java, a "daemon", a "worker") to prove it fires when the JVM
+dies or SIGHUP arrives, and never when only the daemon dies or nothing happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from eosmirror.spark import submit
+from tests.helpers import create_topic, faults_env, mirror, mirrors_file, read_all, run, seed_sequence, values
+
+pytestmark = pytest.mark.e2e
+
+RUN_MARK = "EOSMIRROR_TEST_RUN_MARK"
+HOLD_SECONDS = 150            # each slot sleeps this long inside its first transaction
+MAX_TRANSACTION_SECONDS = 60  # -> transaction.timeout.ms = 150 s: the broker's own abort comes far too late
+PROCESS_BUDGET = 15.0         # every process of the killed run gone within this many seconds
+UNBLOCK_BUDGET = 30.0         # LSO = HW on every target partition within this many seconds
+PARTITIONS = 2
+RECORDS = 300
+
+
+# --- what the test observes -------------------------------------------------------------------------
+
+def run_processes(mark: str) -> dict[int, str]:
+    """{pid: command line} of every live process whose environment holds RUN_MARK=mark."""
+    needle = f"{RUN_MARK}={mark}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue   # gone meanwhile, or not ours to read
+        if state != "Z":   # a zombie entry is dead: it only waits for its parent to reap it
+            found[int(entry.name)] = cmd
+    return found
+
+
+def process_status(pid: int) -> str:
+    """Parent, state, threads and signal dispositions of a process, for a failure message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "gone"
+    keep = ("State", "PPid", "Threads", "SigBlk", "SigIgn", "SigCgt")
+    return ", ".join(line.replace("\t", " ") for line in lines if line.split(":")[0] in keep)
+
+
+def blocked_partitions(admin, topic: str) -> dict[int, tuple[int, int]]:
+    """{partition: (LSO, HW)} of the target partitions where a transaction is open."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from eosmirror.kafka.offsets import list_offsets
+
+    specs = {(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}
+    stable = list_offsets(admin, specs, "target", read_committed=True)
+    high = list_offsets(admin, specs, "target", read_committed=False)
+    return {p: (stable[(topic, p)], high[(topic, p)]) for p in range(PARTITIONS) if stable[(topic, p)] != high[(topic, p)]}
+
+
+def wait_all_blocked(admin, topic: str, budget: float, alive) -> None:
+    """Until every target partition has an open transaction (each slot is inside its held transaction)."""
+    from eosmirror.core.errors import EosMirrorError
+
+    deadline, seen = time.monotonic() + budget, "the target topic does not exist yet"
+    while time.monotonic() < deadline:
+        assert alive(), f"the run ended before it was killed (last seen: {seen})"
+        try:
+            blocked = blocked_partitions(admin, topic)
+            seen = f"open transactions on {sorted(blocked)} of {PARTITIONS} partitions: {blocked}"
+            if len(blocked) == PARTITIONS:
+                return
+        except EosMirrorError as exc:
+            seen = str(exc)
+        time.sleep(0.2)
+    pytest.fail(f"not every slot was inside its held transaction after {budget:.0f} s; last seen: {seen}")
+
+
+def measure_after_kill(killed_at: float, mark: str, admin, topic: str) -> dict[str, object]:
+    """Seconds from the kill until no process of the run is left, and until LSO = HW everywhere.
+
+    Both are watched in one loop for the larger budget; each gives up with what it saw last."""
+    times: dict[str, object] = {"no_process": None, "unblocked": None}
+    left: dict[int, str] = {}
+    blocked: dict[int, tuple[int, int]] | str = {}
+    deadline = killed_at + max(PROCESS_BUDGET, UNBLOCK_BUDGET) + 1
+    while time.monotonic() < deadline and (times["no_process"] is None or times["unblocked"] is None):
+        now = time.monotonic() - killed_at
+        if times["no_process"] is None:
+            left = run_processes(mark)
+            if not left:
+                times["no_process"] = round(now, 2)
+        if times["unblocked"] is None:
+            try:
+                blocked = blocked_partitions(admin, topic)
+                if not blocked:
+                    times["unblocked"] = round(now, 2)
+            except Exception as exc:  # noqa: BLE001 - shown if it never succeeds
+                blocked = f"list offsets failed: {exc}"
+        time.sleep(0.1)
+    times["left"], times["blocked"] = {pid: f"{cmd} [{process_status(pid)}]" for pid, cmd in left.items()}, blocked
+    return times
+
+
+def assert_within_budgets(times: dict[str, object], how: str) -> None:
+    print(f"\n[{how}] time to no process of the run: {times['no_process']} s (budget {PROCESS_BUDGET:.0f} s); "
+          f"time to LSO = HW on every target partition: {times['unblocked']} s (budget {UNBLOCK_BUDGET:.0f} s)")
+    assert times["no_process"] is not None and times["no_process"] <= PROCESS_BUDGET, (
+        f"{how}: processes of the killed run still alive after {PROCESS_BUDGET:.0f} s: {times['left']}")
+    assert times["unblocked"] is not None and times["unblocked"] <= UNBLOCK_BUDGET, (
+        f"{how}: target partitions still blocked (partition: (LSO, HW)) after {UNBLOCK_BUDGET:.0f} s: "
+        f"{times['blocked']}")
+
+
+def hold_rules(tmp_path: Path) -> dict[str, str]:
+    return faults_env(*({"point": "in_transaction", "action": "sleep", "seconds": HOLD_SECONDS, "slot": k,
+                         "once": str(tmp_path / f"hold-{k}")} for k in range(PARTITIONS)))
+
+
+def expected() -> dict[int, list[bytes]]:
+    return {k: [f"{k}-{n}".encode() for n in range(RECORDS)] for k in range(PARTITIONS)}
+
+
+def copy_everything_once(m, target_conf, topic: str) -> None:
+    """A run after the kill copies every record exactly once: the killed slots committed nothing."""
+    report = run(m)
+    assert report["status"] == "ok", report
+    assert {k: values(read_all(target_conf, topic, k)) for k in range(PARTITIONS)} == expected()
+
+
+def kill_leftovers(mark: str) -> None:
+    """Cleanup after a failed assertion: nothing of this test may outlive it."""
+    for pid in run_processes(mark):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# --- the lifeline on a fake process tree (no broker, no Spark: fast) --------------------------------------
+# "java" (a Python started through a symlink named java, so its command name is java, like a JVM)
+#   -> "daemon" (waits for the worker and records how it ended, like pyspark.daemon forks workers)
+#     -> "worker" (a slot: lifeline.watch() with a producer that records abort_transaction, then a copy
+#        loop calling lifeline.check() for WORK_SECONDS; writes "finished" if it gets to the end)
+
+WORK_SECONDS = 6.0
+
+JVM = """import subprocess, sys, time
+subprocess.Popen(sys.argv[1:])
+time.sleep(600)
+"""
+DAEMON = """import subprocess, sys
+worker = subprocess.Popen([sys.executable, *sys.argv[2:]])
+open(sys.argv[1], "w").write(str(worker.wait()))
+"""
+WORKER = """import os, sys, time
+from eosmirror.slot import lifeline
+out = sys.argv[1]
+lifeline.in_spark_task = lambda: True   # what a pyspark TaskContext says in a real worker
+
+class Producer:
+    def abort_transaction(self, timeout):
+        open(os.path.join(out, "aborted"), "w").write(str(time.time()))
+
+class Copier:
+    producer, exactly_once = Producer(), True
+
+copier = Copier()   # the lifeline holds slots weakly: a running slot is referenced by its own frame
+lifeline.watch(copier)
+open(os.path.join(out, "worker.pid"), "w").write(str(os.getpid()))
+deadline = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    lifeline.check()
+    time.sleep(0.05)
+open(os.path.join(out, "finished"), "w").write("yes")
+"""
+
+
+@pytest.fixture
+def fake_tree(tmp_path):
+    """Starts java -> daemon -> worker; yields (java process, path); kills what is left at the end."""
+    import sys
+
+    for name, text in (("jvm.py", JVM), ("daemon.py", DAEMON), ("worker.py", WORKER)):
+        (tmp_path / name).write_text(text)
+    (tmp_path / "java").symlink_to(sys.executable)
+    java = subprocess.Popen([str(tmp_path / "java"), str(tmp_path / "jvm.py"), sys.executable,
+                             str(tmp_path / "daemon.py"), str(tmp_path / "exit"), str(tmp_path / "worker.py"),
+                             str(tmp_path), str(WORK_SECONDS)], start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "worker.pid").exists():
+        assert time.monotonic() < deadline and java.poll() is None, "the fake worker did not start within 20 s"
+        time.sleep(0.05)
+    yield java, tmp_path
+    for pid in (java.pid, int((tmp_path / "worker.pid").read_text())):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    java.wait(10)
+
+
+def wait_for_file(path: Path, budget: float) -> float | None:
+    """Seconds until ``path`` exists, or None after ``budget`` seconds."""
+    started = time.monotonic()
+    while time.monotonic() - started < budget:
+        if path.exists() and path.read_text():
+            return round(time.monotonic() - started, 2)
+        time.sleep(0.02)
+    return None
+
+
+def test_lifeline_aborts_and_exits_when_the_jvm_dies(fake_tree):
+    java, out = fake_tree
+    from eosmirror.slot import lifeline
+
+    os.kill(java.pid, signal.SIGKILL)   # nothing signals the worker: only the lifeline's polling sees it
+    seconds = wait_for_file(out / "exit", WORK_SECONDS - 1)
+    assert seconds is not None, "the worker was still running when its task would have finished"
+    assert (out / "exit").read_text() == str(lifeline.EXIT_CODE) and (out / "aborted").exists()
+    assert not (out / "finished").exists()
+    print(f"\n[fake JVM SIGKILLed] worker aborted and exited after {seconds} s")
+    assert seconds < 2 * lifeline.POLL_SECONDS + lifeline.PARK_SECONDS + 1
+
+
+def test_lifeline_turns_sighup_into_abort_and_exit(fake_tree):
+    java, out = fake_tree
+    from eosmirror.slot import lifeline
+
+    os.kill(int((out / "worker.pid").read_text()), signal.SIGHUP)   # what pyspark.daemon sends at shutdown
+    assert wait_for_file(out / "exit", WORK_SECONDS - 1) is not None
+    assert (out / "exit").read_text() == str(lifeline.EXIT_CODE), "died of SIGHUP without aborting"
+    assert (out / "aborted").exists() and java.poll() is None
+
+
+def test_lifeline_is_not_cut_when_only_the_daemon_dies_or_nothing_happens(fake_tree):
+    """No false alarm: a worker whose daemon dies still talks to its JVM, so its task goes on."""
+    java, out = fake_tree
+    daemon = [p for p in Path(f"/proc/{java.pid}/task/{java.pid}/children").read_text().split()]
+    assert len(daemon) == 1, daemon
+    os.kill(int(daemon[0]), signal.SIGKILL)
+    assert wait_for_file(out / "finished", WORK_SECONDS + 10) is not None
+    assert not (out / "aborted").exists() and java.poll() is None
+
+
+def test_lifeline_is_inert_outside_a_spark_worker():
+    """On the driver (run_in_process: slots are threads of the driver) watch() arms nothing."""
+    from eosmirror.slot import lifeline
+
+    lifeline.watch(object())
+    assert not [t for t in threading.enumerate() if t.name == "eosmirror-lifeline"]
+    lifeline.check()   # returns at once
+
+
+# --- spark-submit killed -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["spark-submit", "process-group"])
+def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
+        source_conf, target_conf, unique, tmp_path, target):
+    from confluent_kafka.admin import AdminClient
+
+    topic = create_topic(source_conf, unique("kill"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    m = mirror(unique("m"), [topic], slots=PARTITIONS, max_transaction_seconds=MAX_TRANSACTION_SECONDS)
+    config_file = mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": m.name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": list(m.topics),
+        "slots": PARTITIONS, "max_transaction_seconds": MAX_TRANSACTION_SECONDS}])
+    mark = uuid.uuid4().hex
+    cmd = submit.command("local[2]", submit.job_arguments(m.name, config_path=str(config_file)),
+                         submit.spark_conf({"spark.ui.enabled": "false"}, f"test-{m.name}"))
+    env = {**submit.process_env(), **hold_rules(tmp_path), RUN_MARK: mark}
+    log = open(tmp_path / "spark.log", "w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    admin = AdminClient(target_conf)
+    try:
+        wait_all_blocked(admin, topic, 180, lambda: proc.poll() is None)
+        before = run_processes(mark)
+        workers = [c for c in before.values() if "pyspark" in c]
+        assert workers, f"no Python worker found among the run's processes: {before}"
+        killed_at = time.monotonic()
+        if target == "spark-submit":
+            os.kill(proc.pid, signal.SIGKILL)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        times = measure_after_kill(killed_at, mark, admin, topic)
+        assert_within_budgets(times, f"SIGKILL of the {target} ({len(before)} processes, {len(workers)} pyspark)")
+    finally:
+        kill_leftovers(mark)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        log.close()
+    copy_everything_once(m, target_conf, topic)
+
+
+# --- the Airflow copy task killed ------------------------------------------------------------------------
+
+def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
+        source_conf, target_conf, unique, tmp_path, monkeypatch, capfd):
+    """dag.test() runs the copy task in this process with an execution_timeout: when it strikes,
+    Airflow's task runner raises AirflowTaskTimeout in execute and calls the operator's on_kill, the
+    same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The timeout
+    (75 s after the copy task starts) falls inside the slots' held transactions, which begin once
+    Spark is up (~10-30 s) and last HOLD_SECONDS; the test checks that it did."""
+    from confluent_kafka.admin import AdminClient
+
+    from eosmirror.airflow import tasks
+    from tests.airflow_helpers import dagbag, task_states
+
+    topic = create_topic(source_conf, unique("akill"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    name = unique("m")
+    mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [topic],
+        "slots": PARTITIONS, "max_transaction_seconds": MAX_TRANSACTION_SECONDS,
+        "airflow": {"schedule": None, "retries": 0}}])
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(tmp_path / "mirrors.yaml"))
+    mark = uuid.uuid4().hex
+    for key, value in {**hold_rules(tmp_path), RUN_MARK: mark}.items():
+        monkeypatch.setenv(key, value)   # spark-submit inherits this process's environment
+    admin = AdminClient(target_conf)
+    dag = dagbag().get_dag(f"eosmirror__{name}")
+    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=75)
+
+    # Measured from the moment on_kill starts, in a thread: dag.test() returns only after the task failed.
+    operator = tasks.operator_class()
+    original_on_kill = operator.on_kill
+    kill: dict[str, object] = {}
+
+    def timed_on_kill(self):
+        kill["blocked_before"] = blocked_partitions(admin, topic)
+        kill["at"] = started = time.monotonic()
+        measuring = threading.Thread(target=lambda: kill.update(times=measure_after_kill(started, mark, admin, topic)))
+        measuring.start()
+        kill["measuring"] = measuring
+        original_on_kill(self)
+        kill["on_kill_seconds"] = round(time.monotonic() - started, 2)
+
+    monkeypatch.setattr(operator, "on_kill", timed_on_kill)
+    try:
+        dr = dag.test()
+        assert "at" in kill, f"on_kill was never called; task states: {task_states(dr)}"
+        kill["measuring"].join(UNBLOCK_BUDGET + PROCESS_BUDGET + 5)
+    finally:
+        kill_leftovers(mark)
+    out, err = capfd.readouterr()   # dag.test() writes the task logs here; read before printing the times
+    states = task_states(dr)
+    assert str(dr.state) == "failed" and states["copy"] == "failed" and states["publish"] != "success", states
+    assert len(kill["blocked_before"]) == PARTITIONS, (
+        f"the timeout did not strike while every slot was inside its transaction: open transactions "
+        f"(partition: (LSO, HW)) when on_kill started: {kill['blocked_before']}")
+    print(f"\n[Airflow on_kill] on_kill took {kill['on_kill_seconds']} s")
+    assert_within_budgets(kill["times"], "Airflow copy task timed out")
+    logged = [line for line in (out + err).splitlines() if "on_kill:" in line]
+    assert any("Spark application stopped" in line for line in logged), logged or (out + err)[-3000:]
+    assert any(f"fenced eosmirror.{name}.planner" in line for line in logged), logged
+    assert "are unblocked (last stable offset = high watermark)" in out + err, logged
+    m = mirror(name, [topic], slots=PARTITIONS, max_transaction_seconds=MAX_TRANSACTION_SECONDS)
+    monkeypatch.delenv("EOSMIRROR_FAULTS")
+    copy_everything_once(m, target_conf, topic)

@@ -1,0 +1,101 @@
+"""``python -m eosmirror_tools.bench`` (what ``make bench`` runs).
+
+  --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
+  --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
+                   kind still runs and verifies; the 2 KB class differs only in the value size)
+  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2 (development)
+  --sizes S        comma-separated subset of 200B,2KB
+  --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
+  --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable), e.g. a tuned MM2;
+                   {source} and {target} stand for the cluster aliases, which are fresh per configuration:
+                   --mm2-property '{source}->{target}.transaction.boundary=interval'
+  --keep-topics    leave every configuration's topics on the clusters
+  --profile        also profile eosmirror with pyinstrument (build/bench/profile-*.txt)
+  --profile-only   only the profiles, no configuration
+  --out DIR        where report.json, report.md and throughput.png go (default build/bench)
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from eosmirror_tools.bench.settings import DEFAULT_RECORDS, KINDS, QUICK_RECORDS, BenchSettings, records_from_env
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse(argv: list[str] | None) -> BenchSettings:
+    parser = argparse.ArgumentParser(prog="python -m eosmirror_tools.bench",
+                                     description="eosmirror vs MirrorMaker 2, a raw copy loop and the broker ceiling")
+    parser.add_argument("--records", type=int, help="records of the 200 B class (default $BENCH_RECORDS or 2,000,000)")
+    parser.add_argument("--quick", action="store_true", help="smoke size: 20,000 records, 200B only, no slot sweep")
+    parser.add_argument("--only", type=_csv, default=KINDS, help="subset of " + ",".join(KINDS))
+    parser.add_argument("--sizes", type=_csv, default=None, help="subset of 200B,2KB (default both; quick: 200B)")
+    parser.add_argument("--slots", type=lambda s: tuple(int(x) for x in _csv(s)), default=None,
+                        help="slot sweep (default 1,2,4; quick: none)")
+    parser.add_argument("--mm2-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra MirrorMaker 2 setting; {source}/{target} stand for the aliases")
+    parser.add_argument("--keep-topics", action="store_true", help="leave the topics for inspection")
+    parser.add_argument("--profile", action="store_true", help="also write pyinstrument profiles")
+    parser.add_argument("--profile-only", action="store_true", help="only the profiles")
+    parser.add_argument("--out", type=Path, help="output folder (default build/bench)")
+    args = parser.parse_args(argv)
+    unknown = [k for k in args.only if k not in KINDS]
+    if unknown:
+        parser.error(f"--only: unknown kind {unknown[0]!r}; known: {', '.join(KINDS)}")
+    if args.records is not None and args.records < 100:
+        parser.error("--records: use at least 100 records")
+    records = args.records or records_from_env(QUICK_RECORDS if args.quick else DEFAULT_RECORDS)
+    extra = {}
+    for item in args.mm2_property:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--mm2-property {item!r}: expected KEY=VALUE")
+        extra[key.strip()] = value.strip()
+    kinds = () if args.profile_only else tuple(k for k in KINDS if k in args.only)
+    sizes = args.sizes if args.sizes is not None else (("200B",) if args.quick else ("200B", "2KB"))
+    settings = BenchSettings(records=records, sizes=sizes, kinds=kinds,
+                             quick=args.quick, keep_topics=args.keep_topics, profile=args.profile or args.profile_only,
+                             mm2_properties=extra,
+                             slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)))
+    if args.out:
+        settings.out_dir = args.out.resolve()
+    try:
+        settings.size_classes  # noqa: B018 - validates --sizes
+    except ValueError as exc:
+        parser.error(str(exc))
+    return settings
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    # Turn SIGTERM into an exception so that every `finally` runs: it stops MM2, Spark and the
+    # other children (they live in sessions of their own and would not get the signal).
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    settings = parse(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # librdkafka and the clients log through Python logging; keep the progress lines readable.
+    logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from eosmirror_tools.bench import suite
+
+    try:
+        document = suite.run(settings)
+    except KeyboardInterrupt:   # the children were stopped on the way out (ChildProcess)
+        print("interrupted; no report written", file=sys.stderr)
+        return 130
+    # Exit 0 even when a target is missed (targets are reported, not enforced); 1 when a
+    # configuration did not verify: then the report holds a wrong answer, not a result.
+    return 0 if document["all_verified"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

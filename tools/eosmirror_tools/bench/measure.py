@@ -1,0 +1,323 @@
+"""Child processes of the bench: the peak memory and the CPU time of their process trees.
+
+Every measured program (spark-submit, MirrorMaker 2, ProducerPerformance, the raw loop) runs in a
+session of its own, so that stopping it reaches every process it started (Spark's Python workers,
+the JVM behind a launcher script) and nothing else. ``ChildProcess`` always stops its session on
+the way out, also when the bench fails or is interrupted: SIGTERM first, SIGKILL after a grace time.
+
+RSS is sampled from /proc/<pid>/status (VmRSS) for the whole tree every 0.2 s; the peak of the sum
+is kept, and the peak per role (JVM, Python driver, Python workers). The sum of RSS counts pages
+that forked Python workers share with their parent twice, so it is an upper bound.
+
+CPU time (the cost side of "throughput and cost") is each process's own user+system time at its
+last sample, summed over the tree; a process that lives less than one sampling interval is
+missed, so it is a slight lower bound. ``CpuWindow`` adds what the whole machine and the two
+brokers spent in the same time, so that background work by others is visible next to a result.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SAMPLE_SECONDS = 0.2
+
+# (substring of the command line, role); the first match wins.
+ROLES = (
+    ("org.apache.spark.deploy.SparkSubmit", "spark JVM"),
+    ("org.apache.spark.launcher.Main", "spark launcher"),
+    ("bin/spark-submit", "spark launcher"),    # the shell scripts in front of the JVM
+    ("bin/spark-class", "spark launcher"),
+    ("org.apache.kafka.connect.mirror.MirrorMaker", "MirrorMaker 2 JVM"),
+    ("org.apache.kafka.tools.ProducerPerformance", "ProducerPerformance JVM"),
+    ("pyspark.daemon", "python workers"),
+    ("pyspark.worker", "python workers"),
+    ("spark/job.py", "python driver"),
+    ("eosmirror.cli", "eosmirror CLI"),
+    ("eosmirror_tools.bench.rawloop", "raw loop"),
+)
+
+
+def role_of(cmdline: str) -> str:
+    for marker, role in ROLES:
+        if marker in cmdline:
+            return role
+    return "other"
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _parent_map() -> dict[int, int]:
+    """{pid: parent pid} of every process (this kernel has no /proc/<pid>/task/<tid>/children)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        # The command name (field 2) may contain spaces and ')': split after its last ')'.
+        tail = stat.rpartition(")")[2].split()
+        if len(tail) >= 2:
+            parents[int(entry)] = int(tail[1])
+    return parents
+
+
+def process_tree(root: int) -> list[int]:
+    parents = _parent_map()
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in parents or pid == root:
+            tree.append(pid)
+            todo.extend(children.get(pid, ()))
+    return tree
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ticks(pid: int) -> int:
+    """user + system time of the process itself (not of its reaped children), in clock ticks."""
+    fields = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
+
+
+def machine_busy_ticks() -> int:
+    """Non-idle CPU time of the whole machine since boot (all CPUs), from /proc/stat."""
+    values = [int(v) for v in _read("/proc/stat").splitlines()[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle + iowait
+    return sum(values[:8]) - idle                               # guest time is already in user
+
+
+class CpuWindow:
+    """CPU seconds the machine and the given processes (the brokers) spent between start and stop."""
+
+    def __init__(self, pids: list[int]):
+        self.pids = pids
+        self._machine = machine_busy_ticks()
+        self._pids = {pid: cpu_ticks(pid) for pid in pids}
+        self._self = time.process_time()
+        self.machine_seconds = self.pids_seconds = self.bench_seconds = 0.0
+
+    def stop(self) -> "CpuWindow":
+        self.machine_seconds = (machine_busy_ticks() - self._machine) / CLOCK_TICKS
+        # A process that is gone reads as 0 ticks: never count it negative.
+        self.pids_seconds = sum(max(cpu_ticks(pid) - before, 0) for pid, before in self._pids.items()) / CLOCK_TICKS
+        self.bench_seconds = time.process_time() - self._self
+        return self
+
+
+def rss_kb(pid: int) -> int:
+    for line in _read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0   # gone, or a zombie (no VmRSS line)
+
+
+@dataclass
+class TreeUsage:
+    """What a process tree used: peak RSS (sum, and per role) and CPU seconds."""
+
+    total_mb: float = 0.0
+    by_role_mb: dict[str, float] = field(default_factory=dict)
+    samples: int = 0
+    cpu_seconds: float = 0.0                       # the tree's own CPU time (see the module doc)
+    cpu_by_role_seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"total_mb": round(self.total_mb, 1), "samples": self.samples,
+                "by_role_mb": {k: round(v, 1) for k, v in sorted(self.by_role_mb.items())}}
+
+
+class TreeSampler:
+    """Samples RSS and CPU time of one process tree in a daemon thread until ``stop()``."""
+
+    def __init__(self, root_pid: int, interval: float = SAMPLE_SECONDS):
+        self.root, self.interval = root_pid, interval
+        self.peak = TreeUsage()
+        self._roles: dict[int, str] = {}
+        self._ticks: dict[int, int] = {}   # last CPU ticks seen per pid (kept after the pid exits)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"rss-{root_pid}", daemon=True)
+
+    def start(self) -> "TreeSampler":
+        self._thread.start()
+        return self
+
+    def sample(self) -> None:
+        total, roles = 0, {}
+        for pid in process_tree(self.root):
+            kb = rss_kb(pid)
+            if not kb:
+                continue
+            # Read every time: a pid changes role when it execs (the CLI's fork becomes spark-submit,
+            # the launcher script becomes the JVM). Right after a fork the cmdline can be empty:
+            # then the pid keeps the role it had.
+            cmdline = _read(f"/proc/{pid}/cmdline").replace("\0", " ")
+            role = role_of(cmdline) if cmdline.strip() else self._roles.get(pid, "other")
+            self._roles[pid] = role
+            total += kb
+            roles[role] = roles.get(role, 0) + kb
+            self._ticks[pid] = max(self._ticks.get(pid, 0), cpu_ticks(pid))
+        peak = self.peak
+        peak.samples += 1
+        peak.total_mb = max(peak.total_mb, total / 1024)
+        for role, kb in roles.items():
+            peak.by_role_mb[role] = max(peak.by_role_mb.get(role, 0.0), kb / 1024)
+        peak.cpu_seconds = sum(self._ticks.values()) / CLOCK_TICKS
+        by_role: dict[str, float] = {}
+        for pid, ticks in self._ticks.items():
+            role = self._roles.get(pid, "other")
+            by_role[role] = by_role.get(role, 0.0) + ticks / CLOCK_TICKS
+        peak.cpu_by_role_seconds = by_role
+
+    def _loop(self) -> None:
+        started = time.monotonic()
+        while not self._stop.is_set():
+            self.sample()
+            # Faster in the first seconds: short-lived programs (the raw loop at small N) would
+            # otherwise be seen only while the interpreter starts.
+            self._stop.wait(self.interval if time.monotonic() - started > 2 else self.interval / 4)
+
+    def stop(self) -> TreeUsage:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.peak
+
+
+def broker_pids() -> list[int]:
+    """The local brokers' pids (from their pid files; only read, never signalled)."""
+    from eosmirror_tools.local import cluster
+
+    return [pid for pid in (cluster.running_pid(c) for c in cluster.default_clusters()) if pid]
+
+
+class ChildProcess:
+    """A measured program: own session, output to a log file, RSS sampled, always stopped on exit.
+
+    ``with ChildProcess(cmd, log) as child: child.wait(timeout)``; leaving the block stops the whole
+    session (SIGTERM, then SIGKILL after ``grace`` seconds) if anything of it still runs.
+    """
+
+    def __init__(self, cmd: list[str], log_path: Path, env: dict[str, str] | None = None,
+                 cwd: Path | None = None, grace: float = 20.0):
+        self.cmd, self.log_path, self.env, self.cwd, self.grace = cmd, log_path, env, cwd, grace
+        self.proc: subprocess.Popen | None = None
+        self.sampler: TreeSampler | None = None
+        self.started = self.ended = 0.0
+        self.peak = TreeUsage()
+        self.window: CpuWindow | None = None
+        self.brokers_restarted = False
+
+    def __enter__(self) -> "ChildProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as out:
+            self.started = time.monotonic()
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=self.env, cwd=self.cwd, start_new_session=True)
+        self.sampler = TreeSampler(self.proc.pid).start()
+        self.window = CpuWindow(broker_pids())
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int:
+        """Exit code; raises TimeoutError (the session is stopped on leaving the block)."""
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"{Path(self.cmd[0]).name} did not finish within {timeout:.0f} s; "
+                               f"see {self.log_path}") from None
+        self.ended = time.monotonic()
+        return code
+
+    @property
+    def seconds(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+    def stop(self) -> None:
+        """SIGTERM to the session, SIGKILL after the grace time; only ever our own session."""
+        if self.proc is None:
+            return
+        pgid = self.proc.pid   # start_new_session: the session and group id is the child's pid
+        if self._group_alive(pgid):
+            self._signal(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + self.grace
+            while time.monotonic() < deadline and self._group_alive(pgid):
+                self.proc.poll()
+                time.sleep(0.1)
+            if self._group_alive(pgid):
+                self._signal(pgid, signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if not self.ended:
+            self.ended = time.monotonic()
+
+    def _group_alive(self, pgid: int) -> bool:
+        # Our direct child may be gone while its workers still run: ask for the group.
+        if self.proc is not None:
+            self.proc.poll()   # reap the child so that a finished one does not count as alive
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    @staticmethod
+    def _signal(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.stop()
+        finally:
+            if self.sampler is not None:
+                self.peak = self.sampler.stop()
+            if self.window is not None:
+                self.window.stop()
+                # Someone else restarted a broker meanwhile (the clusters are shared): the copy may
+                # still be right, but its timing is not a measurement of this configuration.
+                self.brokers_restarted = sorted(broker_pids()) != sorted(self.window.pids)
+
+    def cpu(self) -> dict[str, Any]:
+        """CPU seconds during this program's life: its own tree, the brokers, the bench, the machine;
+        "other" is what the rest of the machine (someone else's work) spent meanwhile."""
+        w = self.window
+        if w is None:
+            return {}
+        other = w.machine_seconds - self.peak.cpu_seconds - w.pids_seconds - w.bench_seconds
+        return {"program_seconds": round(self.peak.cpu_seconds, 2),
+                "program_by_role_seconds": {k: round(v, 2) for k, v in sorted(self.peak.cpu_by_role_seconds.items())},
+                "brokers_seconds": round(w.pids_seconds, 2), "bench_seconds": round(w.bench_seconds, 2),
+                "machine_busy_seconds": round(w.machine_seconds, 2), "other_seconds": round(max(other, 0.0), 2),
+                "wall_seconds": round(self.seconds, 2), "brokers_restarted": self.brokers_restarted}
+
+    def log_tail(self, lines: int = 25) -> str:
+        text = self.log_path.read_text(errors="replace").splitlines() if self.log_path.exists() else []
+        return "\n".join(text[-lines:])

@@ -1,0 +1,137 @@
+"""The order of one benchmark run, its progress lines, and the machine it ran on.
+
+Configurations run one after another (never two at once: they would share the two cores), per
+size class in the issue's order: ceiling (plain, transactional), raw loop, eosmirror exactly_once
+(followed by the empty run on the first size class), eosmirror at_least_once, MirrorMaker 2
+exactly-once, MirrorMaker 2 at-least-once; then the slot sweep on the first size class.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+from eosmirror_tools.bench import configurations as configs
+from eosmirror_tools.bench.results import ConfigResult
+from eosmirror_tools.bench.settings import BenchSettings
+
+Step = tuple[str, Callable[[configs.Context], list[ConfigResult]]]
+
+
+def plan(settings: BenchSettings) -> list[Step]:
+    steps: list[Step] = []
+    sizes = settings.size_classes
+    for index, size in enumerate(sizes):
+        if "ceiling" in settings.kinds:
+            steps.append((f"{size.name} ceiling: ProducerPerformance, non-transactional",
+                          lambda c, s=size: [configs.run_ceiling(c, s, transactional=False)]))
+            steps.append((f"{size.name} ceiling: ProducerPerformance, transactional",
+                          lambda c, s=size: [configs.run_ceiling(c, s, transactional=True)]))
+        if "raw" in settings.kinds:
+            steps.append((f"{size.name} raw copy loop", lambda c, s=size: [configs.run_raw(c, s)]))
+        if "eosmirror" in settings.kinds:
+            steps.append((f"{size.name} eosmirror exactly_once, {settings.main_slots} slots"
+                          + (" (+ empty run)" if index == 0 else ""),
+                          lambda c, s=size, first=index == 0: configs.run_eosmirror(
+                              c, s, "exactly_once", settings.main_slots, then_empty_run=first)))
+            steps.append((f"{size.name} eosmirror at_least_once, {settings.main_slots} slots",
+                          lambda c, s=size: configs.run_eosmirror(c, s, "at_least_once", settings.main_slots)))
+        if "mm2" in settings.kinds:
+            steps.append((f"{size.name} MirrorMaker 2 exactly-once", lambda c, s=size: [configs.run_mm2(c, s, True)]))
+            steps.append((f"{size.name} MirrorMaker 2 at-least-once", lambda c, s=size: [configs.run_mm2(c, s, False)]))
+    if "eosmirror" in settings.kinds and sizes:
+        for slots in settings.slot_sweep:
+            if slots != settings.main_slots:
+                steps.append((f"{sizes[0].name} eosmirror exactly_once, {slots} slots (slot sweep)",
+                              lambda c, n=slots: configs.run_eosmirror(c, sizes[0], "exactly_once", n)))
+    return steps
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return (done.stdout + done.stderr).strip().splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def machine() -> dict[str, Any]:
+    """Enough to tell whether two reports are comparable."""
+    import confluent_kafka
+
+    from eosmirror_tools.local import runtime
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    mem_kb = next((int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal")), 0)
+    try:
+        from importlib.metadata import version
+        pyspark_version = version("pyspark")
+    except Exception:  # noqa: BLE001
+        pyspark_version = "unknown"
+    return {"cpus": os.cpu_count(), "cpu_model": cpu, "memory_gb": round(mem_kb / 1024 / 1024, 1),
+            "load_average_at_start": os.getloadavg(), "python": sys.version.split()[0],
+            "java": _version([runtime.java_binary(), "-version"]), "kafka": runtime.kafka_version(),
+            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
+            "pyspark": pyspark_version, "platform": platform.platform()}
+
+
+def ensure_clusters(say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Reuse the running local clusters, or start them (``eosmirror local up`` is idempotent)."""
+    from eosmirror_tools.local import cluster
+
+    clusters = cluster.default_clusters()
+    if not all(cluster.is_reachable(c) for c in clusters):
+        say("starting the local clusters (eosmirror local up)")
+        cluster.up(clusters)
+    else:
+        say("reusing the running local clusters")
+    source, target = clusters
+    return source.client_config(), target.client_config()
+
+
+def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every step; write build/bench/report.{json,md} and throughput.png; return the report."""
+    from eosmirror_tools.bench import report
+
+    def emit(line: str) -> None:
+        (out or (lambda text: print(text, flush=True)))(line)
+
+    started = time.monotonic()
+    emit(f"eosmirror bench {settings.run_id}: N={settings.records:,}, sizes {', '.join(settings.sizes)}, "
+         f"kinds {', '.join(settings.kinds)}{' (quick)' if settings.quick else ''}")
+    source_conf, target_conf = ensure_clusters(lambda text: emit("  " + text))
+    info = machine()
+    busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+    if busy > 0.5:
+        # Every configuration shares the same CPUs with whatever else runs: say so up front.
+        emit(f"  WARNING: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs before the bench starts; "
+             f"other work on this machine will make the numbers noisy (see load_average_1m per configuration)")
+    steps = plan(settings)
+    results: list[ConfigResult] = []
+    for number, (title, step) in enumerate(steps, 1):
+        emit(f"[{number}/{len(steps)}] {title}  ({time.monotonic() - started:.0f} s since start)")
+        ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
+        load_before = os.getloadavg()[0]
+        produced = step(ctx)
+        # Other work on the machine shows up here: a configuration measured under load is suspect.
+        for result in produced:
+            result.details["load_average_1m"] = {"before": round(load_before, 2),
+                                                 "after": round(os.getloadavg()[0], 2)}
+        results.extend(produced)
+    profiles: dict[str, Any] = {}
+    if settings.profile:
+        from eosmirror_tools.bench import profiling
+
+        emit("[profile] pyinstrument: one slot's copy loop in-process, and an empty run's driver")
+        ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
+        profiles = profiling.run_all(ctx)
+    document = report.build(settings, results, info, time.monotonic() - started, profiles)
+    written = report.write_all(document, settings.out_dir)
+    emit(report.console_summary(document))
+    emit("written: " + ", ".join(str(p) for p in written))
+    return document

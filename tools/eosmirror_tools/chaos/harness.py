@@ -1,0 +1,152 @@
+"""Chaos rounds: seed -> mirror under a fault (while production continues) -> recover -> oracle.
+
+    python -m eosmirror_tools.chaos --rounds 50          # make chaos ROUNDS=50: faults mixed at random
+    python -m eosmirror_tools.chaos --short              # every fault kind once (the CI version)
+    python -m eosmirror_tools.chaos --calibrate          # a broken mirror that the oracle MUST catch
+
+Output: build/chaos/report.json and build/chaos/summary.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eosmirror import paths
+from eosmirror_tools.chaos import oracle, scenarios, workload
+from eosmirror_tools.local import cluster
+
+log = logging.getLogger("eosmirror_tools.chaos")
+PARTITIONS = 3
+
+
+def _mirror_files(out: Path, name: str, topic: str, delivery: str) -> dict[int, Path]:
+    files = {}
+    for slots in (2, 3):
+        definition = {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
+                      "topics": [topic.replace(".", "\\.")], "slots": slots, "delivery": delivery,
+                      # 40 s transaction timeout, like Kafka's transactions_test with broker bounces
+                      "max_transaction_seconds": 5}
+        path = out / f"{name}-{slots}.yaml"
+        path.write_text(yaml.safe_dump({"mirrors": [definition]}))
+        files[slots] = path
+    return files
+
+
+def _recover(config_file: Path, name: str, ctx: scenarios.RoundContext) -> int:
+    """Runs the mirror (no faults) until a run copies nothing: the whole source range is then mirrored."""
+    from eosmirror.core import config
+    from eosmirror import driver
+
+    mirror = config.load(config_file).get(name)
+    for attempt in range(1, 6):
+        try:
+            run = driver.MirrorRun(mirror)
+            result = run.execute(run.prepare(), driver.run_in_process)
+        except Exception as exc:  # noqa: BLE001 - e.g. a broker still finishing its restart
+            ctx.note(f"recovery run {attempt} failed: {exc}"[:300])
+            time.sleep(3)
+            continue
+        if result["status"] == "ok" and result["records"] == 0:
+            return attempt
+        if result["status"] != "ok":
+            ctx.note(f"recovery run {attempt}: {result['errors'][:2]}")
+    return 0
+
+
+def run_round(number: int, scenario: str, rng: random.Random, out: Path, records: int) -> dict[str, Any]:
+    cluster.up()   # a previous round may have restarted a broker; make sure both answer
+    source, target = cluster.local_cluster("source").client_config(), cluster.local_cluster("target").client_config()
+    suffix = uuid.uuid4().hex[:6]
+    topic, name = f"chaos.r{number}.{suffix}", f"chaos-r{number}-{suffix}"
+    delivery = "at_least_once" if scenario in scenarios.CALIBRATION else "exactly_once"
+    workload.create_topic(source, topic, PARTITIONS)
+    load = workload.Workload(source, topic, PARTITIONS, rng.randrange(1 << 30), f"chaos-producer-{suffix}")
+    load.seed(records)
+    ctx = scenarios.RoundContext(number=number, mirror=name, topic=topic, partitions=PARTITIONS,
+                                 config_files=_mirror_files(out, name, topic, delivery), out=out, target_conf=target)
+    started = time.monotonic()
+    load.start_background()
+    try:
+        (scenarios.SCENARIOS.get(scenario) or scenarios.CALIBRATION[scenario])(ctx)
+    finally:
+        load.stop_background()
+    cluster.up()
+    recovery_runs = _recover(ctx.config_files[2], name, ctx)
+    verdict = oracle.check_round(scenarios_mirror(ctx.config_files[2], name), topic, PARTITIONS, source, target, rng)
+    outcome = {"round": number, "scenario": scenario, "topic": topic, "ok": verdict.ok and recovery_runs > 0,
+               "seconds": round(time.monotonic() - started, 1), "source_committed": load.committed,
+               "source_aborted": load.aborted, "fault_run_exit_codes": ctx.exit_codes,
+               "recovery_runs": recovery_runs, "notes": ctx.notes, "workload_errors": load.errors[:3],
+               **verdict.counts, "examples": verdict.examples}
+    log.info("round %d %-22s %s  %d records checked, dup=%d lost=%d order=%d leaks=%d hanging=%d (%.0f s)",
+             number, scenario, "ok" if outcome["ok"] else "VIOLATION", verdict.counts["records_checked"],
+             verdict.counts["duplicates"], verdict.counts["losses"], verdict.counts["order_violations"],
+             verdict.counts["aborted_leaks"], verdict.counts["hanging_transactions"], outcome["seconds"])
+    return outcome
+
+
+def scenarios_mirror(config_file: Path, name: str) -> Any:
+    from eosmirror.core import config
+
+    return config.load(config_file).get(name)
+
+
+def plan(rounds: int, short: bool, only: list[str] | None, rng: random.Random) -> list[str]:
+    kinds = only or list(scenarios.SCENARIOS)
+    if short:
+        return kinds
+    ordered = list(kinds)            # every kind at least once, then a random mix
+    return ordered[:rounds] + [rng.choice(kinds) for _ in range(max(0, rounds - len(ordered)))]
+
+
+def run(rounds: int = 11, seed: int | None = None, short: bool = False, only: list[str] | None = None,
+        calibrate: bool = False, records: int = 300, out_dir: Path | None = None) -> dict[str, Any]:
+    seed = seed if seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    out = out_dir or paths.build_dir("chaos")
+    work = out / "runs"
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    kinds = list(scenarios.CALIBRATION) if calibrate else plan(rounds, short, only, rng)
+    results = [run_round(i + 1, kind, rng, work, records) for i, kind in enumerate(kinds)]
+    totals = {c: sum(r[c] for r in results) for c in oracle.COUNTERS}
+    faults: dict[str, int] = {}
+    for r in results:
+        faults[r["scenario"]] = faults.get(r["scenario"], 0) + 1
+    report = {"mode": "calibration" if calibrate else ("short" if short else "long"), "seed": seed,
+              "rounds": len(results), "faults": faults, **totals,
+              "violating_rounds": [r["round"] for r in results if not r["ok"]],
+              "ok": all(r["ok"] for r in results), "seconds": round(time.monotonic() - started, 1),
+              "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(), "round_results": results}
+    if calibrate:
+        report["calibration"] = {"harness_caught_the_broken_mirror": totals["duplicates"] > 0,
+                                 "duplicates_found": totals["duplicates"]}
+    name = "calibration" if calibrate else "report"
+    (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / f"{name.replace('report', 'summary')}.md").write_text(summary(report) + "\n")
+    return report
+
+
+def summary(report: dict[str, Any]) -> str:
+    lines = [f"# eosmirror chaos: {report['mode']} run, {report['rounds']} rounds, seed {report['seed']}, "
+             f"{report['seconds']:.0f} s", ""]
+    if "calibration" in report:
+        caught = report["calibration"]["harness_caught_the_broken_mirror"]
+        lines.append(f"Calibration: a deliberately broken at_least_once mirror (killed between produce and progress "
+                     f"commit) -> the oracle found {report['duplicates']} duplicates: "
+                     f"{'CAUGHT (the harness can fail)' if caught else 'NOT CAUGHT: the oracle is too weak'}")
+        return "\n".join(lines)
+    lines += ["| faults | rounds |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(report["faults"].items())]
+    lines += ["", "| check | count |", "|---|---|"] + [f"| {c} | {report[c]} |" for c in oracle.COUNTERS]
+    lines += ["", "RESULT: " + ("0 duplicates, 0 losses, 0 order violations, 0 leaks, 0 hanging transactions"
+                                if report["ok"] else f"VIOLATIONS in rounds {report['violating_rounds']}")]
+    return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""Fault scenarios: each starts real mirror runs (spark-submit or `eosmirror run --inprocess`, always
+separate OS processes) and strikes while a copy transaction is open on the target.
+
+A transaction is "open" when the round topic's last stable offset on the target is below its high
+watermark: records of the slot are in the log, uncommitted. A short sleep inside the first
+transaction of each slot (an EOSMIRROR_FAULTS rule) keeps that window wide enough to hit.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from eosmirror.spark import submit
+from eosmirror_tools.chaos import procs
+from eosmirror_tools.local import cluster
+
+SPARK_MASTER = "local[2,4]"      # 2 cores, and up to 4 attempts of a task (Spark's local-mode retries)
+
+
+@dataclass
+class RoundContext:
+    number: int
+    mirror: str
+    topic: str
+    partitions: int
+    config_files: dict[int, Path]       # slot count -> mirrors.yaml with that slot count
+    out: Path
+    target_conf: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def _faults(rules: list[dict[str, Any]]) -> dict[str, str]:
+    return {"EOSMIRROR_FAULTS": json.dumps(rules)}
+
+
+def hold_first_transaction(ctx: RoundContext, seconds: float, slots: int = 4) -> list[dict[str, Any]]:
+    """Each slot sleeps once, inside its first transaction, after its first records were produced."""
+    return [{"point": "in_transaction", "action": "sleep", "seconds": seconds, "slot": k,
+             "once": str(ctx.out / f"hold-{ctx.number}-{k}-{time.monotonic_ns()}")} for k in range(slots)]
+
+
+def start_inprocess(ctx: RoundContext, slots: int = 2, rules: list[dict[str, Any]] | None = None,
+                    tag: str = "run") -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "eosmirror.cli", "run", ctx.mirror, "--config", str(ctx.config_files[slots]),
+           "--inprocess", "--result-json", str(ctx.out / f"{tag}-{ctx.number}.json")]
+    import os
+
+    env = {**os.environ, **_faults(rules or []), "EOSMIRROR_STALL_SECONDS": "90"}
+    return subprocess.Popen(cmd, env=env, stdout=open(ctx.out / f"{tag}-{ctx.number}.log", "w"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def start_spark(ctx: RoundContext, slots: int = 2, rules: list[dict[str, Any]] | None = None,
+                tag: str = "spark") -> subprocess.Popen:
+    cmd = submit.command(SPARK_MASTER, submit.job_arguments(ctx.mirror, str(ctx.config_files[slots]),
+                                                            result_json=str(ctx.out / f"{tag}-{ctx.number}.json")),
+                         submit.spark_conf({"spark.ui.enabled": "false"}, f"chaos-{ctx.mirror}"))
+    env = {**submit.process_env(), **_faults(rules or []), "EOSMIRROR_STALL_SECONDS": "90"}
+    return subprocess.Popen(cmd, env=env, stdout=open(ctx.out / f"{tag}-{ctx.number}.log", "w"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_open_transaction(ctx: RoundContext, timeout: float = 120.0) -> bool:
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    from eosmirror.core.errors import EosMirrorError
+    from eosmirror.kafka.offsets import list_offsets
+
+    admin = AdminClient(ctx.target_conf)
+    specs = {(ctx.topic, p): OffsetSpec.latest() for p in range(ctx.partitions)}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            stable = list_offsets(admin, specs, "target", read_committed=True)
+            high = list_offsets(admin, specs, "target", read_committed=False)
+            if any(stable[tp] < high[tp] for tp in specs):
+                return True
+        except EosMirrorError:
+            pass   # the target topic does not exist yet
+        time.sleep(0.1)
+    ctx.note("no open transaction seen within the time limit")
+    return False
+
+
+def finish(ctx: RoundContext, proc: subprocess.Popen, timeout: float = 240.0) -> int:
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        ctx.note(f"run pid {proc.pid} did not end within {timeout:.0f} s: killed")
+        procs.kill_tree(proc.pid)
+        code = proc.wait(30)
+    procs.kill_tree(proc.pid, grace=2)   # leftovers of a killed driver (Python driver, workers)
+    ctx.exit_codes.append(code)
+    return code
+
+
+def _report(ctx: RoundContext, tag: str) -> dict[str, Any]:
+    path = ctx.out / f"{tag}-{ctx.number}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+# --- the scenarios -----------------------------------------------------------------------------------
+
+def worker_signal(sig: int) -> Callable[[RoundContext], None]:
+    def scenario(ctx: RoundContext) -> None:
+        run = start_spark(ctx, rules=hold_first_transaction(ctx, 4))
+        if wait_open_transaction(ctx):
+            workers = procs.python_workers(run.pid)
+            ctx.note(f"sent {signal.Signals(sig).name} to {procs.signal_all(workers, sig)} Python worker(s) mid-transaction")
+        finish(ctx, run)
+    return scenario
+
+
+def driver_kill(ctx: RoundContext) -> None:
+    run = start_spark(ctx, rules=hold_first_transaction(ctx, 4))
+    if wait_open_transaction(ctx):
+        procs.signal_all([run.pid], signal.SIGKILL)
+        ctx.note("SIGKILLed the driver (spark-submit JVM) mid-transaction")
+    finish(ctx, run)
+
+
+def broker_restart(which: str, hard: bool) -> Callable[[RoundContext], None]:
+    def scenario(ctx: RoundContext) -> None:
+        run = start_inprocess(ctx, rules=hold_first_transaction(ctx, 3))
+        if wait_open_transaction(ctx):
+            broker = cluster.local_cluster(which)
+            cluster.stop(broker, hard=hard)
+            time.sleep(3)
+            cluster.start(broker)
+            ctx.note(f"{'hard' if hard else 'clean'} restart of the {which} broker mid-transaction")
+        finish(ctx, run)
+    return scenario
+
+
+def zombie(ctx: RoundContext) -> None:
+    first = start_inprocess(ctx, rules=hold_first_transaction(ctx, 6), tag="zombie")
+    if wait_open_transaction(ctx):
+        tree = [first.pid, *procs.descendants(first.pid)]
+        procs.signal_all(tree, signal.SIGSTOP)
+        second = start_inprocess(ctx, tag="takeover")
+        finish(ctx, second)
+        procs.signal_all(tree, signal.SIGCONT)
+        ctx.note("SIGSTOPped a run inside its transaction, ran another, then SIGCONTed the first")
+    finish(ctx, first)
+    statuses = [s["status"] for s in _report(ctx, "zombie").get("slots", [])]
+    ctx.note(f"zombie slots ended as {statuses or 'no report'}")
+    if any(s == "committed" for s in statuses) and any(s == "committed" for s in
+                                                       [x["status"] for x in _report(ctx, "takeover").get("slots", [])]):
+        ctx.note("both the zombie and the takeover committed: check the oracle")
+
+
+def concurrent_runs(ctx: RoundContext) -> None:
+    rules = [{"point": "in_transaction", "action": "sleep", "seconds": 1.0}]
+    runs = [start_inprocess(ctx, rules=rules, tag=f"twin{i}") for i in range(2)]
+    for run in runs:
+        finish(ctx, run)
+    ctx.note("two runs of the same mirror at once")
+
+
+def slot_change(ctx: RoundContext) -> None:
+    first = start_inprocess(ctx, slots=3, rules=hold_first_transaction(ctx, 5), tag="three-slots")
+    if wait_open_transaction(ctx):
+        finish(ctx, start_inprocess(ctx, slots=2, tag="two-slots"))
+        ctx.note("changed the slot count 3 -> 2 while the 3-slot generation was mid-transaction")
+    finish(ctx, first)
+
+
+def random_aborts(ctx: RoundContext) -> None:
+    rules = [{"point": "before_commit", "action": "abort", "probability": 0.33},
+             {"point": "in_transaction", "action": "abort", "probability": 0.2}]
+    finish(ctx, start_inprocess(ctx, rules=rules))
+    ctx.note("injected random aborts (1 in 3 before commit, 1 in 5 mid-copy)")
+
+
+def broken_at_least_once_kill(ctx: RoundContext) -> None:
+    """Calibration: an at_least_once mirror killed between produce and progress commit duplicates.
+
+    The first run commits progress normally; the second is killed after producing its batch. (Killed
+    on its very first batch, the mirror would find no progress at all and recover the exact position
+    from the offset syncs, so the kill must come after progress exists.)"""
+    finish(ctx, start_inprocess(ctx, tag="broken-first"))
+    time.sleep(1.5)   # the background workload adds records for the second run to copy
+    finish(ctx, start_inprocess(ctx, rules=[{"point": "before_commit", "action": "kill"}], tag="broken"))
+    ctx.note("at_least_once mirror SIGKILLed after producing, before committing progress")
+
+
+SCENARIOS: dict[str, Callable[[RoundContext], None]] = {
+    "worker_sigkill": worker_signal(signal.SIGKILL),
+    "worker_sigterm": worker_signal(signal.SIGTERM),
+    "driver_sigkill": driver_kill,
+    "target_restart_hard": broker_restart("target", hard=True),
+    "target_restart_clean": broker_restart("target", hard=False),
+    "source_restart_hard": broker_restart("source", hard=True),
+    "source_restart_clean": broker_restart("source", hard=False),
+    "zombie_sigstop": zombie,
+    "concurrent_runs": concurrent_runs,
+    "slot_count_change": slot_change,
+    "random_aborts": random_aborts,
+}
+CALIBRATION = {"broken_at_least_once_kill": broken_at_least_once_kill}
