@@ -46,6 +46,10 @@ def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_
     summary = xcoms(dr)["publish"]
     assert summary["records"] == 14 and summary["records_per_topic"] == {chosen: 14}
     assert summary["status"] == "ok"
+    # the cap left 13 records per partition: the operator is told, per partition
+    assert summary["left"] == 26
+    assert sorted((r["partition"], r["from"], r["to"], r["records"], r["left"]) for r in summary["partitions"]) == [
+        (0, 0, 7, 7, 13), (1, 0, 7, 7, 13)]
 
 
 def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(

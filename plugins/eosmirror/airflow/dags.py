@@ -12,6 +12,8 @@ from eosmirror.core import config
 from eosmirror.spark import submit
 
 FENCE_DAG_ID = "eosmirror_fence"
+# What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
+ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 
 
 def mirror_dag_id(name: str) -> str:
@@ -52,7 +54,7 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
 
     schedule = CronDataIntervalTimetable(m.airflow.schedule, timezone="UTC") if m.airflow.schedule else None
     params = {
-        "until": Param(None, type=["null", "string"], format="date-time", title="Copy up to",
+        "until": Param(None, type=["null", "string"], format="date-time", pattern=ISO_TIMESTAMP, title="Copy up to",
                        description="Copy only records below the source offsets of this time. Empty: the data "
                                    "interval's end for scheduled runs, now for manual runs."),
         "max_records_per_partition": Param(None, type=["null", "integer"], minimum=1, title="Max records per partition",
@@ -69,8 +71,8 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
              description=f"exactly-once mirror {m.name}") as dag:
 
         @task(task_id="preflight", multiple_outputs=False)
-        def preflight() -> dict[str, Any]:
-            return tasks.preflight(m.name, config_path)
+        def preflight(**context: Any) -> dict[str, Any]:
+            return tasks.preflight(m.name, config_path, context)
 
         copy = operator(
             task_id="copy", mirror=m.name, config_path=config_path, conn_id=m.airflow.spark_conn_id,

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from eosmirror.airflow import home
 from eosmirror.core import config, report
+from eosmirror.core.errors import EXIT_CONFIG
 from eosmirror.kafka import connections
 from eosmirror.spark import submit
 
@@ -58,11 +59,53 @@ def resolve_until(context: dict[str, Any]) -> tuple[str, str]:
     return dt.datetime.now(dt.timezone.utc).isoformat(), "now (manual run)"
 
 
-def preflight(mirror_name: str, config_path: str | None = None) -> dict[str, Any]:
+RUN_PARAMS = ("until", "max_records_per_partition", "topics", "dry_run")
+
+
+def run_options(context: dict[str, Any]) -> Any:
+    """The run's options from its Params, validated exactly as the Spark job will validate them.
+
+    A key of the run's conf that is no Param is refused by name (a misspelt `max_records` must not
+    silently mean "no limit").
+    """
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver.run import RunOptions
+    from eosmirror.spark.job import parse_timestamp
+
+    dag_run = context.get("dag_run")
+    unknown = sorted(set(getattr(dag_run, "conf", None) or {}) - set(RUN_PARAMS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in the run's conf: {', '.join(unknown)}; the mirror DAG takes "
+                          f"{', '.join(RUN_PARAMS)}")
+    params = context.get("params") or {}
+    return RunOptions(until=parse_timestamp(str(params["until"])) if params.get("until") else None,
+                      dry_run=bool(params.get("dry_run")), topics=tuple(params.get("topics") or ()),
+                      max_records_per_partition=params.get("max_records_per_partition"))
+
+
+def fail_without_retry(exc: Exception) -> Exception:
+    """A configuration or Param error is not transient: fail the task now, never retry it."""
+    from airflow.exceptions import AirflowFailException
+
+    return AirflowFailException(f"{type(exc).__name__}: {exc}")
+
+
+def preflight(mirror_name: str, config_path: str | None = None, context: dict[str, Any] | None = None,
+              ) -> dict[str, Any]:
+    """Config and Params valid, both clusters reachable, the run's topics exist, target topics in sync.
+
+    Bad configuration or Params fail here at once, without retries, with the message the CLI prints;
+    unreachable clusters and other transient faults keep the task's retries.
+    """
+    from eosmirror.core.errors import ConfigError
     from eosmirror.driver.run import MirrorRun
 
-    mirror = config.load(config_path).get(mirror_name)
-    outcome = MirrorRun(mirror).preflight()
+    try:
+        mirror = config.load(config_path).get(mirror_name)
+        outcome = MirrorRun(mirror, run_options(context or {})).preflight()
+    except ConfigError as exc:
+        log.error("%s", exc)
+        raise fail_without_retry(exc) from None
     log.info("preflight of %s: %s", mirror_name, outcome["topic_sync"])
     return outcome
 
@@ -91,6 +134,20 @@ def publish(mirror_name: str, context: dict[str, Any]) -> dict[str, Any]:
                "slots": [{"slot": s["slot"], "status": s["status"], "records": s.get("records", 0)}
                          for s in result.get("slots", [])]}
     log.info("%s", report.summary(result) if "slots" in result else summary)
+    rows = report.partitions(result)
+    left = sum(r["left"] for r in rows)
+    summary["partitions"], summary["left"] = rows, left
+    if rows:
+        log.info("per partition:\n%s", report.partitions_table(rows))
+    if left:
+        log.warning("%d offsets are left below this run's bound (a record cap or a failed slot); the next "
+                    "run continues from there: %s", left,
+                    ", ".join(f"{r['source_topic']}[{r['partition']}] {r['left']}" for r in rows if r["left"]))
+    if result.get("dry_run"):   # a dry run's whole point is its plan: show it, in the log and in XCom
+        summary["plan"] = result.get("plan", [])
+        summary["pending"] = sum(p.get("pending", 0) for p in summary["plan"])
+        log.info("dry run: the plan (%d offsets to read; nothing was written)\n%s", summary["pending"],
+                 report.plan_table(result))
     return summary
 
 
@@ -270,7 +327,12 @@ def operator_class() -> type:
             self.run_report = None
             self.application_args = _job_arguments(self, context)
             self.py_files = str(submit.package_zip())
-            _submit_with_secrets_file(self, context, super().execute)
+            try:
+                _submit_with_secrets_file(self, context, super().execute)
+            except Exception as exc:
+                if (self.run_report or {}).get("exit_code") == EXIT_CONFIG:   # exit 2: never retried
+                    raise fail_without_retry(RuntimeError(self.run_report.get("error", str(exc)))) from None
+                raise
             if self.run_report is None:
                 raise RuntimeError(f"mirror {self.mirror}: the Spark job ended without printing its run report")
             return self.run_report

@@ -59,6 +59,7 @@ class PartitionPlan:
     origin: str
     slot: int
     lost: int = 0   # records skipped on purpose (on_truncation: skip_to_log_start)
+    available: int = -1   # the bound before max_records: what a run without a record cap would reach
 
     @property
     def pending(self) -> int:
@@ -127,15 +128,14 @@ def plan_partition(obs: PartitionObservation, slots: int, max_records: int | Non
             lost, start = obs.log_start - start, obs.log_start
         else:
             lost, start, origin = obs.log_start - start, obs.log_start, ORIGIN_TRUNCATED
-    end = obs.last_stable
+    available = obs.last_stable
     if obs.until_offset is not None and obs.until_offset >= 0:
-        end = min(end, obs.until_offset)
-    if max_records is not None:
-        end = min(end, start + max_records)
-    end = max(end, start)  # an `until` before the progress means: nothing to do
+        available = min(available, obs.until_offset)
+    available = max(available, start)  # an `until` before the progress means: nothing to do
+    end = min(available, start + max_records) if max_records is not None else available
     return PartitionPlan(source_topic=obs.source_topic, target_topic=obs.target_topic, partition=obs.partition,
                          start=start, end=end, origin=origin, slot=slot_for(obs.target_topic, obs.partition, slots),
-                         lost=lost)
+                         lost=lost, available=available)
 
 
 def plan_run(observations: list[PartitionObservation], slots: int, prefix: str, mirror: str,

@@ -47,6 +47,33 @@ def summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def partitions(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per partition: what this run copied and what it left for the next run.
+
+    ``left`` counts offsets below the run's bound (source end, or `until`) that a record cap
+    (max_records_per_partition, max_bytes_per_slot) or a failure left uncopied; markers and aborted
+    records occupy offsets too, so it is an upper bound on records.
+    """
+    plan = {(p["source_topic"], p["partition"]): p for p in report.get("plan", [])}
+    rows = []
+    for slot in report.get("slots", []):
+        for part in slot.get("partitions") or []:
+            planned = plan.get((part["source_topic"], part["partition"]), {})
+            available = planned.get("available", part.get("planned_end", part["end"]))
+            rows.append({"source_topic": part["source_topic"], "target_topic": part["target_topic"],
+                         "partition": part["partition"], "slot": slot["slot"], "from": part["start"],
+                         "to": part["end"], "records": part["records"], "left": max(0, available - part["end"]),
+                         "newest_record_age_ms": part.get("record_age_ms")})
+    return sorted(rows, key=lambda r: (r["source_topic"], r["partition"]))
+
+
+def partitions_table(rows: list[dict[str, Any]]) -> str:
+    ages = [f"{r['newest_record_age_ms'] / 1000:.1f} s" if r["newest_record_age_ms"] is not None else "-" for r in rows]
+    return _table(["partition", "slot", "source offsets", "records", "left", "newest age"],
+                  [[f"{r['source_topic']}[{r['partition']}] -> {r['target_topic']}", r["slot"],
+                    f"{r['from']}..{r['to']}", r["records"], r["left"], age] for r, age in zip(rows, ages)])
+
+
 def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write atomically (tmp file + rename) so a reader never sees half a report."""
     target = Path(path)

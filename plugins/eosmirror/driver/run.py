@@ -188,7 +188,7 @@ def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label
         "mb_per_second": round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
         "plan": [{"source_topic": p.source_topic, "target_topic": p.target_topic, "partition": p.partition,
                   "start": p.start, "end": p.end, "pending": p.pending, "origin": p.origin, "slot": p.slot,
-                  "lost": p.lost} for s in prepared.slots for p in s.partitions],
+                  "lost": p.lost, "available": p.available} for s in prepared.slots for p in s.partitions],
         "slots": results,
         "errors": [f"slot {r['slot']}: {r['error']}" for r in results if r.get("error")],
     }

@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     if result is not None:
         if "slots" in result:
             print(reports.summary(result), flush=True)
+            rows = reports.partitions(result)
+            if rows:   # the copy log's last lines: what was copied and what is left, per partition
+                print(reports.partitions_table(rows), flush=True)
         print(reports.result_line(result), flush=True)   # read by the Airflow `copy` task (XCom)
         if args.result_json:
             reports.write_json(result, args.result_json)

@@ -1,0 +1,59 @@
+"""Bad Params fail the run at once, in preflight, with the CLI's message, and are never retried; a
+dry run's XCom and log hold its plan (issue: the operator's day in Airflow)."""
+
+import time
+
+import pytest
+
+from tests.airflow_helpers import run_dag, task_states, xcoms
+from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
+from tests.helpers import create_topic, seed_sequence
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("conf, message", [
+    ({"topics": ["no.such.topic"]}, "topics no.such.topic are not mirrored by it"),
+    ({"no_such_param": 1}, "unknown key(s) in the run's conf: no_such_param"),
+])
+def test_a_bad_param_fails_preflight_at_once_and_is_not_retried(source_conf, unique, tmp_path, monkeypatch, conf,
+                                                                  message, capfd):
+    topic = create_topic(source_conf, unique("bp"), 1)
+    name = unique("m")
+    # retries: 2 with a 5-minute delay by default: only a failure that is never retried ends within the budget.
+    use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None, "retries": 2}})
+    started = time.monotonic()
+    dr = run_dag(f"eosmirror__{name}", run_conf=conf)
+    took = time.monotonic() - started
+    states = task_states(dr)
+    assert str(dr.state) == "failed" and states["preflight"] == "failed", states
+    assert states["copy"] in ("upstream_failed", "None"), states   # Spark never started
+    ti = next(t for t in dr.get_task_instances() if t.task_id == "preflight")
+    assert ti.try_number == 1 and str(ti.state) == "failed", (ti.try_number, ti.state)
+    out, err = capfd.readouterr()   # dag.test() writes the task logs to this process's output
+    assert message in out + err
+    assert took < 30, f"the bad Param took {took:.1f} s to fail"
+    print(f"bad Param {conf}: failed in {took:.1f} s")
+
+
+def test_an_until_that_is_no_timestamp_is_refused_at_trigger(unique, tmp_path, monkeypatch, source_conf):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    topic = create_topic(source_conf, unique("bu"), 1)
+    name = unique("m")
+    use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None}})
+    with pytest.raises(ParamValidationError, match="until"):
+        run_dag(f"eosmirror__{name}", run_conf={"until": "yesterday"})
+
+
+def test_a_dry_run_shows_its_plan_in_xcom(source_conf, unique, tmp_path, monkeypatch):
+    topic = create_topic(source_conf, unique("dr"), 2)
+    seed_sequence(source_conf, topic, 2, 100)
+    name = unique("m")
+    use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None, "retries": 0}})
+    dr = run_dag(f"eosmirror__{name}", run_conf={"dry_run": True})
+    assert str(dr.state) == "success", task_states(dr)
+    published = xcoms(dr)["publish"]
+    assert published["records"] == 0 and published["pending"] == 200
+    assert sorted((p["partition"], p["start"], p["end"], p["pending"]) for p in published["plan"]) == [
+        (0, 0, 100, 100), (1, 0, 100, 100)]
