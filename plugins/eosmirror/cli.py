@@ -136,9 +136,12 @@ def _translate(args: argparse.Namespace) -> int:
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
     target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
-    history = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group).get(
-        (target_topic, args.partition))
+    syncs = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group)
+    history = syncs.get((target_topic, args.partition))
     if history is None:
+        if target_topic != args.topic and any(t == args.topic for t, _ in syncs):
+            raise ConfigError(f"{args.topic} is a target topic; translate takes the SOURCE topic (the mirror "
+                              f"maps it to the target name itself)")
         raise ConfigError(f"mirror {mirror.name!r} has copied nothing of {args.topic}[{args.partition}]")
     try:
         print(f"{args.topic}[{args.partition}]@{args.offset} -> {target_topic}[{args.partition}]@"

@@ -98,7 +98,17 @@ def describe(cluster: Cluster, names: list[str]) -> dict[str, TopicState]:
 
 
 def list_topic_names(cluster: Cluster) -> list[str]:
-    metadata = calls.call(cluster.admin.list_topics, "list topics", cluster.label, "Describe on the topics", timeout=15)
+    """The cluster's topic names; the first call of a run, so it also proves the cluster answers."""
+    from eosmirror.core.errors import ClusterUnreachableError
+
+    try:
+        metadata = calls.call(cluster.admin.list_topics, "list topics", cluster.label, "Describe on the topics",
+                              timeout=15)
+    except ClusterUnreachableError as exc:
+        if cluster.ref.local:   # the embedded clusters of the demo and the tests: say how to start them
+            raise ClusterUnreachableError(f"{exc}. It is a local cluster: start it with `eosmirror local up`"
+                                          ) from None
+        raise
     return sorted(metadata.topics)
 
 

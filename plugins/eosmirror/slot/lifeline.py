@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5     # how often the watchdog looks at the JVM
 PARK_SECONDS = 1.0     # how long the watchdog waits for the slot's thread to park before aborting
-ABORT_SECONDS = 10.0   # bound of the abort (retries included); the JVM is gone, so is the run
+ABORT_SECONDS = 5.0    # bound of the abort (retries included): with the backstop, a cut worker is gone within ~9 s
 EXIT_CODE = 69         # EX_UNAVAILABLE: the run this worker served is gone
 
 _lock = threading.Lock()

@@ -120,6 +120,9 @@ def base_conf(app_name: str) -> dict[str, str]:
         # waste work by fencing itself.
         "spark.speculation": "false",
         "spark.ui.showConsoleProgress": "false",
+        # Spark's INFO lines buried the run's own summary in the copy task's log; a mirror's
+        # spark_conf may set it back ("INFO").
+        "spark.log.level": "WARN",
         "spark.driver.bindAddress": "127.0.0.1",
     }
 
