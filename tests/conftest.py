@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 
-from eosmirror.airflow import home
+# The suite keeps to itself: its own state folder (Airflow home, cluster registry, broker data)
+# and its own embedded clusters on their own ports, so it never writes into the demo's clusters
+# or its Airflow database, and runs whether or not the demo's clusters are up.
+TEST_HOME = Path(__file__).resolve().parents[1] / "var" / "test"
+os.environ.setdefault("EOSMIRROR_HOME", str(TEST_HOME))
+os.environ.setdefault("EOSMIRROR_SOURCE_PORT", "17092")
+os.environ.setdefault("EOSMIRROR_TARGET_PORT", "27092")
+
+from eosmirror.airflow import home  # noqa: E402  (after EOSMIRROR_HOME: it decides AIRFLOW_HOME)
 
 home.apply()
+home.migrate()
 # py4j logs from __del__ at interpreter exit, after pytest closed its log capture.
 logging.getLogger("py4j").setLevel(logging.ERROR)
 

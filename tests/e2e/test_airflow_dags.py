@@ -53,7 +53,7 @@ def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_
 
 
 def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(
-        source_conf, target_conf, unique, tmp_path, monkeypatch):
+        source_conf, target_conf, unique, tmp_path, monkeypatch, clusters):
     topic = create_topic(source_conf, unique("now"), 1)
     seed_sequence(source_conf, topic, 1, 5)
     name = unique("m")
@@ -68,7 +68,7 @@ def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(
     with create_session() as session:
         uris = session.scalars(select(AssetModel.uri).join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
                                .where(AssetEvent.source_run_id == dr.run_id)).all()
-    assert uris == [f"kafka://127.0.0.1:29092/{topic}"]
+    assert uris == [f"kafka://127.0.0.1:{clusters['target'].port}/{topic}"]
 
 
 def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, target_conf, unique, tmp_path,

@@ -66,13 +66,6 @@ def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, uni
 def _eosmirror(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "EOSMIRROR_HOME": str(home), "EOSMIRROR_SOURCE_PORT": "19192",
            "EOSMIRROR_TARGET_PORT": "19292"}
-    # The jar cache is shared: an isolated home must not download Kafka again.
-    (home / "kafka-lib").mkdir(parents=True, exist_ok=True)
-    from eosmirror_tools.local import runtime
-
-    link = home / "kafka-lib" / runtime.kafka_version()
-    if not link.exists():
-        link.symlink_to(runtime.ensure_kafka_lib())
     return subprocess.run([sys.executable, "-m", "eosmirror.cli", *args], env=env, capture_output=True, text=True,
                           timeout=180)
 
@@ -146,3 +139,14 @@ def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, m
             cluster.start(taken, timeout=60)
     assert "Address already in use" in str(info.value).split("last lines:")[0]
     assert cluster.running_pid(taken) is None
+
+
+def test_the_suite_runs_on_its_own_clusters_and_home_never_the_demos(clusters):
+    from eosmirror import paths
+    from eosmirror_tools.local.cluster import DEFAULT_PORTS
+
+    from tests.conftest import TEST_HOME
+
+    assert paths.home() == TEST_HOME
+    assert {c.port for c in clusters.values()}.isdisjoint(DEFAULT_PORTS.values())
+    assert all(TEST_HOME in c.data_dir.parents for c in clusters.values())

@@ -37,3 +37,21 @@ def test_redact_hides_secrets_only():
     conf = {"bootstrap.servers": "h:1", "sasl.password": "s3cret", "ssl.key.password": "k", "sasl.username": "u"}
     assert clients.redact(conf) == {"bootstrap.servers": "h:1", "sasl.password": "***", "ssl.key.password": "***",
                                     "sasl.username": "u"}
+
+
+def test_librdkafka_logs_only_critical_lines_unless_asked(monkeypatch):
+    monkeypatch.delenv(clients.KAFKA_LOG_LEVEL_ENV, raising=False)
+    assert clients.librdkafka_log_level() == 2
+    monkeypatch.setenv(clients.KAFKA_LOG_LEVEL_ENV, "debug")
+    assert clients.librdkafka_log_level() == 7
+    monkeypatch.setenv(clients.KAFKA_LOG_LEVEL_ENV, "4")
+    assert clients.librdkafka_log_level() == 4
+    monkeypatch.setenv(clients.KAFKA_LOG_LEVEL_ENV, "loud")
+    with pytest.raises(ConfigError, match="EOSMIRROR_KAFKA_LOG_LEVEL='loud'"):
+        clients.librdkafka_log_level()
+
+
+def test_a_cluster_config_log_level_wins_over_the_default(monkeypatch):
+    monkeypatch.delenv(clients.KAFKA_LOG_LEVEL_ENV, raising=False)
+    admin_conf = clients._with_logger({"log_level": 6}, "x")
+    assert admin_conf["log_level"] == 6 and clients._with_logger({}, "y")["log_level"] == 2

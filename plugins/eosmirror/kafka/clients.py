@@ -19,6 +19,7 @@ from the mirror definition, then the forced settings (after the contradiction ch
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any, Mapping
 
@@ -138,11 +139,30 @@ def _with_logger(conf: dict[str, Any], name: str) -> dict[str, Any]:
     the client forwards logs to its poll queue, and with short-lived admin clients that crashed the
     interpreter (SIGSEGV, reproduced while SASL brokers were still starting). librdkafka then logs
     to stderr in its own format (``%4|<time>|<FACILITY>|<client.id>| ...``), which lands in the task
-    log. ``error_cb`` only runs inside poll() on the caller's thread.
+    log, filtered by ``librdkafka_log_level``. ``error_cb`` only runs inside poll() on the caller's thread.
     """
     conf.setdefault("client.id", name)
     conf.setdefault("error_cb", _record_error)
+    conf.setdefault("log_level", librdkafka_log_level())
     return conf
+
+
+# librdkafka's own stderr lines (syslog levels: 3 error, 4 warning, 6 info, 7 debug). An unreachable
+# cluster makes it print a `%3|...|FAIL|... Connection refused` line per broker and retry, hundreds in
+# all, while eosmirror itself reports the failure once, naming the cluster and the cause. So by
+# default only critical lines pass; EOSMIRROR_KAFKA_LOG_LEVEL (or `log_level` in a cluster's config)
+# lets them through again, e.g. 7 with `debug: broker,protocol` when diagnosing a connection.
+KAFKA_LOG_LEVEL_ENV = "EOSMIRROR_KAFKA_LOG_LEVEL"
+_LOG_LEVEL_NAMES = {"critical": 2, "error": 3, "warning": 4, "notice": 5, "info": 6, "debug": 7}
+
+
+def librdkafka_log_level() -> int:
+    raw = (os.environ.get(KAFKA_LOG_LEVEL_ENV) or "critical").strip().lower()
+    if raw in _LOG_LEVEL_NAMES:
+        return _LOG_LEVEL_NAMES[raw]
+    if raw.isdigit() and 0 <= int(raw) <= 7:
+        return int(raw)
+    raise ConfigError(f"{KAFKA_LOG_LEVEL_ENV}={raw!r}: expected 0-7 or one of {', '.join(_LOG_LEVEL_NAMES)}")
 
 
 def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,

@@ -35,7 +35,10 @@ def kafka_version() -> str:
 
 
 def lib_dir() -> Path:
-    return paths.home() / "kafka-lib" / kafka_version()
+    """The jar cache. In a checkout it is ``var/kafka-lib`` whatever ``EOSMIRROR_HOME`` says: the
+    jars are a download cache, not state, and the test suite's own home must not fetch them again."""
+    root = paths.checkout_root()
+    return (root / "var" if root else paths.home()) / "kafka-lib" / kafka_version()
 
 
 def java_binary() -> str:
