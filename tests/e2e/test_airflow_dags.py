@@ -66,9 +66,16 @@ def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(
     from sqlalchemy import select
 
     with create_session() as session:
-        uris = session.scalars(select(AssetModel.uri).join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
-                               .where(AssetEvent.source_run_id == dr.run_id)).all()
-    assert uris == [f"kafka://127.0.0.1:{clusters['target'].port}/{topic}"]
+        events = session.execute(select(AssetModel.uri, AssetEvent.extra)
+                                 .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                                 .where(AssetEvent.source_run_id == dr.run_id)).all()
+    assert [uri for uri, _ in events] == [f"kafka://127.0.0.1:{clusters['target'].port}/{topic}"]
+    # The event says which target offsets hold this run's records: a consumer DAG reads exactly those.
+    extra = events[0][1]
+    assert extra["records"] == 5 and extra["run_id"] and len(extra["partitions"]) == 1, extra
+    written = extra["partitions"][0]
+    in_range = [r.value for r in read_all(target_conf, topic) if written["from"] <= r.offset < written["to"]]
+    assert written["partition"] == 0 and in_range == [f"0-{n}".encode() for n in range(5)], extra
 
 
 def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, target_conf, unique, tmp_path,

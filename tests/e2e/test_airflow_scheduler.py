@@ -1,24 +1,116 @@
-"""Scheduled catch-up and `airflow backfill create` through a real scheduler, dag-processor and
-api-server (LocalExecutor, SQLite): each interval run copies exactly the records below its data
-interval's end, intervals run in order, and re-running a finished interval copies nothing."""
+"""`make airflow` (= `eosmirror airflow standalone`) as an operator starts it, then scheduled catch-up,
+`airflow backfill create` and a manual run through its REST API (LocalExecutor, SQLite): each interval
+run copies exactly the records below its data interval's end, intervals run in order, re-running a
+finished interval copies nothing, and a manual run's task logs can be read through the API.
+
+One Airflow start serves every check; every wait draws on one budget below the test's timeout and
+says what it saw when it gives up."""
 
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from eosmirror.airflow import home
 from eosmirror.airflow import reports
-from tests.helpers import create_topic, mirrors_file, producer, read_all
+from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
 
-pytestmark = pytest.mark.e2e
-API_PORT = 18088
-AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(780)]
+API_PORT = 18088          # not Airflow's default 8080: the execution API must follow the port
+BUDGET_SECONDS = 700      # all waits together, below the test's timeout
+VENV_BIN = Path(sys.executable).parent
+AIRFLOW = str(VENV_BIN / "airflow")
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def take(self, seconds: float) -> float:
+        return max(1.0, min(seconds, self.deadline - time.monotonic()))
+
+
+class Api:
+    """The REST API with a JWT from /auth/token (simple auth manager: `make airflow` prints the admin
+    password and keeps it in the home's simple_auth_manager_passwords.json.generated)."""
+
+    def __init__(self, base: str):
+        self.base, self.token = base, None
+
+    def call(self, method: str, path: str, body: dict | None = None, accept: str = "application/json"):
+        headers = {"Accept": accept, "Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(self.base + path, method=method, headers=headers,
+                                         data=json.dumps(body).encode() if body is not None else None)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read().decode()
+        return json.loads(raw) if accept == "application/json" and raw else raw
+
+    def login(self, airflow_home: Path) -> None:
+        passwords = json.loads((airflow_home / "simple_auth_manager_passwords.json.generated").read_text())
+        user, password = next(iter(passwords.items()))
+        self.token = self.call("POST", "/auth/token", {"username": user, "password": password})["access_token"]
+
+    def runs(self, dag_id: str) -> list[dict]:
+        try:
+            return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:      # not parsed yet
+                return []
+            raise
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    """`eosmirror airflow standalone` with a PATH that lacks the venv (as in a new user's shell) and
+    a non-default port; stopped (its whole process group) afterwards."""
+    from eosmirror.airflow import home
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("AIRFLOW__API__BASE_URL", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL")}
+    env.update({"PATH": os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN),
+                "AIRFLOW__API__PORT": str(API_PORT), "AIRFLOW__API__HOST": "127.0.0.1",
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5", "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2"})
+    state = {"env": env, "log": tmp_path / "standalone.log", "home": home.airflow_home(), "proc": None}
+    yield state
+    proc = state["proc"]
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(60)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def start_standalone(state, config_file: Path) -> None:
+    state["env"]["EOSMIRROR_CONFIG"] = str(config_file)
+    state["proc"] = subprocess.Popen([str(VENV_BIN / "eosmirror"), "airflow", "standalone"], env=state["env"],
+                                     stdout=open(state["log"], "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for(predicate, seconds, what, state, budget: Budget, seen=lambda: ""):
+    deadline = time.monotonic() + budget.take(seconds)
+    while time.monotonic() < deadline:
+        if state["proc"] is not None and state["proc"].poll() is not None:
+            break
+        if predicate():
+            return
+        time.sleep(2)
+    exited = state["proc"].poll() if state["proc"] is not None else None
+    raise AssertionError(f"gave up after {seconds} s (or the test's budget) waiting for {what}; "
+                         f"standalone exit code: {exited}; saw: {seen()}\n"
+                         f"--- standalone log tail\n{state['log'].read_text()[-4000:]}")
 
 
 def airflow_cli(env, *args, timeout=120):
@@ -27,56 +119,12 @@ def airflow_cli(env, *args, timeout=120):
     return done.stdout
 
 
-@pytest.fixture
-def airflow_services(tmp_path, monkeypatch):
-    """dag-processor, scheduler and api-server of the project's Airflow home; stopped afterwards."""
-    env = {**os.environ, **home.airflow_environ(),
-           "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{API_PORT}/execution/",
-           "AIRFLOW__API__PORT": str(API_PORT), "AIRFLOW__API__HOST": "127.0.0.1",
-           "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5", "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2"}
-    procs, logs = [], {}
-    state = {"env": env, "logs": logs}
-    yield state
-    for proc in procs + state.get("procs", []):
-        try:
-            os.killpg(proc.pid, 15)
-            proc.wait(30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, 9)
-            except ProcessLookupError:
-                pass
-
-
-def start_services(state, tmp_path):
-    procs = []
-    for name, args in (("api-server", ["api-server", "--port", str(API_PORT)]), ("dag-processor", ["dag-processor"]),
-                       ("scheduler", ["scheduler"])):
-        log = tmp_path / f"{name}.log"
-        state["logs"][name] = log
-        procs.append(subprocess.Popen([AIRFLOW, *args], env=state["env"], stdout=open(log, "w"),
-                                      stderr=subprocess.STDOUT, start_new_session=True))
-    state["procs"] = procs
-
-
-def wait_for(predicate, timeout, what, state):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(2)
-    tails = "\n".join(f"--- {n}\n{p.read_text()[-3000:]}" for n, p in state["logs"].items())
-    dag_runs = "\n".join(f"{d}: {[(r['run_id'], r['state']) for r in runs(state, d)]}" for d in state.get("dags", []))
-    raise AssertionError(f"timed out waiting for {what}\nruns:\n{dag_runs}\n{tails}")
-
-
-def runs(state, dag_id):
-    out = subprocess.run([AIRFLOW, "dags", "list-runs", dag_id, "-o", "json"], env=state["env"],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():   # log lines may precede the JSON
-        if line.startswith("[{") or line.strip() == "[]":
-            return json.loads(line)
-    return []
+def healthy(api: Api) -> bool:
+    try:
+        health = api.call("GET", "/api/v2/monitor/health")
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+    return all((health.get(part) or {}).get("status") == "healthy" for part in ("metadatabase", "scheduler"))
 
 
 def result_of(dag_id, run_id):
@@ -85,7 +133,9 @@ def result_of(dag_id, run_id):
     return found
 
 
-def test_catchup_and_backfill_copy_interval_by_interval(source_conf, target_conf, unique, tmp_path, airflow_services):
+def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by_interval(
+        source_conf, target_conf, unique, tmp_path, standalone):
+    budget = Budget(BUDGET_SECONDS)
     now = dt.datetime.now(dt.timezone.utc)
     hour = now.replace(minute=0, second=0, microsecond=0)
     starts = [hour - dt.timedelta(hours=3 - i) for i in range(3)]          # three complete past intervals
@@ -102,40 +152,58 @@ def test_catchup_and_backfill_copy_interval_by_interval(source_conf, target_conf
         for k in range(2):                  # "current" records: beyond every interval's end
             p.produce(topic, value=f"now-{k}".encode(), partition=k, timestamp=int(now.timestamp() * 1000))
     p.flush(30)
+    manual_topic = create_topic(source_conf, unique("man"), 1)
+    seed_sequence(source_conf, manual_topic, 1, 7)
     scheduled, backfilled = unique("sched").replace("-", "_"), unique("bfill").replace("-", "_")
+    manual = unique("manual").replace("-", "_")
     common = {"source": {"local": "source"}, "target": {"local": "target"}, "slots": 1, "max_transaction_seconds": 10}
     config_file = mirrors_file(tmp_path / "mirrors.yaml", [
         {**common, "name": scheduled, "topics": [scheduled_topic],
          "airflow": {"schedule": "0 * * * *", "catchup": True, "retries": 0, "start_date": starts[0].isoformat()}},
         {**common, "name": backfilled, "topics": [backfill_topic],
          "airflow": {"schedule": "0 * * * *", "catchup": False, "retries": 0,
-                     "start_date": (starts[0] - dt.timedelta(days=1)).isoformat()}}])
-    state = airflow_services
-    state["env"]["EOSMIRROR_CONFIG"] = str(config_file)
-    start_services(state, tmp_path)
-    sched_id, bf_id = f"eosmirror__{scheduled}", f"eosmirror__{backfilled}"
-    state["dags"] = [sched_id, bf_id]
-    wait_for(lambda: bf_id in subprocess.run([AIRFLOW, "dags", "list", "-o", "plain"], env=state["env"],
-                                             capture_output=True, text=True).stdout, 120, "the DAGs to be parsed", state)
+                     "start_date": (starts[0] - dt.timedelta(days=1)).isoformat()}},
+        {**common, "name": manual, "topics": [manual_topic], "airflow": {"schedule": None, "retries": 0}}])
+    state = standalone
+    start_standalone(state, config_file)
+    api = Api(f"http://127.0.0.1:{API_PORT}")
+    wait_for(lambda: healthy(api), 90, f"/api/v2/monitor/health on port {API_PORT} to say healthy", state, budget)
+    api.login(state["home"])
+    sched_id, bf_id, manual_id = f"eosmirror__{scheduled}", f"eosmirror__{backfilled}", f"eosmirror__{manual}"
+
+    def parsed():
+        return {d["dag_id"] for d in api.call("GET", "/api/v2/dags?limit=1000&dag_id_pattern=eosmirror")["dags"]}
+
+    wait_for(lambda: {sched_id, bf_id, manual_id} <= parsed(), 120, "the DAGs to be parsed", state, budget,
+             seen=lambda: sorted(parsed()))
     # the backfill is created before the DAG is unpaused, so no scheduled run can take its interval first
     airflow_cli(state["env"], "backfill", "create", "--dag-id", bf_id, "--from-date", starts[0].isoformat(),
                 "--to-date", starts[2].isoformat(), "--max-active-runs", "1")
-    airflow_cli(state["env"], "dags", "unpause", sched_id)
-    airflow_cli(state["env"], "dags", "unpause", bf_id)
+    for dag_id in (sched_id, bf_id, manual_id):
+        api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+    triggered = api.call("POST", f"/api/v2/dags/{manual_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+
+    def states():
+        return {d: [(r["run_type"], r["state"]) for r in api.runs(d)] for d in (sched_id, bf_id, manual_id)}
 
     def all_done():
-        rs = runs(state, sched_id) + runs(state, bf_id)
-        failed = [r for r in rs if r.get("state") == "failed"]
-        assert not failed, failed
-        return len([r for r in rs if r.get("state") == "success"]) >= 6
+        seen = [state for runs_ in states().values() for _, state in runs_]
+        assert "failed" not in seen, states()
+        return seen.count("success") >= 7
 
-    wait_for(all_done, 420, "three scheduled and three backfill runs", state)
+    wait_for(all_done, 420, "three scheduled, three backfill runs and one manual run", state, budget, seen=states)
+
+    # the manual run's logs, through the API as the UI reads them
+    logs = api.call("GET", f"/api/v2/dags/{manual_id}/dagRuns/{triggered}/taskInstances/publish/logs/1")
+    text = json.dumps(logs)
+    assert "7 records" in text or '"records": 7' in text or "records=7" in text, text[-3000:]
+    assert values_on(target_conf, manual_topic) == [f"0-{n}" for n in range(7)]
 
     for dag_id, topic, kind in ((sched_id, scheduled_topic, "scheduled"), (bf_id, backfill_topic, "backfill")):
-        done = sorted(runs(state, dag_id), key=lambda r: r["logical_date"])
-        assert [r["run_id"].split("__")[0] for r in done] == [kind] * 3, done
+        done = sorted(api.runs(dag_id), key=lambda r: r["logical_date"])
+        assert [r["run_type"] for r in done] == [kind] * 3, done
         for i, r in enumerate(done):
-            result = result_of(dag_id, r["run_id"])
+            result = result_of(dag_id, r["dag_run_id"])
             end = starts[i] + dt.timedelta(hours=1)
             assert dt.datetime.fromisoformat(result["until"]) == end
             assert result["records"] == per_interval[i], (i, result["records"])   # exactly its interval, in order
@@ -146,12 +214,16 @@ def test_catchup_and_backfill_copy_interval_by_interval(source_conf, target_conf
     # re-running a finished interval (clearing its tasks) copies nothing. (A cleared run of a backfill
     # that is already complete is not picked up again by Airflow 3.3's scheduler, so the scheduled
     # DAG's run is the one re-run here.)
-    middle = sorted(runs(state, sched_id), key=lambda r: r["logical_date"])[1]
-    before = result_of(sched_id, middle["run_id"])["run_id"]
+    middle = sorted(api.runs(sched_id), key=lambda r: r["logical_date"])[1]
+    before = result_of(sched_id, middle["dag_run_id"])["run_id"]
     airflow_cli(state["env"], "tasks", "clear", sched_id, "--start-date", middle["logical_date"], "--end-date",
                 middle["logical_date"], "--yes")
-    wait_for(lambda: (reports.run_report(sched_id, middle["run_id"]) or {}).get("run_id", before) != before and
-             any(r["run_id"] == middle["run_id"] and r["state"] == "success" for r in runs(state, sched_id)),
-             240, "the cleared interval to run again", state)
-    again = result_of(sched_id, middle["run_id"])
+    wait_for(lambda: (reports.run_report(sched_id, middle["dag_run_id"]) or {}).get("run_id", before) != before and
+             any(r["dag_run_id"] == middle["dag_run_id"] and r["state"] == "success" for r in api.runs(sched_id)),
+             240, "the cleared interval to run again", state, budget, seen=states)
+    again = result_of(sched_id, middle["dag_run_id"])
     assert again["records"] == 0 and again["status"] == "ok"
+
+
+def values_on(conf, topic):
+    return [r.value.decode() for r in read_all(conf, topic)]

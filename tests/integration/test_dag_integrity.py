@@ -67,3 +67,13 @@ def test_invalid_mirror_file_is_an_import_error_that_names_the_field(tmp_path, m
 
     bag = DagBag(dag_folder=str(DAGS))
     assert any("`slots`: 'many' is not allowed" in str(e) for e in bag.import_errors.values())
+
+
+def test_optional_run_params_are_not_marked_required_in_the_trigger_form(dagbag):
+    # Airflow's form marks a field required (*) unless its JSON-schema type admits null; every run
+    # Param has a default meaning "the mirror's own setting", so none of them may show as required.
+    for name in config.load().names():
+        params = dagbag.get_dag(dags.mirror_dag_id(name)).params
+        for key in ("until", "max_records_per_partition", "topics", "dry_run"):
+            schema_type = params.get_param(key).schema["type"]
+            assert isinstance(schema_type, list) and "null" in schema_type, (name, key, schema_type)

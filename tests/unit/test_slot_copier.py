@@ -294,6 +294,9 @@ def test_every_record_is_committed_once_with_exact_offset_syncs_and_progress(clo
     assert [(s.source_start, s.source_end, s.target_base) for s in io.target.syncs()] == [(0, 3, 0), (3, 6, 4),
                                                                                          (6, 9, 8)]
     assert io.target.progress == {TGT: 9}
+    # The report's target range covers the three transactions: records at 0-2, 4-6, 8-10, markers between.
+    (part,) = result.partitions
+    assert (part["target_from"], part["target_to"], part["records"]) == (0, 11, 9)
     assert io.progress_reads == [([TGT], True)]
     assert io.published == [{SRC: 9}]
     assert io.producer.calls[0] == "init_transactions" and io.producer.aborted == []

@@ -59,9 +59,10 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
                                    "interval's end for scheduled runs, now for manual runs."),
         "max_records_per_partition": Param(None, type=["null", "integer"], minimum=1, title="Max records per partition",
                                            description=f"Empty: the mirror's bound ({m.max_records_per_partition or 'none'})."),
-        "topics": Param([], type="array", items={"type": "string"}, title="Only these source topics",
+        # "null" in a type is what keeps Airflow's form from marking a field required (*): these are optional.
+        "topics": Param([], type=["array", "null"], items={"type": "string"}, title="Only these source topics",
                         description="Empty: every topic the mirror matches."),
-        "dry_run": Param(False, type="boolean", title="Dry run", description="Plan and report; write nothing."),
+        "dry_run": Param(False, type=["boolean", "null"], title="Dry run", description="Plan and report; write nothing."),
     }
     default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
     operator = tasks.operator_class()

@@ -85,7 +85,7 @@ def run_options(context: dict[str, Any]) -> Any:
 
 def fail_without_retry(exc: Exception) -> Exception:
     """A configuration or Param error is not transient: fail the task now, never retry it."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     return AirflowFailException(f"{type(exc).__name__}: {exc}")
 
@@ -110,6 +110,23 @@ def preflight(mirror_name: str, config_path: str | None = None, context: dict[st
     return outcome
 
 
+def written_per_topic(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per target topic: records written and, per partition, the target offsets [from, to) this run's
+    transactions occupy, so a downstream DAG reads exactly the new records (read_committed: the
+    range also holds transaction markers, which consumers never see)."""
+    out: dict[str, dict[str, Any]] = {}
+    for slot in result.get("slots", []):
+        for part in slot.get("partitions", []):
+            topic = out.setdefault(part["target_topic"], {"records": 0, "partitions": []})
+            topic["records"] += part["records"]
+            if part["records"] and part.get("target_from") is not None:
+                topic["partitions"].append({"partition": part["partition"], "from": part["target_from"],
+                                            "to": part["target_to"], "records": part["records"]})
+    for topic in out.values():
+        topic["partitions"].sort(key=lambda p: p["partition"])
+    return out
+
+
 def publish(mirror_name: str, context: dict[str, Any]) -> dict[str, Any]:
     """Summarise the run report that ``copy`` returned (XCom) and emit one Asset event per target topic."""
     from airflow.sdk import Asset, AssetAlias
@@ -118,16 +135,14 @@ def publish(mirror_name: str, context: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(result, dict):
         raise RuntimeError(f"mirror {mirror_name}: the copy task returned no run report (got "
                            f"{type(result).__name__}); see the copy task's log")
-    per_topic: dict[str, int] = {}
-    for slot in result.get("slots", []):
-        for part in slot.get("partitions", []):
-            per_topic[part["target_topic"]] = per_topic.get(part["target_topic"], 0) + part["records"]
+    per_topic = written_per_topic(result)
     bootstrap = result.get("target_bootstrap", "")
     alias = AssetAlias(asset_alias(mirror_name))
-    for topic, records in sorted(per_topic.items()):
-        if records and bootstrap:
+    for topic, written in sorted(per_topic.items()):
+        if written["records"] and bootstrap:
             context["outlet_events"][alias].add(Asset(uri=f"kafka://{bootstrap}/{topic}"),
-                                                extra={"records": records, "run_id": result.get("run_id")})
+                                                extra={**written, "run_id": result.get("run_id")})
+    per_topic = {topic: written["records"] for topic, written in per_topic.items()}
     summary = {"mirror": mirror_name, "status": result.get("status"), "records": result.get("records", 0),
                "bytes": result.get("bytes", 0), "until": result.get("until"), "generation": result.get("generation"),
                "records_per_topic": per_topic, "errors": result.get("errors", []),

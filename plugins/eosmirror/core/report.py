@@ -63,7 +63,8 @@ def partitions(report: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"source_topic": part["source_topic"], "target_topic": part["target_topic"],
                          "partition": part["partition"], "slot": slot["slot"], "from": part["start"],
                          "to": part["end"], "records": part["records"], "left": max(0, available - part["end"]),
-                         "newest_record_age_ms": part.get("record_age_ms")})
+                         "newest_record_age_ms": part.get("record_age_ms"),
+                         "target_from": part.get("target_from"), "target_to": part.get("target_to")})
     return sorted(rows, key=lambda r: (r["source_topic"], r["partition"]))
 
 

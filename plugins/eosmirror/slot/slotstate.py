@@ -55,7 +55,7 @@ class PartitionCopy:
 
     __slots__ = ("task", "target_topic", "partition", "limit", "committed", "had_committed", "end", "done", "eof",
                  "next", "base", "count", "bytes", "runs", "txn_start", "position", "first_error", "records_total",
-                 "bytes_total", "newest_ts", "copy_start")
+                 "bytes_total", "newest_ts", "copy_start", "target_from", "target_to")
 
     def __init__(self, task: PartitionTask, committed: int | None):
         self.task = task
@@ -69,6 +69,9 @@ class PartitionCopy:
         self.records_total = 0
         self.bytes_total = 0
         self.newest_ts = -1
+        # Target offsets this attempt's committed transactions wrote: [target_from, target_to).
+        self.target_from: int | None = None
+        self.target_to: int | None = None
         self.first_error: str | None = None
         self.begin_transaction()
 
@@ -111,6 +114,11 @@ class PartitionCopy:
     def commit(self) -> None:
         self.committed = self.reached
         self.had_committed = True
+        if self.count and self.base is not None:
+            # One transaction's copies take consecutive target offsets from its base (checked against
+            # the target's end before the commit), so the run's range is [first base, last base + count).
+            self.target_from = self.base if self.target_from is None else self.target_from
+            self.target_to = self.base + self.count
         self.records_total += self.count
         self.bytes_total += self.bytes
 
@@ -119,6 +127,7 @@ class PartitionCopy:
                 "partition": self.task.partition, "start": self.copy_start, "end": self.committed,
                 "planned_end": self.task.end, "records": self.records_total, "bytes": self.bytes_total,
                 "complete": self.committed >= self.end,
+                "target_from": self.target_from, "target_to": self.target_to,
                 "record_age_ms": (now_ms - self.newest_ts) if self.newest_ts >= 0 else None}
 
 
