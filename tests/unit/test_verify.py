@@ -212,11 +212,11 @@ def test_the_run_report_says_per_partition_what_was_copied_and_what_is_left():
                     {"source_topic": "t", "partition": 1, "available": 5}],
            "slots": [{"slot": 0, "partitions": [
                {"source_topic": "t", "target_topic": "s.t", "partition": 0, "start": 3, "end": 10, "records": 7,
-                "record_age_ms": 1500},
+                "record_age_ms": 1500, "target_from": 40, "target_to": 48},
                {"source_topic": "t", "target_topic": "s.t", "partition": 1, "start": 5, "end": 5, "records": 0,
                 "record_age_ms": None}]}]}
     rows = report.partitions(run)
     assert [(r["partition"], r["from"], r["to"], r["records"], r["left"]) for r in rows] == [(0, 3, 10, 7, 10),
                                                                                           (1, 5, 5, 0, 0)]
     table = report.partitions_table(rows)
-    assert "t[0] -> s.t" in table and "3..10" in table and "1.5 s" in table
+    assert "t[0] -> s.t" in table and "3..10" in table and "40..48" in table and "1.5 s" in table

@@ -70,9 +70,11 @@ def partitions(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def partitions_table(rows: list[dict[str, Any]]) -> str:
     ages = [f"{r['newest_record_age_ms'] / 1000:.1f} s" if r["newest_record_age_ms"] is not None else "-" for r in rows]
-    return _table(["partition", "slot", "source offsets", "records", "left", "newest age"],
+    targets = [f"{r['target_from']}..{r['target_to']}" if r.get("target_from") is not None else "-" for r in rows]
+    return _table(["partition", "slot", "source offsets", "target offsets", "records", "left", "newest age"],
                   [[f"{r['source_topic']}[{r['partition']}] -> {r['target_topic']}", r["slot"],
-                    f"{r['from']}..{r['to']}", r["records"], r["left"], age] for r, age in zip(rows, ages)])
+                    f"{r['from']}..{r['to']}", target, r["records"], r["left"], age]
+                   for r, age, target in zip(rows, ages, targets)])
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
