@@ -7,7 +7,7 @@ import pytest
 
 from tests.airflow_helpers import run_dag, task_states, xcoms
 from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
-from tests.helpers import create_topic, seed_sequence
+from tests.helpers import cli, create_topic, mirrors_file, seed_sequence
 
 pytestmark = pytest.mark.e2e
 
@@ -50,10 +50,32 @@ def test_a_dry_run_shows_its_plan_in_xcom(source_conf, unique, tmp_path, monkeyp
     topic = create_topic(source_conf, unique("dr"), 2)
     seed_sequence(source_conf, topic, 2, 100)
     name = unique("m")
-    use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None, "retries": 0}})
+    path = use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None, "retries": 0}})
     dr = run_dag(f"eosmirror__{name}", run_conf={"dry_run": True})
     assert str(dr.state) == "success", task_states(dr)
     published = xcoms(dr)["publish"]
     assert published["records"] == 0 and published["pending"] == 200
     assert sorted((p["partition"], p["start"], p["end"], p["pending"]) for p in published["plan"]) == [
         (0, 0, 100, 100), (1, 0, 100, 100)]
+
+    # the same plan `eosmirror plan` prints for the same bound (now: nothing was produced since)
+    from eosmirror.core import report
+
+    printed = cli("plan", name, "--config", str(path))
+    assert printed.returncode == 0, printed.stderr
+    assert report.plan_table({"plan": published["plan"]}) in printed.stdout, (published["plan"], printed.stdout)
+
+
+def test_an_unreachable_cluster_fails_preflight_as_a_transient_fault_that_keeps_its_retries(unique, tmp_path,
+                                                                                            clusters):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from eosmirror.airflow import tasks
+
+    name = unique("m")
+    path = mirrors_file(tmp_path / "mirrors.yaml", [{"name": name, "topics": ["anything"], "target": {"local": "target"},
+                                                     "source": {"config": {"bootstrap.servers": "127.0.0.1:1"}}}])
+    with pytest.raises(Exception) as info:
+        tasks.preflight(name, str(path), {"params": {}})
+    assert not isinstance(info.value, AirflowFailException), info.value   # Airflow retries it
+    assert "source cluster" in str(info.value) and "no answer" in str(info.value)
