@@ -161,3 +161,15 @@ def test_verify_reports_ranges_deleted_since_they_were_mirrored_and_checks_the_r
     assert planter.flush(30) == 0
     rc, out = cli_verify(m, tmp_path)
     assert rc == 1 and "1 record(s) on the target that no offset sync" in out, out
+
+
+def test_a_controller_port_is_named_as_such_not_as_an_unsupported_feature(clusters, tmp_path, unique):
+    from tests.helpers import mirrors_file
+
+    name = unique("m")
+    controller = f"127.0.0.1:{clusters['source'].controller_port}"
+    path = mirrors_file(tmp_path / "mirrors.yaml", [{"name": name, "topics": ["anything"], "target": {"local": "target"},
+                                                     "source": {"config": {"bootstrap.servers": controller}}}])
+    result = cli("plan", name, "--config", str(path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert controller in result.stderr and "Is it a KRaft controller port?" in result.stderr, result.stderr

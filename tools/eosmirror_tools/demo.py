@@ -50,7 +50,9 @@ def _dag_run(log_file: Path) -> tuple[bool, dict, float]:
 
 
 def main(records: int = 2000, master: str = "local[2]") -> int:
-    _step("starting the embedded Kafka clusters (KRaft, loopback)")
+    running = [c.name for c in cluster.default_clusters() if cluster.is_reachable(c)]
+    _step("the embedded Kafka clusters (KRaft, loopback): " + (
+        "already running" if len(running) == len(cluster.default_clusters()) else "starting"))
     for c in cluster.up():
         print(f"    {c.name:<7} {c.bootstrap}   data {c.data_dir}")
     source, target = cluster.local_cluster("source"), cluster.local_cluster("target")

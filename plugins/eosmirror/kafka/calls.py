@@ -67,6 +67,11 @@ def translate(exc: BaseException, what: str, cluster: str, needs: str | None = N
     if name in _UNREACHABLE or isinstance(exc, (concurrent.futures.TimeoutError, TimeoutError)):
         return ClusterUnreachableError(f"{cluster}: no answer while trying to {what} ({name or 'timeout'}: "
                                        f"{detail}). Check that the cluster is up and reachable from this host")
+    if name == "_UNSUPPORTED_FEATURE" and "metadata" in detail.lower():
+        # A KRaft controller listener accepts the connection but serves no client Metadata request.
+        return ClusterUnreachableError(f"{cluster}: the address answers but does not serve Kafka clients while "
+                                       f"trying to {what} ({name}: {detail}). Is it a KRaft controller port? "
+                                       f"Point bootstrap.servers at the brokers' client listener")
     if name in ("MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "MESSAGE_TOO_LARGE"):
         return OversizeRecordError(f"{cluster}: {what}: a record is larger than the target accepts ({detail})")
     if name in MISSING_TOPIC:
