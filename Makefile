@@ -40,8 +40,12 @@ setup: $(VENV)/.synced
 demo: setup
 	$(BIN)/eosmirror demo
 
+# Two pytest-xdist workers, each with its own clusters, home and Airflow database (tests/conftest.py);
+# whole files go to one worker (fixed-port test clusters stay within their file). The slow end-to-end
+# files are handed out first so that they do not trail at the end.
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e tests/integration tests/unit
 
 test-unit: setup
 	$(BIN)/pytest tests/unit

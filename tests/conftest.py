@@ -12,11 +12,13 @@ import pytest
 
 # The suite keeps to itself: its own state folder (Airflow home, cluster registry, broker data)
 # and its own embedded clusters on their own ports, so it never writes into the demo's clusters
-# or its Airflow database, and runs whether or not the demo's clusters are up.
-TEST_HOME = Path(__file__).resolve().parents[1] / "var" / "test"
+# or its Airflow database, and runs whether or not the demo's clusters are up. Under pytest-xdist
+# (`make test` runs two workers) each worker gets its own home and clusters: gw1 uses 17192/27192.
+WORKER = int((os.environ.get("PYTEST_XDIST_WORKER") or "gw0").removeprefix("gw") or 0)
+TEST_HOME = Path(__file__).resolve().parents[1] / "var" / "test" / f"gw{WORKER}"
 os.environ.setdefault("EOSMIRROR_HOME", str(TEST_HOME))
-os.environ.setdefault("EOSMIRROR_SOURCE_PORT", "17092")
-os.environ.setdefault("EOSMIRROR_TARGET_PORT", "27092")
+os.environ.setdefault("EOSMIRROR_SOURCE_PORT", str(17092 + 100 * WORKER))
+os.environ.setdefault("EOSMIRROR_TARGET_PORT", str(27092 + 100 * WORKER))
 
 from eosmirror.airflow import home  # noqa: E402  (after EOSMIRROR_HOME: it decides AIRFLOW_HOME)
 
