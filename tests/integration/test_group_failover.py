@@ -186,3 +186,89 @@ def test_failover_with_compaction_gaps(source_conf, target_conf, unique):
     got = first_records(target_conf, group, topic)
     expected = next_unconsumed(source_conf, topic, committed)
     assert {k: content(r) for k, r in got.items()} == {k: content(r) for k, r in expected.items()}
+
+
+def read_checkpoints(conf, topic_name):
+    from eosmirror.core.checkpoints import Checkpoint
+
+    return [Checkpoint.decode(r.key, r.value) for r in read_all(conf, topic_name)]
+
+
+def test_a_group_ahead_of_the_mirror_waits_then_is_written_after_the_next_run(source_conf, target_conf, unique):
+    topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
+    seed_with_aborts(source_conf, topic, unique("tx"), rounds=2)
+    m = mirror(unique("m"), [topic], groups={}, source_alias=unique("dc"))
+    assert run(m)["status"] == "ok"
+    seed_with_aborts(source_conf, topic, unique("tx2"), rounds=2, tag="late-")   # not mirrored yet
+    group = unique("app")
+    committed = consume_and_commit(source_conf, group, topic, {0: 8, 1: 9, 2: 10})   # past the 6 mirrored
+
+    report, by_group = sync(m)
+    parts = by_group[group]["partitions"]
+    assert [p["outcome"] for p in parts] == [groupsync.WAITING] * PARTITIONS, report
+    assert [p["records"] for p in parts] == [committed[p] - 14 for p in range(PARTITIONS)]   # 2 rounds = 14 offsets (3 + 2 aborted + 2 markers each)
+    assert not by_group[group]["written"] and group_offsets(target_conf, group, topic) == {0: None, 1: None, 2: None}
+
+    assert run(m)["status"] == "ok"
+    report, by_group = sync(m)
+    assert by_group[group]["written"], report
+    got = first_records(target_conf, group, topic)
+    assert {p: content(r) for p, r in got.items()} == {
+        p: content(r) for p, r in next_unconsumed(source_conf, topic, committed).items()}
+    # the audit trail: MM2 checkpoints of exactly the written offsets, on the target
+    written = {(p["to_topic"], p["partition"]): (p["committed"], p["new_offset"]) for p in by_group[group]["partitions"]}
+    checkpoints = [c for c in read_checkpoints(target_conf, report["checkpoints_topic"]) if c.group == group]
+    assert report["checkpoints_topic"] == f"{m.source_alias}.checkpoints.internal"
+    assert {(c.topic, c.partition): (c.upstream_offset, c.downstream_offset) for c in checkpoints} == written
+
+
+def test_an_active_target_group_is_skipped_and_untouched(source_conf, target_conf, unique):
+    from confluent_kafka import Consumer
+
+    topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
+    seed_with_aborts(source_conf, topic, unique("tx"), rounds=2)
+    group = unique("app")
+    consume_and_commit(source_conf, group, topic, {0: 1, 1: 2, 2: 3})
+    m = mirror(unique("m"), [topic], groups={})
+    assert run(m)["status"] == "ok"
+    commit_offsets(target_conf, group, topic, {0: 1})      # a position the operator set on the target
+    live = Consumer({**target_conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    live.subscribe([topic])
+    try:
+        assigned = wait_until(60, lambda: (live.poll(0.5), live.assignment())[1], lambda a: len(a) == PARTITIONS)
+        assert len(assigned) == PARTITIONS, f"the live consumer got {assigned} within 60 s"
+        report, by_group = sync(m)
+        assert by_group[group]["skipped"] and not by_group[group]["written"], report
+        assert by_group[group]["state"] not in groupsync.WRITABLE_STATES
+        assert group_offsets(target_conf, group, topic) == {0: 1, 1: None, 2: None}
+    finally:
+        live.close()
+
+
+def test_a_backwards_move_is_refused_unless_allowed(source_conf, target_conf, unique, tmp_path):
+    from tests.helpers import cli, write_mirror_file
+
+    topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
+    seed_with_aborts(source_conf, topic, unique("tx"), rounds=2)
+    group = unique("app")
+    commit_offsets(source_conf, group, topic, {0: 8, 1: 8, 2: 8})
+    m = mirror(unique("m"), [topic], groups={})
+    assert run(m)["status"] == "ok"
+    assert sync(m)[1][group]["written"]
+    before = group_offsets(target_conf, group, topic)
+    commit_offsets(source_conf, group, topic, {0: 2})      # the source group went back on partition 0
+
+    path = write_mirror_file(tmp_path / "mirrors.yaml", m, groups={})
+    shown = cli("groups", "sync", m.name, "--config", str(path), "--groups", group)
+    assert shown.returncode == 0, shown.stderr
+    assert "refused: would move backwards" in shown.stdout and group in shown.stdout, shown.stdout
+    assert group_offsets(target_conf, group, topic) == before
+
+    plan = cli("groups", "plan", m.name, "--config", str(path), "--allow-rewind", "--json")
+    assert plan.returncode == 0 and '"dry_run": true' in plan.stdout, plan.stderr
+    assert group_offsets(target_conf, group, topic) == before
+    report, by_group = sync(m, allow_rewind=True, groups=(group,))
+    assert [p["decision"] for p in by_group[group]["partitions"]] == [groupsync.WRITE, groupsync.UNCHANGED,
+                                                                      groupsync.UNCHANGED]
+    assert group_offsets(target_conf, group, topic)[0] < before[0]
+    assert cli("groups", "sync", m.name, "--config", str(path), "--direction", "sideways").returncode == 2

@@ -141,3 +141,21 @@ def test_checkpoint_encoding_is_mm2s_schema_byte_for_byte():
     assert Checkpoint("g", "t", 0, 0, 0).value()[-2:] == b"\x00\x00"   # empty metadata: length 0
     assert struct.unpack(">q", Checkpoint("g", "t", 0, 2**40, 1).value()[2:10])[0] == 2**40
     assert checkpoints.checkpoints_topic("dc1") == "dc1.checkpoints.internal"
+
+
+def test_the_report_table_says_what_happened_to_every_partition():
+    from eosmirror.core import report
+
+    plan = gs.plan_group("g", "EMPTY", gs.FAILOVER, {("orders", 0): 50, ("orders", 1): 120, ("orders", 2): 5,
+                                                     ("orders", 3): 60}, {("dc1.orders", 3): 70}, simple_syncs(),
+                         {"orders": "dc1.orders"}, allow_rewind=False)
+    active = gs.plan_group("busy", "STABLE", gs.FAILOVER, {("orders", 0): 50}, {}, simple_syncs(),
+                           {"orders": "dc1.orders"}, allow_rewind=False)
+    text = report.groups_table({
+        "mirror": "m", "direction": "failover", "dry_run": True, "read_from": "S", "written_to": "T",
+        "checkpoints_topic": "dc1.checkpoints.internal", "groups_not_found": ["ghost"],
+        "groups": [{**plan.as_dict(), "written": False, "error": None},
+                   {**active.as_dict(), "written": False, "error": None}]})
+    assert "dry run: nothing written" in text and "would write 2 partition(s)" in text
+    assert "waiting for the mirror: 20 offsets" in text and "refused: would move backwards" in text
+    assert "orders[0] -> dc1.orders" in text and "SKIPPED: active" in text and "group ghost: not found" in text

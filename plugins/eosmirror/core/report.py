@@ -130,10 +130,14 @@ def groups_table(report: dict[str, Any]) -> str:
     for name in report.get("groups_not_found", []):
         lines.append(f"\ngroup {name}: not found (no such group, or excluded by groups.include/exclude)")
     for g in report["groups"]:
+        writes = sum(1 for p in g["partitions"] if p["decision"] == "write")
         status = ("SKIPPED: active (has members), untouched" if g["skipped"]
-                  else "written" if g["written"] else f"FAILED: {g['error']}" if g["error"] else "not written")
+                  else f"FAILED, rolled back: {g['error']}" if g["error"]
+                  else f"wrote {writes} partition(s)" if g["written"]
+                  else f"would write {writes} partition(s)" if writes else "nothing to write")
         lines.append(f"\ngroup {g['group']} (state {g['state']} where written): {status}")
-        rows = [[f"{p['from_topic']}[{p['partition']}] -> {p['to_topic']}", p["committed"],
+        rows = [[f"{p['from_topic']}[{p['partition']}]" + (f" -> {p['to_topic']}" if p["to_topic"] != p["from_topic"]
+                                                          else ""), p["committed"],
                  "-" if p["current"] is None else p["current"], "-" if p["new_offset"] is None else p["new_offset"],
                  _group_result(p, g["skipped"])] for p in g["partitions"]]
         lines.append(_table(["partition", "committed", "there now", "new offset", "result"], rows))
