@@ -67,3 +67,16 @@ def test_invalid_mirror_file_is_an_import_error_that_names_the_field(tmp_path, m
 
     bag = DagBag(dag_folder=str(DAGS))
     assert any("`slots`: 'many' is not allowed" in str(e) for e in bag.import_errors.values())
+
+
+def test_group_dags_exist_for_mirrors_with_a_groups_section_with_validated_params(dagbag):
+    mirrors = config.load()
+    with_groups = {dags.groups_dag_id(m.name) for m in mirrors.mirrors if m.groups}
+    assert with_groups, "the repository's mirrors.yaml should show a groups section"
+    assert {d for d in dagbag.dag_ids if d.startswith("eosmirror_groups__")} == with_groups
+    for m in mirrors.mirrors:
+        if m.groups:
+            dag = dagbag.get_dag(dags.groups_dag_id(m.name))
+            assert set(dag.params.keys()) == {"direction", "dry_run", "allow_rewind", "groups"}
+            assert list(dag.task_dict) == ["sync_groups"]
+            assert dag.params.get_param("direction").schema["enum"] == ["failover", "failback"]
