@@ -272,3 +272,39 @@ def test_a_backwards_move_is_refused_unless_allowed(source_conf, target_conf, un
                                                                       groupsync.UNCHANGED]
     assert group_offsets(target_conf, group, topic)[0] < before[0]
     assert cli("groups", "sync", m.name, "--config", str(path), "--direction", "sideways").returncode == 2
+
+
+def test_mm2_remote_cluster_utils_translates_to_the_offsets_eosmirror_wrote(source_conf, target_conf, unique,
+                                                                            tmp_path):
+    """A MirrorMaker 2 user's own tool (connect-mirror-client's RemoteClusterUtils.translateOffsets, the
+    real jar from Maven Central) reads eosmirror's checkpoints and returns eosmirror's exact offsets."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from eosmirror_tools.local import runtime
+
+    if not shutil.which("javac"):
+        pytest.skip("no javac on PATH: the MM2 client check needs a JDK")
+    topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
+    seed_with_aborts(source_conf, topic, unique("tx"), rounds=3)
+    group = unique("app")
+    committed = consume_and_commit(source_conf, group, topic, {0: 2, 1: 4, 2: 8})
+    m = mirror(unique("m"), [topic], groups={}, replication_policy="prefix", source_alias=unique("dc"))
+    assert run(m)["status"] == "ok"
+    report, by_group = sync(m)
+    written = {(p["to_topic"], p["partition"]): p["new_offset"] for p in by_group[group]["partitions"]}
+    assert len(written) == PARTITIONS and all(t == f"{m.source_alias}.{topic}" for t, _ in written), written
+    assert sorted(written.values()) != sorted(committed.values())   # a prefix mirror's offsets really differ
+
+    classpath = runtime.classpath()
+    source = Path(__file__).with_name("java") / "TranslateOffsets.java"
+    compiled = subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], capture_output=True,
+                              text=True, timeout=120)
+    assert compiled.returncode == 0, compiled.stderr
+    ran = subprocess.run(["java", "-cp", f"{classpath}:{tmp_path}", "TranslateOffsets",
+                          target_conf["bootstrap.servers"], m.source_alias, group],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    translated = {(t, int(p)): int(o) for t, p, o in (line.split() for line in ran.stdout.splitlines() if line)}
+    assert translated == written
