@@ -126,6 +126,15 @@ def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]
     errors = {}
     try:
         for plan in writable:
+            # Asked again right before the write: a consumer may have joined since the plan, and the
+            # coordinator of a classic group accepts a member-less transactional offset commit even
+            # while the group has members (KIP-848 consumer groups refuse it): this check is the guard.
+            plan.state = kafka_groups.group_states(sides.write, [plan.group]).get(plan.group, "DEAD")
+            if not groupsync.is_writable(plan.state):
+                plan.skipped = True
+                log.warning("group %s became active (%s) on the %s: skipped", plan.group, plan.state,
+                            sides.write.label)
+                continue
             try:
                 writer.write(plan.group, plan.writes(), sides.checkpoints_topic, _checkpoints(plan))
                 log.info("group %s: wrote %s", plan.group, plan.writes())
