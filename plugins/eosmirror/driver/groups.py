@@ -12,6 +12,7 @@ checkpoint records of exactly those offsets (``<alias>.checkpoints.internal``). 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from eosmirror.kafka import syncstore
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
+
+READ_PARALLELISM = 8
 
 
 @dataclass(frozen=True)
@@ -80,15 +83,20 @@ def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides,
     missing = sorted(set(options.groups) - set(selected))
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
     write_partitions = [(sides.topic_map[t], p) for t, p in read_partitions]
-    plans = []
     states = kafka_groups.group_states(sides.write, selected)
-    for group in selected:
+
+    def offsets_of(group: str) -> tuple[dict, dict]:
         committed = kafka_groups.committed(sides.read, group, read_partitions)
-        if not committed:
-            continue     # the group reads no mirrored topic
-        current = kafka_groups.committed(sides.write, group, write_partitions)
-        plans.append(groupsync.plan_group(group, states.get(group, "DEAD"), options.direction, committed, current,
-                                          syncs, sides.topic_map, allow_rewind))
+        # a group that reads no mirrored topic has nothing to move: its other side is not asked
+        return committed, (kafka_groups.committed(sides.write, group, write_partitions) if committed else {})
+
+    # Each read is a consumer of that group (group.id is fixed per client), so most of the time is
+    # coordinator round trips: a few groups are read at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=READ_PARALLELISM) as pool:
+        offsets = dict(zip(selected, pool.map(offsets_of, selected)))
+    plans = [groupsync.plan_group(group, states.get(group, "DEAD"), options.direction, committed, current,
+                                  syncs, sides.topic_map, allow_rewind)
+             for group, (committed, current) in offsets.items() if committed]
     return plans, missing
 
 
@@ -137,7 +145,7 @@ def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]
                 continue
             try:
                 writer.write(plan.group, plan.writes(), sides.checkpoints_topic, _checkpoints(plan))
-                log.info("group %s: wrote %s", plan.group, plan.writes())
+                log.debug("group %s: wrote %s", plan.group, plan.writes())
             except EosMirrorError as exc:
                 errors[plan.group] = str(exc)
                 log.error("%s", exc)
