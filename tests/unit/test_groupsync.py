@@ -159,3 +159,30 @@ def test_the_report_table_says_what_happened_to_every_partition():
     assert "dry run: nothing written" in text and "would write 2 partition(s)" in text
     assert "waiting for the mirror: 20 offsets" in text and "refused: would move backwards" in text
     assert "orders[0] -> dc1.orders" in text and "SKIPPED: active" in text and "group ghost: not found" in text
+
+
+class _Run:
+    def __init__(self, conf):
+        self.conf = conf
+
+
+def _mirror():
+    from tests.unit.test_config import one
+
+    return one(groups={"allow_rewind": False})
+
+
+def test_group_params_are_validated_and_unknown_conf_keys_refused_by_name():
+    from eosmirror.airflow.grouptasks import group_options
+    from eosmirror.core.errors import ConfigError
+
+    options = group_options(_mirror(), {"params": {"direction": "failback", "dry_run": True, "allow_rewind": False,
+                                                    "groups": ["a", "b"]}, "dag_run": _Run({"direction": "failback"})})
+    assert (options.direction, options.dry_run, options.allow_rewind, options.groups) == (
+        "failback", True, None, ("a", "b"))
+    with pytest.raises(ConfigError, match="unknown key.*allow_rewinds"):
+        group_options(_mirror(), {"params": {}, "dag_run": _Run({"allow_rewinds": True})})
+    with pytest.raises(ConfigError, match="direction 'sideways'"):
+        group_options(_mirror(), {"params": {"direction": "sideways"}})
+    with pytest.raises(ConfigError, match="Param `groups`"):
+        group_options(_mirror(), {"params": {"groups": "g1"}})

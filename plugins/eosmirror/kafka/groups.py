@@ -59,7 +59,15 @@ def group_states(cluster: Cluster, groups: Iterable[str]) -> dict[str, str]:
 def committed(cluster: Cluster, group: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """The group's committed offsets of ``partitions`` (absent: none), waiting out a pending
     transactional commit (require_stable) so that a half-written sync is never read."""
-    found = progress.read(cluster.settings, list(partitions), cluster.label, group, stable=True)
+    from eosmirror.core.errors import ProgressUnavailableError
+
+    try:
+        found = progress.read(cluster.settings, list(partitions), cluster.label, group, stable=True)
+    except ProgressUnavailableError:
+        raise ProgressUnavailableError(
+            f"{cluster.label}: the committed offsets of group {group} stayed unstable for 30 s: a transactional "
+            f"producer of that group's application holds an open transaction; run the sync again when it has "
+            f"committed or timed out") from None
     return {tp: p.offset for tp, p in found.items()}
 
 
