@@ -7,6 +7,7 @@
   eosmirror verify <mirror>                 compare source and target record by record
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
+  eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
@@ -159,6 +160,33 @@ def _fence(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome["unblocked"] else EXIT_FAILED
 
 
+def _groups(args: argparse.Namespace) -> int:
+    from eosmirror.core import report
+    from eosmirror.driver import groups
+
+    options = groups.GroupSyncOptions(direction=args.direction, dry_run=args.action == "plan" or args.dry_run,
+                                      allow_rewind=True if args.allow_rewind else None,
+                                      groups=tuple(args.groups or ()))
+    result = groups.sync_groups(_mirror(args), options)
+    print(json.dumps(result, indent=2) if args.json else report.groups_table(result))
+    return groups.exit_code(result)
+
+
+def _groups_command(sub: Any) -> None:
+    command = sub.add_parser("groups", help="consumer-group failover/failback with exact offsets")
+    command.add_argument("action", choices=["plan", "sync"], help="plan: report only; sync: write")
+    command.add_argument("mirror")
+    command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    command.add_argument("--direction", choices=["failover", "failback"], default="failover",
+                         help="failover: source groups -> target groups (default); failback: target -> source")
+    command.add_argument("--dry-run", action="store_true", help="sync: plan and report, write nothing")
+    command.add_argument("--allow-rewind", action="store_true",
+                         help="allow moving a group's offset backwards (default: the mirror's groups.allow_rewind)")
+    command.add_argument("--groups", nargs="+", metavar="GROUP", help="only these groups")
+    command.add_argument("--json", action="store_true", help="the report as JSON")
+    command.set_defaults(func=_groups)
+
+
 def _airflow(args: argparse.Namespace) -> int:
     from eosmirror.airflow import home
 
@@ -217,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("partition", type=int)
     translate.add_argument("offset", type=int)
     _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
+
+    _groups_command(sub)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

@@ -77,3 +77,16 @@ def test_optional_run_params_are_not_marked_required_in_the_trigger_form(dagbag)
         for key in ("until", "max_records_per_partition", "topics", "dry_run"):
             schema_type = params.get_param(key).schema["type"]
             assert isinstance(schema_type, list) and "null" in schema_type, (name, key, schema_type)
+
+
+def test_group_dags_exist_for_mirrors_with_a_groups_section_with_validated_params(dagbag):
+    mirrors = config.load()
+    with_groups = {dags.groups_dag_id(m.name) for m in mirrors.mirrors if m.groups}
+    assert with_groups, "the repository's mirrors.yaml should show a groups section"
+    assert {d for d in dagbag.dag_ids if d.startswith("eosmirror_groups__")} == with_groups
+    for m in mirrors.mirrors:
+        if m.groups:
+            dag = dagbag.get_dag(dags.groups_dag_id(m.name))
+            assert set(dag.params.keys()) == {"direction", "dry_run", "allow_rewind", "groups"}
+            assert list(dag.task_dict) == ["sync_groups"]
+            assert dag.params.get_param("direction").schema["enum"] == ["failover", "failback"]

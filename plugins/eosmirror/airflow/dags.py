@@ -122,9 +122,59 @@ committed progress is.""") as dag:
     return dag
 
 
+def groups_dag_id(name: str) -> str:
+    return f"eosmirror_groups__{name}"
+
+
+def _groups_doc(m: config.MirrorConfig) -> str:
+    g = m.groups
+    return f"""### eosmirror consumer groups: `{m.name}`
+
+Moves consumer groups between **{_describe_ref(m.source)}** and **{_describe_ref(m.target)}** with exact
+offsets, translated through the mirror's offset syncs. Scheduled runs (`{g.schedule or 'manual only'}`) sync
+**failover** (source groups → target groups), so the target is ready before a disaster. After consumers ran on
+the target, trigger with `direction: failback` to move them back.
+
+Groups: include `{', '.join(g.include)}`, exclude `{', '.join(g.exclude) or '-'}`. A group with members on the
+written side is skipped, untouched; an offset never moves backwards unless `allow_rewind`; a group ahead of the
+mirror waits for the next mirror run. Each group is written in ONE transaction with its MirrorMaker 2 checkpoints.
+The task log holds one table per group; XCom the whole report.
+"""
+
+
+def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    from eosmirror.airflow import grouptasks
+
+    g = m.groups
+    params = {
+        "direction": Param("failover", type="string", enum=["failover", "failback"], title="Direction",
+                           description="failover: source groups -> target groups; failback: target -> source."),
+        "dry_run": Param(False, type="boolean", title="Dry run", description="Plan and report; write nothing."),
+        "allow_rewind": Param(g.allow_rewind, type="boolean", title="Allow rewind",
+                              description="Allow moving a group's offset backwards."),
+        "groups": Param([], type="array", items={"type": "string", "minLength": 1}, title="Only these groups",
+                        description="Empty: every group the mirror's groups.include/exclude select."),
+    }
+    with DAG(dag_id=groups_dag_id(m.name), schedule=g.schedule, start_date=m.airflow.start_date, catchup=False,
+             max_active_runs=1, default_args={"owner": m.airflow.owner, "retries": max(1, m.airflow.retries)},
+             params=params, tags=sorted({"eosmirror", "kafka", "consumer-groups", *m.airflow.tags}),
+             doc_md=_groups_doc(m), description=f"consumer-group failover/failback of mirror {m.name}") as dag:
+
+        @task(task_id="sync_groups", multiple_outputs=False)
+        def sync_groups(**context: Any) -> dict[str, Any]:
+            return grouptasks.sync_groups(m.name, config_path, context)
+
+        sync_groups()
+    return dag
+
+
 def build_all(config_path: str | None = None) -> dict[str, Any]:
-    """Every eosmirror DAG: one per mirror (sorted) and the fencing DAG."""
+    """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
+    and the fencing DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
+    dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     return dags

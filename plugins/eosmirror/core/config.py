@@ -269,10 +269,11 @@ class _Strings(_Kind):
 @dataclass(frozen=True, kw_only=True)
 class _Patterns(_Kind):
     required: bool
+    noun: str = "topic"
 
     def describe(self) -> str:
         return ("a non-empty list of regular expressions" if self.required
-                else "a list of regular expressions") + " (each must match a whole topic name)"
+                else "a list of regular expressions") + f" (each must match a whole {self.noun} name)"
 
     def parse(self, value: Any) -> tuple[str, ...]:
         if isinstance(value, str):
@@ -490,6 +491,26 @@ class AirflowSettings:
     tags: tuple[str, ...] = _field(_Strings(), "extra DAG tags (`eosmirror` and `kafka` are always set)", ())
 
 
+# Consumer groups never moved by a group sync (MirrorMaker 2's default groups.exclude, plus eosmirror's
+# own: the progress groups `eosmirror.<mirror>` and the reader groups `eosmirror-*`).
+DEFAULT_GROUP_EXCLUDES = (r"console-consumer-.*", r"connect-.*", r"__.*", r"eosmirror\..*", r"eosmirror-.*")
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """Consumer-group failover/failback: which groups, how often, whether offsets may move back."""
+
+    include: tuple[str, ...] = _field(_Patterns(required=False, noun="consumer group"),
+                                      "the consumer groups to sync", (".*",))
+    exclude: tuple[str, ...] = _field(
+        _Patterns(required=False, noun="consumer group"),
+        "groups never synced (the mirror's `progress_group` is always excluded)", DEFAULT_GROUP_EXCLUDES)
+    schedule: str | None = _field(_Cron(), "cron (UTC) of the `eosmirror_groups__<name>` DAG; null = manual "
+                                           "runs only", "*/5 * * * *")
+    allow_rewind: bool = _field(_Flag(), "allow moving a group's offset backwards (otherwise refused and "
+                                         "reported)", False)
+
+
 @dataclass(frozen=True)
 class MirrorConfig:
     name: str = _field(_Name(), "the mirror's name; its DAG is `eosmirror__<name>`")
@@ -545,6 +566,9 @@ class MirrorConfig:
     spark_conf: Mapping[str, str] = _field(
         _Settings(spark=True, no_inline_secrets=False), "Spark properties of the job", FrozenMap())
     airflow: AirflowSettings = _field(_Section(cls=AirflowSettings), "the mirror's DAG", AirflowSettings())
+    groups: GroupSettings | None = _field(
+        _Section(cls=GroupSettings), "consumer-group failover/failback with exact offsets (`eosmirror groups`, "
+                                     "DAG `eosmirror_groups__<name>`); absent = no group DAG", None)
 
     def with_bounds(self, max_records_per_partition: int | None = None,
                     max_bytes_per_slot: int | None = None) -> "MirrorConfig":

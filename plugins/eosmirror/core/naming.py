@@ -99,3 +99,13 @@ def planner_transactional_id(prefix: str, mirror: str) -> str:
 
 def slot_transactional_ids(prefix: str, mirror: str, slots: int) -> list[str]:
     return [slot_transactional_id(prefix, mirror, k) for k in range(slots)]
+
+
+def group_writer_transactional_id(prefix: str, mirror: str) -> str:
+    """The transactional id that writes consumer-group offsets (failover on the target, failback on the source)."""
+    return f"{prefix}.{mirror}.groups"
+
+
+def cluster_alias(alias: str | None, role: str) -> str:
+    """A cluster's alias for MirrorMaker 2 style names (checkpoints topic): the configured alias, else the role."""
+    return alias or role

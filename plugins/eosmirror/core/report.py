@@ -107,3 +107,41 @@ def parse_result_line(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _group_result(p: dict[str, Any], skipped: bool) -> str:
+    """One partition of a group sync report, in words."""
+    outcome, decision, records = p["outcome"], p["decision"], p["records"]
+    if outcome == "waiting":
+        return f"waiting for the mirror: {records} offsets not mirrored yet"
+    if outcome == "before_range":
+        return f"{records} offsets before the mirror's start were never mirrored"
+    if outcome == "beyond_mirror":
+        return f"{records} target records after the mirrored range are not copies"
+    if outcome == "not_mirrored":
+        return "nothing mirrored yet"
+    if skipped:
+        return "skipped (group active)"
+    return {"write": "write", "unchanged": "unchanged", "rewind_refused": "refused: would move backwards"}[decision]
+
+
+def groups_table(report: dict[str, Any]) -> str:
+    """A group sync report (``driver.groups.sync_groups``) as one table per group."""
+    mode = " (dry run: nothing written)" if report["dry_run"] else ""
+    lines = [f"mirror {report['mirror']} {report['direction']}{mode}: {len(report['groups'])} group(s), "
+             f"from {report['read_from']} to {report['written_to']}; checkpoints: {report['checkpoints_topic']}"]
+    for name in report.get("groups_not_found", []):
+        lines.append(f"\ngroup {name}: not found (no such group, or excluded by groups.include/exclude)")
+    for g in report["groups"]:
+        writes = sum(1 for p in g["partitions"] if p["decision"] == "write")
+        status = ("SKIPPED: active (has members), untouched" if g["skipped"]
+                  else f"FAILED, rolled back: {g['error']}" if g["error"]
+                  else f"wrote {writes} partition(s)" if g["written"]
+                  else f"would write {writes} partition(s)" if writes else "nothing to write")
+        lines.append(f"\ngroup {g['group']} (state {g['state']} where written): {status}")
+        rows = [[f"{p['from_topic']}[{p['partition']}]" + (f" -> {p['to_topic']}" if p["to_topic"] != p["from_topic"]
+                                                          else ""), p["committed"],
+                 "-" if p["current"] is None else p["current"], "-" if p["new_offset"] is None else p["new_offset"],
+                 _group_result(p, g["skipped"])] for p in g["partitions"]]
+        lines.append(_table(["partition", "committed", "there now", "new offset", "result"], rows))
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The task of the ``eosmirror_groups__<mirror>`` DAGs: consumer-group failover/failback. Airflow is
+imported inside functions only.
+
+Scheduled runs sync in the failover direction with the mirror's ``groups`` settings, so the target
+groups follow the source groups (only while they are empty there: a group with consumers on the
+target is skipped). Manual runs take Params: ``direction``, ``dry_run``, ``allow_rewind`` and a
+``groups`` subset. A bad Param or mirror definition fails at once and is never retried; the report
+goes to XCom and, as a table per group, to the task log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from eosmirror.core import config, groupsync, report
+
+log = logging.getLogger(__name__)
+
+GROUP_PARAMS = ("direction", "dry_run", "allow_rewind", "groups")
+
+
+def group_options(mirror: config.MirrorConfig, context: dict[str, Any]) -> Any:
+    """The run's options from its Params; a conf key that is no Param is refused by name."""
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver.groups import GroupSyncOptions
+
+    dag_run = context.get("dag_run")
+    unknown = sorted(set(getattr(dag_run, "conf", None) or {}) - set(GROUP_PARAMS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in the run's conf: {', '.join(unknown)}; the group DAG takes "
+                          f"{', '.join(GROUP_PARAMS)}")
+    params = context.get("params") or {}
+    direction = params.get("direction") or groupsync.FAILOVER
+    groups = params.get("groups") or []
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        raise ConfigError(f"mirror {mirror.name!r}: Param `groups` must be a list of group ids, got {groups!r}")
+    options = GroupSyncOptions(direction=str(direction), dry_run=bool(params.get("dry_run")),
+                               allow_rewind=True if params.get("allow_rewind") else None, groups=tuple(groups))
+    options.check(mirror)
+    return options
+
+
+def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
+    """Plan and (unless a dry run) write; the report is the return value (XCom)."""
+    from eosmirror.airflow.tasks import fail_without_retry
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver import groups
+
+    try:
+        mirror = config.load(config_path).get(mirror_name)
+        options = group_options(mirror, context)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    result = groups.sync_groups(mirror, options)
+    log.info("consumer groups of mirror %s:\n%s", mirror_name, report.groups_table(result))
+    if groups.exit_code(result):
+        failed = [g["group"] for g in result["groups"] if g["error"]]
+        raise RuntimeError(f"mirror {mirror_name}: writing the offsets of {', '.join(failed)} failed and was rolled "
+                           f"back; the retry writes them again (every write is one transaction)")
+    return result

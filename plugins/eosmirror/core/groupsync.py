@@ -1,0 +1,189 @@
+"""Consumer-group failover and failback with exact offsets: pure translation and decisions.
+
+Failover moves a group's committed SOURCE offsets to the same group on the TARGET; failback moves
+committed TARGET offsets back to the SOURCE. Both go through a partition's offset syncs
+(``offsetsync.PartitionSyncs``), which commit atomically with the mirrored data and cover the
+mirrored range without holes, so every answer is exact or an explicit refusal. Never invented:
+
+- failover, committed source offset C:
+    C inside the mirrored range  -> the target offset of the first copied record at or after C
+                                    (C == the mirror's progress -> the target offset after the last copy)
+    C beyond the mirror's progress -> WAITING (the group consumed records not mirrored yet)
+    C before the mirror's start    -> BEFORE_RANGE (those records were never mirrored)
+- failback, committed target offset T:
+    T on a copied record            -> the source offset of the record copied to T
+    T at the end of the mirrored target range -> the mirror's progress (the next source offset to copy)
+    T beyond it                     -> BEYOND_MIRROR (records written on the target, not copies)
+    T before the first copy         -> BEFORE_RANGE
+
+A group is written only when it is empty or does not exist (an active group is SKIPPED whole), and a
+partition's offset never moves backwards unless the operator allows it (REWIND_REFUSED).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from eosmirror.core.offsetsync import PartitionSyncs
+
+FAILOVER, FAILBACK = "failover", "failback"
+DIRECTIONS = (FAILOVER, FAILBACK)
+
+# Per partition outcomes.
+EXACT = "exact"                    # translated; see the decision for write / unchanged / rewind
+WAITING = "waiting"                # failover: the group is ahead of the mirror
+BEFORE_RANGE = "before_range"      # the group's position precedes everything mirrored
+BEYOND_MIRROR = "beyond_mirror"    # failback: the group read target records that are not copies
+NOT_MIRRORED = "not_mirrored"      # no sync for the partition at all yet
+
+WRITE, UNCHANGED, REWIND_REFUSED = "write", "unchanged", "rewind_refused"
+
+# Consumer-group states (confluent_kafka ConsumerGroupState names) in which a group has no member.
+WRITABLE_STATES = ("EMPTY", "DEAD", "UNKNOWN_NOT_FOUND", "NONE")
+
+
+@dataclass(frozen=True)
+class Translation:
+    outcome: str
+    offset: int | None = None     # the translated offset when outcome is EXACT
+    records: int = 0              # WAITING / BEFORE_RANGE / BEYOND_MIRROR: how many offsets it concerns
+
+
+def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation:
+    """Where a group committed at source offset ``committed_source`` resumes on the target."""
+    if syncs is None or not syncs.syncs:
+        return Translation(NOT_MIRRORED)
+    start, progress = syncs.mirrored_from, syncs.progress
+    if committed_source < start:
+        return Translation(BEFORE_RANGE, records=start - committed_source)
+    if committed_source > progress:
+        return Translation(WAITING, records=committed_source - progress)
+    return Translation(EXACT, offset=syncs.translate(committed_source))
+
+
+def _copies(syncs: PartitionSyncs) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """Every run of copies as (target offset of its first copy, source offset, length), target-ordered."""
+    runs = []
+    for sync in syncs.ordered():
+        target = sync.target_base
+        for start, length in sync.runs:
+            runs.append((target, start, length))
+            target += length
+    runs.sort()
+    return [r[0] for r in runs], runs
+
+
+def failback(committed_target: int, syncs: PartitionSyncs | None) -> Translation:
+    """Where a group committed at target offset ``committed_target`` resumes on the source."""
+    if syncs is None or not syncs.syncs:
+        return Translation(NOT_MIRRORED)
+    firsts, runs = _copies(syncs)
+    last = syncs.ordered()[-1]
+    target_end = runs[-1][0] + runs[-1][2] if runs else last.target_next
+    if committed_target >= target_end:
+        if committed_target == target_end:
+            return Translation(EXACT, offset=syncs.progress)
+        return Translation(BEYOND_MIRROR, records=committed_target - target_end)
+    first_copy = runs[0][0] if runs else target_end
+    if committed_target < first_copy:
+        return Translation(BEFORE_RANGE, records=first_copy - committed_target)
+    index = bisect.bisect_right(firsts, committed_target) - 1
+    target, source, length = runs[index]
+    if committed_target < target + length:
+        return Translation(EXACT, offset=source + committed_target - target)
+    # Between two runs on the target (records not written by this mirror): the next copy's source.
+    return Translation(EXACT, offset=runs[index + 1][1])
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One partition of one group: read on one side, written (or not) on the other."""
+
+    from_topic: str
+    to_topic: str
+    partition: int
+    committed: int                  # the group's offset on the side it is moved from
+    outcome: str                    # EXACT / WAITING / BEFORE_RANGE / BEYOND_MIRROR / NOT_MIRRORED
+    decision: str = ""              # for EXACT: WRITE / UNCHANGED / REWIND_REFUSED
+    new_offset: int | None = None
+    current: int | None = None      # the group's offset on the side it is moved to (None: none)
+    records: int = 0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def decide(translation: Translation, current: int | None, allow_rewind: bool) -> str:
+    """For an EXACT translation: write it, leave it (already there), or refuse to move backwards."""
+    if current is not None and translation.offset == current:
+        return UNCHANGED
+    if current is not None and translation.offset < current and not allow_rewind:
+        return REWIND_REFUSED
+    return WRITE
+
+
+@dataclass
+class GroupPlan:
+    group: str
+    state: str                      # the state of the group on the side written to
+    skipped: bool = False           # active there: nothing is written
+    partitions: list[PartitionPlan] = field(default_factory=list)
+
+    def writes(self) -> dict[tuple[str, int], int]:
+        if self.skipped:
+            return {}
+        return {(p.to_topic, p.partition): p.new_offset for p in self.partitions if p.decision == WRITE}
+
+    def count(self, what: str) -> int:
+        return sum(1 for p in self.partitions if what in (p.outcome, p.decision))
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "state": self.state, "skipped": self.skipped,
+                "partitions": [p.as_dict() for p in self.partitions]}
+
+
+def is_writable(state: str) -> bool:
+    """A group may be written only while it has no member: empty, dead or not existing."""
+    return state.upper() in WRITABLE_STATES
+
+
+def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[str, int], int],
+               current: Mapping[tuple[str, int], int], syncs: Mapping[tuple[str, int], PartitionSyncs],
+               topic_map: Mapping[str, str], allow_rewind: bool) -> GroupPlan:
+    """The plan for one group.
+
+    ``committed``: the group's offsets on the side it is moved FROM, keyed by that side's topic;
+    ``current``: its offsets on the side it is moved TO; ``syncs``: keyed by (target topic, partition);
+    ``topic_map``: from-side topic -> to-side topic (source -> target names for failover, the
+    reverse for failback).
+    """
+    plan = GroupPlan(group=group, state=state, skipped=not is_writable(state))
+    translate = failover if direction == FAILOVER else failback
+    for (from_topic, partition), offset in sorted(committed.items()):
+        to_topic = topic_map[from_topic]
+        target_topic = to_topic if direction == FAILOVER else from_topic
+        translation = translate(offset, syncs.get((target_topic, partition)))
+        now = current.get((to_topic, partition))
+        decision = decide(translation, now, allow_rewind) if translation.outcome == EXACT else ""
+        plan.partitions.append(PartitionPlan(
+            from_topic=from_topic, to_topic=to_topic, partition=partition, committed=offset,
+            outcome=translation.outcome, decision=decision, new_offset=translation.offset, current=now,
+            records=translation.records))
+    return plan
+
+
+def select_groups(groups: Iterable[str], include: Iterable[str], exclude: Iterable[str],
+                  never: Iterable[str] = (), only: Iterable[str] = ()) -> list[str]:
+    """Groups a sync moves: matching an include pattern and no exclude, never one of ``never`` (the
+    mirror's own progress group); ``only`` (an operator's subset) narrows further."""
+    include, exclude, never, only = list(include), list(exclude), set(never), set(only)
+    chosen = []
+    for group in sorted(set(groups)):
+        if group in never or (only and group not in only):
+            continue
+        if any(re.fullmatch(p, group) for p in include) and not any(re.fullmatch(p, group) for p in exclude):
+            chosen.append(group)
+    return chosen

@@ -1,0 +1,159 @@
+"""Consumer-group failover and failback for one mirror: plan, then write (``eosmirror groups``, the
+``eosmirror_groups__<mirror>`` DAG).
+
+failover  source groups -> target groups: committed source offsets, translated through the mirror's
+          offset syncs, written to the same group ids on the target
+failback  target groups -> source groups: the inverse, after consumers ran on the target
+
+The decisions are ``core.groupsync`` (pure); this module reads the inputs and writes the outcome:
+per group ONE transaction on the written cluster carrying the group's new offsets and the MirrorMaker 2
+checkpoint records of exactly those offsets (``<alias>.checkpoints.internal``). A dry run writes nothing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from eosmirror.core import groupsync, naming
+from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
+from eosmirror.core.config import GroupSettings, MirrorConfig
+from eosmirror.core.errors import ConfigError, EosMirrorError
+from eosmirror.driver import topics
+from eosmirror.kafka import groups as kafka_groups
+from eosmirror.kafka import syncstore
+from eosmirror.kafka.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+READ_PARALLELISM = 8
+
+
+@dataclass(frozen=True)
+class GroupSyncOptions:
+    direction: str = groupsync.FAILOVER
+    dry_run: bool = False
+    allow_rewind: bool | None = None      # None: the mirror's `groups.allow_rewind`
+    groups: tuple[str, ...] = ()          # only these groups (still filtered by include/exclude)
+
+    def check(self, mirror: MirrorConfig) -> None:
+        if self.direction not in groupsync.DIRECTIONS:
+            raise ConfigError(f"mirror {mirror.name!r}: direction {self.direction!r} is not allowed; expected "
+                              f"{' or '.join(groupsync.DIRECTIONS)}")
+
+
+@dataclass
+class _Sides:
+    """Which cluster a direction reads groups from and writes them to, and the topic names on each."""
+
+    read: Cluster
+    write: Cluster
+    topic_map: dict[str, str]                   # read-side topic -> write-side topic
+    partitions: dict[str, int]                  # read-side topic -> partition count
+    checkpoints_topic: str
+
+
+def _sides(mirror: MirrorConfig, direction: str, source: Cluster, target: Cluster) -> _Sides:
+    pairs = topics.resolve(mirror, source)
+    if direction == groupsync.FAILOVER:
+        return _Sides(source, target, {p.source: p.target for p in pairs}, {p.source: p.partitions for p in pairs},
+                      checkpoints_topic(naming.cluster_alias(mirror.source_alias, "source")))
+    return _Sides(target, source, {p.target: p.source for p in pairs}, {p.target: p.partitions for p in pairs},
+                  checkpoints_topic(naming.cluster_alias(mirror.target_alias, "target")))
+
+
+def _checkpoints(plan: groupsync.GroupPlan) -> list[Checkpoint]:
+    """MM2 checkpoints of the written partitions: downstream = the written side's topic and offset."""
+    return [Checkpoint(plan.group, p.to_topic, p.partition, upstream_offset=p.committed,
+                       downstream_offset=p.new_offset, metadata="")
+            for p in plan.partitions if p.decision == groupsync.WRITE]
+
+
+def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides,
+                syncs: dict[tuple[str, int], Any], allow_rewind: bool) -> tuple[list[groupsync.GroupPlan], list[str]]:
+    """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
+    groups (``options.groups``) that are not there."""
+    settings = mirror.groups or GroupSettings()
+    existing = kafka_groups.list_groups(sides.read)
+    selected = groupsync.select_groups(existing, settings.include, settings.exclude,
+                                       never=[mirror.progress_group], only=options.groups)
+    missing = sorted(set(options.groups) - set(selected))
+    read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
+    write_partitions = [(sides.topic_map[t], p) for t, p in read_partitions]
+    states = kafka_groups.group_states(sides.write, selected)
+
+    def offsets_of(group: str) -> tuple[dict, dict]:
+        committed = kafka_groups.committed(sides.read, group, read_partitions)
+        # a group that reads no mirrored topic has nothing to move: its other side is not asked
+        return committed, (kafka_groups.committed(sides.write, group, write_partitions) if committed else {})
+
+    # Each read is a consumer of that group (group.id is fixed per client), so most of the time is
+    # coordinator round trips: a few groups are read at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=READ_PARALLELISM) as pool:
+        offsets = dict(zip(selected, pool.map(offsets_of, selected)))
+    plans = [groupsync.plan_group(group, states.get(group, "DEAD"), options.direction, committed, current,
+                                  syncs, sides.topic_map, allow_rewind)
+             for group, (committed, current) in offsets.items() if committed]
+    return plans, missing
+
+
+def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, Any]:
+    """Plan every selected group and (unless a dry run) write the writable ones. Returns the report."""
+    options.check(mirror)
+    started = time.monotonic()
+    allow_rewind = options.allow_rewind if options.allow_rewind is not None else bool(
+        mirror.groups and mirror.groups.allow_rewind)
+    source = Cluster.resolve("source", mirror.source, mirror.name)
+    target = Cluster.resolve("target", mirror.target, mirror.name)
+    sides = _sides(mirror, options.direction, source, target)
+    syncs = syncstore.load(target.settings, mirror.name, target.label, mirror.progress_group)
+    plans, missing = plan_groups(mirror, options, sides, syncs, allow_rewind)
+    errors = {} if options.dry_run else _write(mirror, sides, plans)
+    return {
+        "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,
+        "allow_rewind": allow_rewind, "read_from": sides.read.label, "written_to": sides.write.label,
+        "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing,
+        "groups": [{**plan.as_dict(), "written": not options.dry_run and bool(plan.writes()) and
+                    plan.group not in errors, "error": errors.get(plan.group)} for plan in plans],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]) -> dict[str, str]:
+    """Write each writable group in its own transaction; returns {group: error} of the failed ones."""
+    writable = [plan for plan in plans if plan.writes()]
+    if not writable:
+        return {}
+    kafka_groups.ensure_topic(sides.write, sides.checkpoints_topic, mirror.target_replication_factor)
+    overrides = mirror.target_producer if sides.write.role == "target" else {}
+    writer = kafka_groups.GroupWriter(
+        sides.write, naming.group_writer_transactional_id(mirror.transactional_id_prefix, mirror.name), overrides)
+    errors = {}
+    try:
+        for plan in writable:
+            # Asked again right before the write: a consumer may have joined since the plan, and the
+            # coordinator of a classic group accepts a member-less transactional offset commit even
+            # while the group has members (KIP-848 consumer groups refuse it): this check is the guard.
+            plan.state = kafka_groups.group_states(sides.write, [plan.group]).get(plan.group, "DEAD")
+            if not groupsync.is_writable(plan.state):
+                plan.skipped = True
+                log.warning("group %s became active (%s) on the %s: skipped", plan.group, plan.state,
+                            sides.write.label)
+                continue
+            try:
+                writer.write(plan.group, plan.writes(), sides.checkpoints_topic, _checkpoints(plan))
+                log.debug("group %s: wrote %s", plan.group, plan.writes())
+            except EosMirrorError as exc:
+                errors[plan.group] = str(exc)
+                log.error("%s", exc)
+    finally:
+        writer.close()
+    return errors
+
+
+def exit_code(report: dict[str, Any]) -> int:
+    """0 unless a write failed (1). Waiting, skipped and refused partitions are reported, not failures."""
+    return 1 if any(g["error"] for g in report["groups"]) else 0
