@@ -12,7 +12,7 @@ from eosmirror.core import lagview
 from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
 
 COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a"}
-RANGES = {"24h": 86_400_000, "7d": 7 * 86_400_000}
+RANGES = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
 MAX_POINTS = 400
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}
@@ -71,9 +71,13 @@ def chart(samples: list[MirrorSample], since_ms: int, now_ms: int, width: int = 
 
     def line(points: list[tuple[int, float]], colour: str, name: str) -> str:
         top = max((v for _, v in points), default=0.0) or 1.0
-        xy = " ".join(f"{pad + (t - since_ms) / span * (width - 2 * pad):.1f},"
-                      f"{height - pad / 2 - v / top * (height - pad):.1f}" for t, v in points)
-        return (f"<polyline class='{name}' fill='none' stroke='{colour}' stroke-width='1.5' points='{xy}'/>"
+        xys = [(pad + (t - since_ms) / span * (width - 2 * pad), height - pad / 2 - v / top * (height - pad))
+               for t, v in points]
+        xy = " ".join(f"{x:.1f},{y:.1f}" for x, y in xys)
+        # Few samples: mark each one, so a single sample or a flat stretch is still visible.
+        dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='2.5' fill='{colour}'/>" for x, y in xys) \
+            if len(xys) <= 60 else ""
+        return (f"<polyline class='{name}' fill='none' stroke='{colour}' stroke-width='1.5' points='{xy}'/>{dots}"
                 f"<text x='{pad if name == 'record-lag' else width - pad}' y='14' fill='{colour}' font-size='12' "
                 f"text-anchor='{'start' if name == 'record-lag' else 'end'}'>{name.replace('-', ' ')} "
                 f"(max {top:g}{' s' if name == 'time-lag' else ''})</text>")
