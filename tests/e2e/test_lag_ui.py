@@ -146,9 +146,18 @@ def test_the_page_in_a_headless_browser(api_server, lagging, tmp_path):
         assert int(chrome.evaluate("document.querySelector('#lag-chart').dataset.samples")) >= 3
         chrome.screenshot(SHOTS / "mirror-lag-mirror.png")
         # Inside the Airflow UI: the "Mirror lag" navigation entry's route embeds the page.
-        chrome.open(f"{BASE}/plugin/mirror-lag", "document.querySelector('iframe') !== null", timeout=90)
-        time.sleep(3)   # let the embedded page render before the screenshot
+        embedded = ("(() => { const f = document.querySelector('iframe'); const d = f && f.contentDocument; "
+                    f"return !!(d && d.querySelector(\"tr[data-mirror='{m.name}']\")); }})()")
+        chrome.open(f"{BASE}/plugin/mirror-lag", embedded, timeout=90)
         assert "/eosmirror/" in chrome.evaluate("document.querySelector('iframe').src")
         chrome.screenshot(SHOTS / "mirror-lag-in-airflow.png")
+        # The navigation entry: Browse > Mirror lag.
+        chrome.evaluate("[...document.querySelectorAll('button, a')].find(e => e.innerText.trim() === 'Browse').click()")
+        deadline = time.monotonic() + 30
+        while not chrome.evaluate("[...document.querySelectorAll('a, [role=menuitem]')].some("
+                                  "e => e.innerText.trim() === 'Mirror lag')"):
+            assert time.monotonic() < deadline, "no 'Mirror lag' entry under Browse"
+            time.sleep(0.3)
+        chrome.screenshot(SHOTS / "mirror-lag-nav.png")
     finally:
         chrome.close()
