@@ -1,7 +1,8 @@
 """The "Mirror lag" page on a real `airflow api-server` (port 18480, the project's Airflow home):
 anonymous requests are refused; with a JWT from /auth/token the JSON equals `eosmirror lag --json`
-and the metrics parse; in headless Chromium (Debian's package) the page inside the Airflow UI shows
-the CLI's numbers and the mirror's chart. Screenshots go to build/ui/."""
+and the metrics parse; in headless Chromium (Debian's package), after logging in through Airflow's
+login form, the page shows the CLI's numbers, the mirror's chart and partitions, and it opens inside
+the Airflow UI from Browse > Mirror lag. Screenshots go to build/ui/."""
 
 import json
 import os
@@ -78,8 +79,7 @@ def api_server(lagging, tmp_path_factory):
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise AssertionError(f"the API server did not answer within 180 s:\n{log.read_text()[-3000:]}")
             time.sleep(1)
-        passwords = json.loads((home.airflow_home() / "simple_auth_manager_passwords.json.generated").read_text())
-        status, body = http("/auth/token", data={"username": "admin", "password": passwords["admin"]})
+        status, body = http("/auth/token", data={"username": "admin", "password": admin_password()})
         assert status in (200, 201), body
         yield json.loads(body)["access_token"], path
     finally:
@@ -88,6 +88,31 @@ def api_server(lagging, tmp_path_factory):
             proc.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
+
+
+def admin_password():
+    return json.loads((home.airflow_home() / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+
+
+def log_in(chrome, username, password):
+    """Fill Airflow's login form (a React form: values set through the native setter + input events)."""
+    chrome.open(f"{BASE}/", "document.querySelectorAll('input').length >= 2", timeout=90)
+    assert "/auth/login" in chrome.evaluate("location.href")
+    chrome.evaluate(f"""(() => {{
+        const set = (el, v) => {{ Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(el, v);
+                                 el.dispatchEvent(new Event('input', {{bubbles: true}})); }};
+        const inputs = [...document.querySelectorAll('input')];
+        set(inputs.find(i => i.type !== 'password'), {json.dumps(username)});
+        set(inputs.find(i => i.type === 'password'), {json.dumps(password)}); }})()""")
+    deadline = time.monotonic() + 30   # the form enables its button once it has seen both values
+    while chrome.evaluate("document.querySelector('button[type=submit]').disabled"):
+        assert time.monotonic() < deadline, "the login form's button stayed disabled"
+        time.sleep(0.2)
+    chrome.evaluate("document.querySelector('button[type=submit]').click()")
+    deadline = time.monotonic() + 60
+    while "/auth/login" in chrome.evaluate("location.href"):
+        assert time.monotonic() < deadline, "the login form did not log in within 60 s"
+        time.sleep(0.3)
 
 
 def cli_figures(path, name):
@@ -124,14 +149,15 @@ def test_real_api_server_refuses_anonymous_and_serves_the_clis_figures(api_serve
 
 @pytest.mark.skipif(browser.binary() is None, reason="Debian's chromium is not installed (apt-get install chromium)")
 def test_the_page_in_a_headless_browser(api_server, lagging, tmp_path):
-    token, path = api_server
+    _, path = api_server
     m, topic, _ = lagging
     shown = cli_figures(path, m.name)
     chrome = browser.Chromium(tmp_path / "profile", PORT + 1)
     try:
-        # Logged in as the UI would be: Airflow's JWT in its `_token` cookie.
-        chrome.send("Network.enable")
-        chrome.send("Network.setCookie", name="_token", value=token, url=BASE, path="/")
+        # Anonymous: the page gives no data; then log in through Airflow's own login form.
+        chrome.open(f"{BASE}/eosmirror/", "document.readyState === 'complete'")
+        assert chrome.evaluate("document.querySelector('#mirrors')") is None
+        log_in(chrome, "admin", admin_password())
         chrome.open(f"{BASE}/eosmirror/", "document.querySelector('#mirrors') !== null")
         row = chrome.evaluate(f"""(() => {{ const r = document.querySelector("tr[data-mirror='{m.name}']");
             return {{status: r.querySelector('[data-status]').dataset.status,
