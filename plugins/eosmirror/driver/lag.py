@@ -139,9 +139,10 @@ def record_run(mirror: MirrorConfig, result: dict[str, Any]) -> None:
                              error=(result.get("error") or "; ".join(result.get("errors", [])) or None))
     try:
         target = Cluster.resolve("target", mirror.target, mirror.name)
+        # Short timeouts: a run that failed because the target is unreachable must not wait long here.
         lagstore.ensure_topic(target.admin, mirror.name, mirror.lag.history_days, mirror.target_replication_factor,
-                              target.label)
-        lagstore.append(target.settings, mirror.name, lag.RUN_KEY, [outcome.encode()], target.label)
+                              target.label, timeout=5)
+        lagstore.append(target.settings, mirror.name, lag.RUN_KEY, [outcome.encode()], target.label, timeout=5)
     except Exception as exc:  # noqa: BLE001 - best effort by design
         log.warning("mirror %s: could not record the run's outcome on %s (%s); lag reports will not show it",
                     mirror.name, f"eosmirror-lag.{mirror.name}.internal", exc)

@@ -29,19 +29,20 @@ def topic_config(history_days: int) -> dict[str, str]:
             "segment.ms": str(min(history_days * DAY_MS, DAY_MS))}   # whole segments expire: keep them a day
 
 
-def exists(admin: Any, topic: str) -> bool:
+def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
     """Asked through the admin client, whose metadata request never auto-creates the topic."""
-    meta = admin.list_topics(topic=topic, timeout=10)
+    meta = admin.list_topics(topic=topic, timeout=timeout)
     found = meta.topics.get(topic)
     return found is not None and found.error is None
 
 
-def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster: str) -> None:
+def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster: str,
+                 timeout: float = 10.0) -> None:
     """Create the lag topic when missing (a concurrent creator is fine)."""
     from confluent_kafka.admin import NewTopic
 
     topic = naming.lag_topic(mirror)
-    if exists(admin, topic):
+    if exists(admin, topic, timeout):
         return
     future = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor,
                                            config=topic_config(history_days))],
