@@ -8,6 +8,9 @@
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
   eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
+
+
+  eosmirror lag [mirror] [--json]           how far behind each mirror is (status, record and time lag)
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
@@ -187,6 +190,25 @@ def _groups_command(sub: Any) -> None:
     command.set_defaults(func=_groups)
 
 
+def _lag(args: argparse.Namespace) -> int:
+    """Exit 0 when no mirror alerts, 1 when one does (SLO breach, STALLED, STOPPED, ERROR)."""
+    from eosmirror.core import config, lagview
+    from eosmirror.driver import lag
+    from eosmirror.kafka.lagstore import now_ms
+
+    mirrors = config.load(args.config)
+    now = now_ms()
+    statuses = lag.report_all(mirrors, args.mirror, now_ms=now, record=args.record)
+    if args.json:
+        print(json.dumps(lagview.document(statuses, now), indent=2, sort_keys=True))
+    else:
+        print(lagview.mirrors_table(statuses, now))
+        if args.mirror and statuses and statuses[0].partitions:
+            print()
+            print(lagview.partitions_table(statuses[0], now))
+    return EXIT_FAILED if any(s.alerting for s in statuses) else EXIT_OK
+
+
 def _airflow(args: argparse.Namespace) -> int:
     from eosmirror.airflow import home
 
@@ -247,6 +269,14 @@ def build_parser() -> argparse.ArgumentParser:
     _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
 
     _groups_command(sub)
+
+
+    lag = sub.add_parser("lag", help="how far behind each mirror is: status, record lag, time lag, SLO")
+    lag.add_argument("mirror", nargs="?", help="one mirror (default: all); shows its partitions too")
+    lag.add_argument("--json", action="store_true", help="the figures as JSON (what the page and metrics show)")
+    lag.add_argument("--record", action="store_true", help="also append the sample to the lag history")
+    lag.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    lag.set_defaults(func=_lag)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

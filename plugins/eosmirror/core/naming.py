@@ -89,6 +89,11 @@ def offset_sync_topic(mirror: str) -> str:
     return f"eosmirror-offset-syncs.{mirror}.internal"
 
 
+def lag_topic(mirror: str) -> str:
+    """On the target, time-retained: the mirror's lag samples and run outcomes (see kafka/lagstore.py)."""
+    return f"eosmirror-lag.{mirror}.internal"
+
+
 def slot_transactional_id(prefix: str, mirror: str, slot: int) -> str:
     return f"{prefix}.{mirror}.{slot}"
 
