@@ -7,6 +7,7 @@
   eosmirror verify <mirror>                 compare source and target record by record
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
+  eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout)
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
@@ -135,7 +136,7 @@ def _translate(args: argparse.Namespace) -> int:
 
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
-    target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
+    target_topic = naming.policy_of(mirror).target_topic(args.topic)
     syncs = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group)
     history = syncs.get((target_topic, args.partition))
     if history is None:
@@ -149,6 +150,29 @@ def _translate(args: argparse.Namespace) -> int:
     except TranslationError as exc:
         raise ConfigError(f"{args.topic}[{args.partition}]@{args.offset}: {exc}") from None
     return EXIT_OK
+
+
+def _import_mm2(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from eosmirror.core import config, mm2import
+    from eosmirror.core.errors import ConfigError
+
+    try:
+        text = Path(args.properties).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.properties}: {exc.strerror}") from None
+    rendered = mm2import.render(mm2import.translate(text, clusters=args.clusters), Path(args.properties).name)
+    # What is printed must load: check it with the loader the DAGs use.
+    config.parse(_yaml_document(rendered), Path(f"<import of {args.properties}>"))
+    print(rendered, end="")
+    return EXIT_OK
+
+
+def _yaml_document(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text)
 
 
 def _fence(args: argparse.Namespace) -> int:
@@ -217,6 +241,14 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("partition", type=int)
     translate.add_argument("offset", type=int)
     _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
+
+    import_mm2 = sub.add_parser("import-mm2", help="translate a MirrorMaker 2 mm2.properties into mirrors.yaml "
+                                                   "(printed; settings without equivalent listed at the top)")
+    import_mm2.add_argument("properties", help="the mm2.properties file")
+    import_mm2.add_argument("--clusters", choices=["inline", "connection"], default="inline",
+                            help="clusters as inline settings (secrets as ${ENV}) or as Airflow connection ids "
+                                 "named after the MM2 aliases")
+    import_mm2.set_defaults(func=_import_mm2)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")
