@@ -171,3 +171,45 @@ def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(cluste
     assert helpers.progress_of(target_conf, m, topic, 2)[0].offset == 4
     [record] = migrate.history(m)
     assert (record.action, record.origin, record.who.startswith("user:")) == ("reset", "offsets", True)
+
+
+# --- migrate --from mm2 refusals, with MM2's offsets written as MM2 writes them -----------------------
+
+def fake_mm2_offsets(target_conf, alias, topic, last_copied):
+    """Records in MM2's Connect offsets topic, in MirrorSourceTask's format (see core/migration.py)."""
+    import json
+
+    offsets_topic = f"mm2-offsets.{alias}.internal"
+    helpers.create_topic(target_conf, offsets_topic, partitions=3, cleanup_policy="compact")
+    out = helpers.producer(target_conf)
+    for partition, offset in last_copied.items():
+        key = json.dumps(["MirrorSourceConnector", {"cluster": alias, "partition": partition, "topic": topic}])
+        out.produce(offsets_topic, key=key.encode(), value=json.dumps({"offset": offset}).encode(),
+                    partition=partition % 3)
+    out.flush(30)
+
+
+def test_migrate_from_mm2_refuses_duplicates_and_other_naming(clusters, source_conf, target_conf, unique):
+    import pytest
+
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    alias = "mm" + __import__("uuid").uuid4().hex[:8]
+    topic = helpers.create_topic(source_conf, unique("alo"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 10)
+    home_made_copy(source_conf, target_conf, topic, 10)
+    again = helpers.producer(target_conf)   # an at-least-once retry: record 9 of partition 1 twice
+    again.produce(topic, value=b"1-9", key=b"k4", partition=1)
+    again.flush(10)
+    fake_mm2_offsets(target_conf, alias, topic, {0: 9, 1: 9})
+    m = helpers.mirror(unique("m"), [topic], source_alias=alias)
+
+    with pytest.raises(RefusedError, match=r"source 10 vs target 11.*at-least-once"):
+        takeover.take_over(m, "mm2", window=0.5)
+
+    prefixed = helpers.mirror(unique("m"), [topic], replication_policy="prefix", source_alias=alias)
+    with pytest.raises(RefusedError, match="MM2 named its target topics differently"):
+        takeover.take_over(prefixed, "mm2", window=0.5)
+    assert helpers.progress_of(target_conf, m, topic, 2) == {0: None, 1: None}

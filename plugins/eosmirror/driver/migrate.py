@@ -160,6 +160,21 @@ class Migration:
             return {tp: last + 1 for tp, last in migration.mm2_offsets(records, alias).items()}
         return read
 
+    def refuse_if_mm2_runs(self, alias: str) -> None:
+        """MM2 in dedicated mode runs a Connect worker group ``<source alias>-mm2`` on the target
+        (apache/kafka MirrorMakerConfig.workerConfig): members there mean MM2 still runs. Best effort:
+        when the group cannot be described, the movement check of the offsets is what refuses."""
+        group = f"{alias}-mm2"
+        try:
+            future = self.target.admin.describe_consumer_groups([group], request_timeout=15)[group]
+            members = len(future.result(timeout=20).members)
+        except Exception:  # noqa: BLE001 - not decisive; logged by the caller's checks
+            return
+        if members:
+            raise RefusedError(f"mirror {self.mirror.name!r}: MirrorMaker 2 still runs: its worker group {group} "
+                               f"has {members} member(s) on the {self.target.label}. Stop every MM2 process of "
+                               f"this flow, then migrate. Nothing was written.")
+
     # --- deciding --------------------------------------------------------------------------------
 
     def changes(self, new_by_source: dict[tuple[str, int], int], now: Look) -> list[PartitionChange]:

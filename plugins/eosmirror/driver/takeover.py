@@ -28,6 +28,8 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
     mig = Migration(mirror, who, window)
     reader = mig.group_reader(argument) if kind == "group" else mig.mm2_reader(argument)
     what = f"a consumer of group {argument}" if kind == "group" else "MirrorMaker 2"
+    if kind == "mm2":
+        mig.refuse_if_mm2_runs(argument)
     agreed = mig.steady_look(reader, what)
     notes: list[str] = []
     wanted = {tp: off for tp, off in agreed.origin.items() if tp in mig.target_of}
