@@ -8,7 +8,7 @@
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
   eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout)
-  eosmirror migrate <mirror> --from mm2|group:<g> [--dry-run]   take over another copier's progress
+  eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
   eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)
   eosmirror history <mirror>                migrations and resets of the mirror
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
@@ -256,7 +256,8 @@ def _add_migration_commands(sub: Any) -> None:
     migrate = _mirror_command(sub, "migrate", _migrate, "take over progress from MirrorMaker 2 or a consumer group "
                                                         "(refused while the other copier still runs)")
     migrate.add_argument("--from", dest="origin", required=True,
-                         help="mm2 (or mm2:<source alias>): MM2's committed offsets; group:<name>: a source group's")
+                         help="mm2 (or mm2:<source alias>): MM2's committed offsets; group:<name>: a source group's; "
+                              "target-end[:N]: after the target's last N records (default 100), checked one by one")
     migrate.add_argument("--dry-run", action="store_true", help="check and print, write nothing")
     migrate.add_argument("--json", action="store_true")
     reset = _mirror_command(sub, "reset", _reset, "move the mirror's progress by hand (audited)")

@@ -206,10 +206,44 @@ def test_migrate_from_mm2_refuses_duplicates_and_other_naming(clusters, source_c
     fake_mm2_offsets(target_conf, alias, topic, {0: 9, 1: 9})
     m = helpers.mirror(unique("m"), [topic], source_alias=alias)
 
-    with pytest.raises(RefusedError, match=r"source 10 vs target 11.*at-least-once"):
+    with pytest.raises(RefusedError, match=r"source 10 vs target 11.*at-least-once.*--from target-end"):
         takeover.take_over(m, "mm2", window=0.5)
 
     prefixed = helpers.mirror(unique("m"), [topic], replication_policy="prefix", source_alias=alias)
     with pytest.raises(RefusedError, match="MM2 named its target topics differently"):
         takeover.take_over(prefixed, "mm2", window=0.5)
     assert helpers.progress_of(target_conf, m, topic, 2) == {0: None, 1: None}
+
+
+def test_migrate_from_target_end_checks_the_seam_record_by_record(clusters, source_conf, target_conf, unique):
+    import pytest
+
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    topic = helpers.create_topic(source_conf, unique("te"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 30)
+    copier = helpers.producer(target_conf, **{"enable.idempotence": True})
+    for partition in range(2):   # an at-least-once copier: 0..19, then 15..19 again (a retried batch)
+        records = helpers.read_all(source_conf, topic, partition)
+        for r in records[:20] + records[15:20]:
+            copier.produce(topic, value=r.value, key=r.key, partition=partition, timestamp=r.timestamp)
+    copier.flush(30)
+    m = helpers.mirror(unique("m"), [topic])
+
+    outcome = takeover.take_over(m, "target-end:5", window=0.5)
+    assert [(c["partition"], c["new"], c["target_end"]) for c in outcome["partitions"]] == [(0, 20, 25), (1, 20, 25)]
+    assert helpers.run(m)["status"] == "ok"
+    for partition in range(2):   # the seam is exact: 20..29 follow 19 once
+        assert helpers.values(helpers.read_all(target_conf, topic, partition))[25:] == [
+            f"{partition}-{n}".encode() for n in range(20, 30)]
+
+    other = helpers.create_topic(source_conf, unique("te2"), partitions=1)
+    helpers.create_topic(target_conf, other, partitions=1)
+    helpers.seed_sequence(source_conf, other, 1, 10)
+    stray = helpers.producer(target_conf)
+    stray.produce(other, value=b"not from the source", partition=0)
+    stray.flush(10)
+    with pytest.raises(RefusedError, match="not a run of consecutive committed source records"):
+        takeover.take_over(helpers.mirror(unique("m"), [other]), "target-end", window=0.5)

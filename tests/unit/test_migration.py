@@ -74,3 +74,15 @@ def test_a_migration_sync_makes_later_offsets_exact_and_earlier_ones_before_firs
     assert caught.value.first == 10
     record = AuditRecord("migrate", "m", "mm2:A", "u", 1, (PartitionChange("t", "t", 0, None, 10, 7),))
     assert migration.taken_over_at([record], "t", 0) is record and migration.taken_over_at([record], "t", 1) is None
+
+
+def test_target_end_continues_after_the_one_run_of_source_records_that_matches_the_tail():
+    assert migration.parse_origin("target-end", None) == ("target-end", "100")
+    assert migration.parse_origin("target-end:5", None) == ("target-end", "5")
+    source = [(0, ("a",)), (1, ("b",)), (3, ("c",)), (4, ("d",)), (6, ("e",))]   # 2, 5: markers / aborted
+    assert migration.continuation([("b",), ("c",)], source, "t[0]") == 4
+    assert migration.continuation([("e",)], source, "t[0]") == 7
+    with pytest.raises(Refusal, match="not a run of consecutive"):
+        migration.continuation([("b",), ("d",)], source, "t[0]")      # a gap in the copy
+    with pytest.raises(Refusal, match="occur 2 times"):
+        migration.continuation([("x",)], [(0, ("x",)), (1, ("x",))], "t[0]")

@@ -14,7 +14,7 @@ from eosmirror.spark import submit
 FENCE_DAG_ID = "eosmirror_fence"
 MIGRATE_DAG_ID = "eosmirror_migrate"
 # What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
-MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+)$"
+MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+|target-end(:[0-9]+)?)$"
 # What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 
@@ -138,7 +138,9 @@ def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> A
              params={"mirror": mirror_param,
                      "from": Param("mm2", type="string", pattern=MIGRATE_ORIGIN, title="Take over from",
                                    description="mm2 (MM2's committed offsets; mm2:<alias> when the mirror has no "
-                                               "source_alias) or group:<consumer group on the source>"),
+                                               "source_alias), group:<consumer group on the source>, or "
+                                               "target-end[:N] (continue after the target's last N records, "
+                                               "checked record by record)"),
                      "dry_run": Param(True, type="boolean", title="Dry run",
                                       description="Check and report what would change; write nothing.")},
              doc_md="""### Take over a mirror's progress (moving onto eosmirror)

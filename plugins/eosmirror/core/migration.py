@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 AUDIT_KEY_PREFIX = b"audit/"
+DEFAULT_TAIL_CHECK = 100
 MM2_CONNECTOR = "MirrorSourceConnector"
 
 
@@ -85,7 +86,13 @@ def parse_origin(text: str, default_alias: str | None) -> tuple[str, str]:
             raise Refusal("--from mm2 needs the MM2 source cluster alias: the mirror has no `source_alias`, so "
                           "write --from mm2:<alias> (the alias in mm2.properties' `clusters`)")
         return "mm2", alias
-    raise Refusal(f"--from {text!r} is not understood; expected group:<consumer group> or mm2 (or mm2:<alias>)")
+    if text == "target-end" or re.fullmatch(r"target-end:\d+", text):
+        checked = text.partition(":")[2] or str(DEFAULT_TAIL_CHECK)
+        if not 1 <= int(checked) <= 100_000:
+            raise Refusal(f"--from {text!r}: the number of records checked must be 1 to 100000")
+        return "target-end", checked
+    raise Refusal(f"--from {text!r} is not understood; expected group:<consumer group>, mm2 (or mm2:<alias>) or "
+                  f"target-end (or target-end:<records checked>)")
 
 
 def parse_reset_targets(values: list[str]) -> tuple[str, dict[tuple[str, int], int]]:
@@ -127,6 +134,27 @@ def mm2_offsets(records: list[tuple[bytes | None, bytes | None]], alias: str) ->
     return found
 
 
+def continuation(tail: list[tuple], source: list[tuple[int, tuple]], where: str) -> int:
+    """``--from target-end``: the source offset just after the target's last records.
+
+    ``tail``: the contents (key, value, headers) of the target's last committed records, in order;
+    ``source``: (offset, content) of committed source records, in order, from a point at or before
+    where the tail can start. The tail must match exactly one run of consecutive committed source
+    records; the answer is the offset after that run's last record. No match or more than one is a
+    refusal: the seam cannot be proven.
+    """
+    n = len(tail)
+    contents = [c for _, c in source]
+    starts = [i for i in range(len(source) - n + 1) if contents[i:i + n] == tail]
+    if not starts:
+        raise Refusal(f"{where}: the target's last {n} records are not a run of consecutive committed source "
+                      f"records: the target is not a copy of the source (or the source lost them). Re-copy")
+    if len(starts) > 1:
+        raise Refusal(f"{where}: the target's last {n} records occur {len(starts)} times in the source: the seam is "
+                      f"ambiguous. Check more records (--from target-end:<N> with a larger N)")
+    return source[starts[0] + n - 1][0] + 1
+
+
 def moved(first: dict, second: dict) -> dict:
     """Entries that differ between two looks (the check window): {key: (first, second)}."""
     return {k: (first.get(k), second.get(k)) for k in set(first) | set(second) if first.get(k) != second.get(k)}
@@ -154,8 +182,9 @@ def check_counts(counts: dict[tuple[str, int], tuple[int, int]], origin: str) ->
     raise Refusal(f"{origin}: the target does not hold exactly the committed source records below MM2's offsets "
                   f"({shown}). MM2 ran at-least-once (or something else wrote to the target), so a take-over "
                   f"cannot be proven exact. Either re-copy into fresh target topics (start_from: earliest), or "
-                  f"accept the target as it is with `eosmirror reset <mirror> --to <topic>:<partition>=<offset>` "
-                  f"after checking the last records by hand")
+                  f"take the target as it is with `eosmirror migrate <mirror> --from target-end[:<N>]`: it continues "
+                  f"after the target's last N records, checked record by record against the source (duplicates "
+                  f"already on the target stay)")
 
 
 def format_changes(changes: list[PartitionChange]) -> str:

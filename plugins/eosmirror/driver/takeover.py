@@ -20,14 +20,17 @@ def _outcome(mig: Migration, action: str, origin: str, changes: list[PartitionCh
 
 def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who: str | None = None,
               window: float = CHECK_WINDOW_SECONDS) -> dict[str, Any]:
-    """Seed the mirror's progress from MM2 (``mm2``, ``mm2:<alias>``) or a group (``group:<name>``)."""
+    """Seed the mirror's progress from MM2 (``mm2``, ``mm2:<alias>``), a group (``group:<name>``) or the
+    target as it is (``target-end``, ``target-end:<records checked>``)."""
     try:
         kind, argument = migration.parse_origin(origin_text, mirror.source_alias)
     except Refusal as exc:
         raise RefusedError(f"mirror {mirror.name!r}: {exc}") from None
     mig = Migration(mirror, who, window)
-    reader = mig.group_reader(argument) if kind == "group" else mig.mm2_reader(argument)
-    what = f"a consumer of group {argument}" if kind == "group" else "MirrorMaker 2"
+    readers_of = {"group": lambda: mig.group_reader(argument), "mm2": lambda: mig.mm2_reader(argument),
+                  "target-end": lambda: (lambda: {})}
+    reader = readers_of[kind]()
+    what = {"group": f"a consumer of group {argument}", "mm2": "MirrorMaker 2"}.get(kind, "another copier")
     if kind == "mm2":
         mig.refuse_if_mm2_runs(argument)
     agreed = mig.steady_look(reader, what)
@@ -35,6 +38,8 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
     wanted = {tp: off for tp, off in agreed.origin.items() if tp in mig.target_of}
     if kind == "mm2":
         wanted = _mm2_progress(mig, agreed, wanted, argument, notes)
+    elif kind == "target-end":
+        wanted = {tp: _continuation(mig, agreed, tp, int(argument), notes) for tp in mig.source_tps}
     elif not wanted:
         raise RefusedError(f"mirror {mirror.name!r}: group {argument} has no committed offset on any partition the "
                            f"mirror copies. Nothing was written.")
@@ -55,6 +60,42 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
     if not dry_run:
         mig.commit("migrate", origin, changes, agreed, reader, note="; ".join(notes[:3]))
     return _outcome(mig, "migrate", origin, changes, dry_run, notes)
+
+
+def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], checked: int, notes: list[str]) -> int:
+    """``--from target-end``: the source offset after the target's last ``checked`` records, proven by
+    matching them record by record (key, value, headers) to consecutive committed source records."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from eosmirror.kafka.offsets import list_offsets
+
+    (source_topic, p), (target_topic, _) = source_tp, mig.target_of[source_tp]
+    where = f"{source_topic}[{p}] -> {target_topic}[{p}]"
+    if target_topic not in mig.existing:
+        raise RefusedError(f"mirror {mig.mirror.name!r}: {where}: the target topic does not exist; nothing to take "
+                           f"over. Nothing was written.")
+    low, _ = readers.watermarks(mig.target.settings, target_topic, p, mig.target.label)
+    high = agreed.target_high[(target_topic, p)]
+    start, tail = high, []
+    while len(tail) < checked and start > low:
+        start = max(low, start - 4 * checked)
+        tail = readers.read_range(mig.target.settings, target_topic, p, start, high, mig.target.label)[-checked:]
+    source_low, source_end = readers.watermarks(mig.source.settings, source_topic, p, mig.source.label)
+    if not tail:
+        notes.append(f"{where}: the target holds no record; starts at the source log start {source_low}")
+        return source_low
+    at_time = list_offsets(mig.source.admin, {source_tp: OffsetSpec.for_timestamp(tail[0].timestamp)},
+                           mig.source.label)[source_tp]
+    found = readers.read_range(mig.source.settings, source_topic, p, at_time if at_time >= 0 else source_low,
+                               source_end, mig.source.label)
+    try:
+        new = migration.continuation([(r.key, r.value, r.headers) for r in tail],
+                                     [(r.offset, (r.key, r.value, r.headers)) for r in found], where)
+    except Refusal as exc:
+        raise RefusedError(f"mirror {mig.mirror.name!r}: {exc}. Nothing was written.") from None
+    notes.append(f"{where}: the target's last {len(tail)} records match source offsets up to {new - 1} record by "
+                 f"record; older target records are taken as they are (not checked)")
+    return new
 
 
 def _check(mig: Migration, changes: list[PartitionChange]) -> None:
@@ -106,8 +147,8 @@ def _prove_mm2_exact(mig: Migration, changes: list[PartitionChange]) -> list[str
                 f"mirror {mig.mirror.name!r}: {c.source_topic}[{c.partition}] starts at {source_low} on the source "
                 f"and {c.target_topic}[{c.partition}] at {target_low} on the target (retention deleted records), so "
                 f"MirrorMaker 2's copy cannot be proven exact record by record. Re-copy into fresh target topics, "
-                f"or accept the target as it is with `eosmirror reset {mig.mirror.name} --to "
-                f"{c.source_topic}:{c.partition}={c.new}` after checking the last records by hand. Nothing was written.")
+                f"or take the target as it is with `eosmirror migrate {mig.mirror.name} --from target-end` (the "
+                f"seam is checked record by record on the last records). Nothing was written.")
         copied = readers.read_range(source.settings, c.source_topic, c.partition, 0, c.new, source.label,
                                     client_id=f"eosmirror-{mig.mirror.name}-prove")
         held = readers.read_range(target.settings, c.target_topic, c.partition, 0, c.target_end, target.label,
