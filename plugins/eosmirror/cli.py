@@ -176,7 +176,7 @@ def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int
 def _migrate(args: argparse.Namespace) -> int:
     from eosmirror.driver import takeover
 
-    outcome = takeover.take_over(_mirror(args), args.origin, dry_run=args.dry_run)
+    outcome = takeover.take_over(_mirror(args), args.origin, dry_run=args.dry_run, mm2_stopped=args.mm2_stopped)
     print(json.dumps(outcome, indent=2) if args.json else takeover.format_outcome(outcome))
     return EXIT_OK
 
@@ -259,6 +259,9 @@ def _add_migration_commands(sub: Any) -> None:
                          help="mm2 (or mm2:<source alias>): MM2's committed offsets; group:<name>: a source group's; "
                               "target-end[:N]: after the target's last N records (default 100), checked one by one")
     migrate.add_argument("--dry-run", action="store_true", help="check and print, write nothing")
+    migrate.add_argument("--mm2-stopped", action="store_true",
+                         help="MM2 was killed (its status still says RUNNING) and no MM2 process is left: skip the "
+                              "status check (the offsets must still stand still during the check)")
     migrate.add_argument("--json", action="store_true")
     reset = _mirror_command(sub, "reset", _reset, "move the mirror's progress by hand (audited)")
     reset.add_argument("--to", nargs="+", required=True, metavar="TARGET",

@@ -99,6 +99,9 @@ def test_migrate_from_a_group_seeds_exactly_and_is_audited(clusters, source_conf
     assert before.returncode == 2 and "copied before eosmirror took over" in before.stderr, before.stderr
     after = helpers.cli("translate", m.name, topic, "0", "15", "--config", str(mirrors))
     assert after.returncode == 0 and after.stdout.strip().endswith(f"{topic}[0]@15"), after.stdout
+    verified = helpers.cli("verify", m.name, "--config", str(mirrors))   # the copier's 12 records are not foreign
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "12 earlier target record(s) were copied before eosmirror took over" in verified.stdout, verified.stdout
 
 
 def test_migrate_refuses_while_the_group_moves_and_writes_nothing(clusters, source_conf, target_conf, unique):

@@ -70,16 +70,20 @@ def test_take_over_from_exactly_once_mm2(clusters, source_conf, target_conf, uni
         wait_until(240, lambda: committed_on(target_conf, topic) if topic_exists(target_conf, topic) else {},
                    lambda got: sum(len(v) for v in got.values()) >= 15 * PARTITIONS)
         first_copy_seconds = time.monotonic() - started
+        # MM2 idle (nothing moves): its Connect status says RUNNING -> refused.
+        idle = helpers.cli("migrate", m.name, "--from", "mm2", "--config", str(mirrors))
+        assert idle.returncode == 2 and "MirrorMaker 2 still runs" in idle.stderr, idle.stdout + idle.stderr
+        # MM2 copying live traffic, status check skipped: the offsets move during the check -> refused.
         stop = threading.Event()
         writer = threading.Thread(target=keep_writing, args=(source_conf, topic, stop), daemon=True)
         writer.start()
         try:
-            refused = helpers.cli("migrate", m.name, "--from", "mm2", "--config", str(mirrors))
+            refused = helpers.cli("migrate", m.name, "--from", "mm2", "--mm2-stopped", "--config", str(mirrors))
         finally:
             stop.set()
             writer.join(20)
         assert refused.returncode == 2, refused.stdout + refused.stderr
-        assert "MirrorMaker 2" in refused.stderr and "Nothing was written" in refused.stderr, refused.stderr
+        assert "moved during the 3 s check" in refused.stderr and "Nothing was written" in refused.stderr, refused.stderr
         # Let MM2 copy the live records, then stop it.
         source_now = committed_on(source_conf, topic)
         wait_until(120, lambda: committed_on(target_conf, topic), lambda got: got == source_now)
@@ -104,11 +108,13 @@ def test_take_over_from_exactly_once_mm2(clusters, source_conf, target_conf, uni
         assert target[p] == source[p], f"partition {p}: target differs from the committed source records"
         assert len(set(target[p])) == len(target[p])   # every record exactly once
         assert not any(b"aborted" in v for v in target[p])
+    verified = helpers.cli("verify", m.name, "--config", str(mirrors))
+    assert verified.returncode == 0 and "copied before eosmirror took over" in verified.stdout, verified.stdout
     history = helpers.cli("history", m.name, "--config", str(mirrors))
     assert f"migrate from mm2:{alias}" in history.stdout, history.stdout
     print(f"MM2 first copy visible after {first_copy_seconds:.1f} s; migrate took {migrate_seconds:.1f} s "
           f"(CLI, 3 s check window); committed records per partition {len(source[0])}; refused with: "
-          f"{refused.stderr.strip()[:300]}")
+          f"{idle.stderr.strip()[:250]} / {refused.stderr.strip()[:250]}")
 
 
 def topic_exists(conf, topic):

@@ -86,3 +86,14 @@ def test_target_end_continues_after_the_one_run_of_source_records_that_matches_t
         migration.continuation([("b",), ("d",)], source, "t[0]")      # a gap in the copy
     with pytest.raises(Refusal, match="occur 2 times"):
         migration.continuation([("x",)], [(0, ("x",)), (1, ("x",))], "t[0]")
+
+
+def test_mm2_running_reads_the_last_status_of_source_tasks():
+    def status(state):
+        return json.dumps({"state": state, "trace": None, "worker_id": "w", "generation": 1}).encode()
+
+    records = [(b"status-task-MirrorSourceConnector-0", status("RUNNING")),
+               (b"status-task-MirrorSourceConnector-1", status("RUNNING")),
+               (b"status-task-MirrorSourceConnector-1", status("UNASSIGNED")),
+               (b"status-connector-MirrorHeartbeatConnector", status("RUNNING"))]
+    assert migration.mm2_running(records) == ["status-task-MirrorSourceConnector-0"]

@@ -76,6 +76,19 @@ def taken_over_at(records: list[AuditRecord], target_topic: str, partition: int)
     return found
 
 
+def taken_over_below(records: list[AuditRecord], target_topic: str, partition: int, first_source: int | None
+                     ) -> tuple[int, str] | None:
+    """(target offset, origin) below which a partition's records were copied before eosmirror took
+    over: the last migration of the partition, if the mirror's offset-sync chain starts where it did."""
+    record = taken_over_at(records, target_topic, partition)
+    if record is None:
+        return None
+    change = next(c for c in record.partitions if c.target_topic == target_topic and c.partition == partition)
+    if first_source is not None and first_source != change.new:
+        return None
+    return change.target_end, record.origin
+
+
 def parse_origin(text: str, default_alias: str | None) -> tuple[str, str]:
     """``--from`` value -> (kind, argument): ("group", name), ("mm2", alias)."""
     if text.startswith("group:") and text[len("group:"):].strip():
@@ -153,6 +166,23 @@ def continuation(tail: list[tuple], source: list[tuple[int, tuple]], where: str)
         raise Refusal(f"{where}: the target's last {n} records occur {len(starts)} times in the source: the seam is "
                       f"ambiguous. Check more records (--from target-end:<N> with a larger N)")
     return source[starts[0] + n - 1][0] + 1
+
+
+def mm2_running(records: list[tuple[bytes | None, bytes | None]]) -> list[str]:
+    """MirrorSourceConnector tasks and connectors whose last status (MM2's Connect status topic
+    ``mm2-status.<alias>.internal``: key ``status-task-<connector>-<n>`` / ``status-connector-<connector>``,
+    value JSON with ``state``) is RUNNING. A worker that stops cleanly writes UNASSIGNED; one that was
+    killed leaves RUNNING behind."""
+    latest: dict[str, str] = {}
+    for key, value in records:
+        name = (key or b"").decode(errors="replace")
+        if MM2_CONNECTOR not in name:
+            continue
+        try:
+            latest[name] = str(json.loads(value)["state"]) if value else "DELETED"
+        except (TypeError, ValueError, KeyError):
+            continue
+    return sorted(name for name, state in latest.items() if state == "RUNNING")
 
 
 def moved(first: dict, second: dict) -> dict:

@@ -161,19 +161,23 @@ class Migration:
         return read
 
     def refuse_if_mm2_runs(self, alias: str) -> None:
-        """MM2 in dedicated mode runs a Connect worker group ``<source alias>-mm2`` on the target
-        (apache/kafka MirrorMakerConfig.workerConfig): members there mean MM2 still runs. Best effort:
-        when the group cannot be described, the movement check of the offsets is what refuses."""
-        group = f"{alias}-mm2"
-        try:
-            future = self.target.admin.describe_consumer_groups([group], request_timeout=15)[group]
-            members = len(future.result(timeout=20).members)
-        except Exception:  # noqa: BLE001 - not decisive; logged by the caller's checks
+        """MM2's Connect status topic on the target (``mm2-status.<alias>.internal``, apache/kafka
+        MirrorMakerConfig.workerConfig) says RUNNING for a source task: MM2 runs (or was killed
+        without stopping). The movement check of ``steady_look`` is the second, independent test."""
+        topic = f"mm2-status.{alias}.internal"
+        described = topics.describe_existing(self.target.admin, [topic], self.target.label)
+        if topic not in described:
             return
-        if members:
-            raise RefusedError(f"mirror {self.mirror.name!r}: MirrorMaker 2 still runs: its worker group {group} "
-                               f"has {members} member(s) on the {self.target.label}. Stop every MM2 process of "
-                               f"this flow, then migrate. Nothing was written.")
+        records = []
+        for k in range(len(described[topic].partitions)):
+            records += [(r.key, r.value) for r in readers.read_all(
+                self.target.settings, topic, k, self.target.label, client_id=f"eosmirror-{self.mirror.name}-mm2")]
+        running = migration.mm2_running(records)
+        if running:
+            raise RefusedError(f"mirror {self.mirror.name!r}: MirrorMaker 2 still runs: {', '.join(running[:4])} "
+                               f"RUNNING in {topic}. Stop every MM2 process of this flow (a clean stop marks them "
+                               f"UNASSIGNED); if MM2 was killed and you are sure no MM2 process is left, add "
+                               f"--mm2-stopped. Nothing was written.")
 
     # --- deciding --------------------------------------------------------------------------------
 
@@ -249,11 +253,7 @@ class Migration:
 def history(mirror: MirrorConfig) -> list[AuditRecord]:
     """Every audit record of the mirror, oldest first."""
     run = MirrorRun(mirror)
-    records = readers.read_all(run.target.settings, naming.state_topic(mirror.name), 0, run.target.label,
-                               client_id=f"eosmirror-{mirror.name}-history", missing_ok=True,
-                               group_id=mirror.progress_group)
-    return [AuditRecord.decode(r.value) for r in records if migration.is_audit_key(r.key) and r.value is not None]
-
+    return state.read_audit(run.target.settings, mirror.name, run.target.label, mirror.progress_group)
 
 def _tps(changed: dict[tuple[str, int], Any]) -> str:
     items = sorted(changed.items())

@@ -19,7 +19,7 @@ def _outcome(mig: Migration, action: str, origin: str, changes: list[PartitionCh
 
 
 def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who: str | None = None,
-              window: float = CHECK_WINDOW_SECONDS) -> dict[str, Any]:
+              window: float = CHECK_WINDOW_SECONDS, mm2_stopped: bool = False) -> dict[str, Any]:
     """Seed the mirror's progress from MM2 (``mm2``, ``mm2:<alias>``), a group (``group:<name>``) or the
     target as it is (``target-end``, ``target-end:<records checked>``)."""
     try:
@@ -31,7 +31,7 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
                   "target-end": lambda: (lambda: {})}
     reader = readers_of[kind]()
     what = {"group": f"a consumer of group {argument}", "mm2": "MirrorMaker 2"}.get(kind, "another copier")
-    if kind == "mm2":
+    if kind == "mm2" and not mm2_stopped:
         mig.refuse_if_mm2_runs(argument)
     agreed = mig.steady_look(reader, what)
     notes: list[str] = []
