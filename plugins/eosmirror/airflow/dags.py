@@ -13,6 +13,9 @@ from eosmirror.spark import submit
 
 FENCE_DAG_ID = "eosmirror_fence"
 LAG_DAG_ID = "eosmirror_lag"
+MIGRATE_DAG_ID = "eosmirror_migrate"
+# What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
+MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+|target-end(:[0-9]+)?)$"
 # What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 
@@ -210,15 +213,52 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
             return lagtasks.evaluate(context["params"]["mirror"], config_path)
 
         evaluate()
+
+
+def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    from eosmirror.airflow import tasks
+
+    names = mirrors.names()
+    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
+                    else Param("", type="string", title="Mirror"))
+    with DAG(dag_id=MIGRATE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
+             default_args={"owner": "data-platform", "retries": 1},
+             tags=["eosmirror", "kafka", "migration"], description="take over progress from MirrorMaker 2 or a group",
+             params={"mirror": mirror_param,
+                     "from": Param("mm2", type="string", pattern=MIGRATE_ORIGIN, title="Take over from",
+                                   description="mm2 (MM2's committed offsets; mm2:<alias> when the mirror has no "
+                                               "source_alias), group:<consumer group on the source>, or "
+                                               "target-end[:N] (continue after the target's last N records, "
+                                               "checked record by record)"),
+                     "dry_run": Param(True, type="boolean", title="Dry run",
+                                      description="Check and report what would change; write nothing.")},
+             doc_md="""### Take over a mirror's progress (moving onto eosmirror)
+
+Seeds the mirror's progress from MirrorMaker 2's committed offsets (`mm2`) or from a source consumer
+group (`group:<name>`), with the mapping to the current target end as each partition's first offset
+sync, and writes an audit record (`eosmirror history <mirror>`). Refused -- nothing written, never
+retried -- while MM2 or a run still moves offsets, when MM2's target topics are named differently,
+or when the target holds records MM2's offsets do not account for. Dry run by default.""") as dag:
+
+        @task(task_id="migrate", multiple_outputs=False)
+        def migrate(**context: Any) -> dict[str, Any]:
+            params = context["params"]
+            return tasks.migrate(params["mirror"], str(params["from"]), bool(params["dry_run"]), config_path,
+                                 context)
+
+        migrate()
     return dag
 
 
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
-    the fencing DAG and the lag DAG."""
+    the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
+    dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)
     return dags

@@ -260,6 +260,17 @@ class _Text(_Kind):
 
 
 @dataclass(frozen=True, kw_only=True)
+class _Separator(_Kind):
+    def describe(self) -> str:
+        return "1 to 5 of the characters a topic name may hold (letters, digits, '.', '_', '-')"
+
+    def parse(self, value: Any) -> str:
+        if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,5}", value):
+            raise _bad(value, self.what())
+        return value
+
+
+@dataclass(frozen=True, kw_only=True)
 class _Flag(_Kind):
     def describe(self) -> str:
         return "true or false"
@@ -556,6 +567,9 @@ class MirrorConfig:
                                    "`<source_alias>.<topic>` (MirrorMaker 2 naming)", "identity")
     source_alias: str | None = _field(_Name(optional=True), "the source cluster's alias; required by `prefix`",
                                       None)
+    replication_separator: str = _field(
+        _Separator(), "between alias and topic name in `prefix` names and the cycle guard (MirrorMaker 2's "
+                      "`replication.policy.separator`)", ".")
     target_alias: str | None = _field(
         _Name(optional=True), "cycle guard: source topics named `<target_alias>.*` are never mirrored", None)
     slots: int = _field(_Int(low=1, high=1024),
