@@ -320,6 +320,15 @@ def _add_migration_commands(sub: Any) -> None:
     history.add_argument("--json", action="store_true")
 
 
+def _lag_command(sub: Any) -> None:
+    command = sub.add_parser("lag", help="how far behind each mirror is: status, record lag, time lag, SLO")
+    command.add_argument("mirror", nargs="?", help="one mirror (default: all); shows its partitions too")
+    command.add_argument("--json", action="store_true", help="the figures as JSON (what the page and metrics show)")
+    command.add_argument("--record", action="store_true", help="also append the sample to the lag history")
+    command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    command.set_defaults(func=_lag)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from eosmirror.spark import job
 
@@ -359,12 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
 
     _groups_command(sub)
-    lag = sub.add_parser("lag", help="how far behind each mirror is: status, record lag, time lag, SLO")
-    lag.add_argument("mirror", nargs="?", help="one mirror (default: all); shows its partitions too")
-    lag.add_argument("--json", action="store_true", help="the figures as JSON (what the page and metrics show)")
-    lag.add_argument("--record", action="store_true", help="also append the sample to the lag history")
-    lag.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
-    lag.set_defaults(func=_lag)
+    _lag_command(sub)
     _add_migration_commands(sub)
     import_mm2 = sub.add_parser("import-mm2", help="translate a MirrorMaker 2 mm2.properties into mirrors.yaml "
                                                    "(printed; settings without equivalent listed at the top)")
