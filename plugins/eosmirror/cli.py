@@ -276,6 +276,10 @@ def _lag(args: argparse.Namespace) -> int:
         if args.mirror and statuses and statuses[0].partitions:
             print()
             print(lagview.partitions_table(statuses[0], now))
+            print(f"last run: {lagview.last_run_detail(statuses[0], now)}")
+            if lagview.groups_table(statuses[0]):
+                print()
+                print(lagview.groups_table(statuses[0]))
     return EXIT_FAILED if any(s.alerting for s in statuses) else EXIT_OK
 
 

@@ -148,3 +148,35 @@ def test_unreachable_mirror_is_reported_as_error_not_a_crash(unique, tmp_path):
     (status,) = lag.report_all(mirrors)
     assert status.status == core_lag.ERROR and "could not be read" in status.reason
     assert time.monotonic() - started < 120
+
+
+def test_consumer_groups_synced_to_the_target_show_their_lag_and_the_cli_shows_it(
+        source_conf, target_conf, unique, tmp_path):
+    from eosmirror.driver import groups
+    from tests.integration.test_group_failover import commit_offsets
+
+    topic = create_topic(source_conf, unique("src"), partitions=3)
+    seed_sequence(source_conf, topic, 3, 20)
+    group = unique("app")
+    commit_offsets(source_conf, group, topic, {0: 5, 1: 10, 2: 15})
+    m = mirror(unique("m"), [topic], groups={})
+    assert run(m)["status"] == "ok"
+    assert lag.report(m).groups == ()          # nothing synced to the target yet
+    report = groups.sync_groups(m, groups.GroupSyncOptions(groups=(group,)))
+    assert groups.exit_code(report) == 0, report
+    status = lag.report(m)
+    # The group resumes at 5, 10 and 15 on the target; the target's ends count the mirror's commit
+    # markers too (20 records and at least one marker per partition), as record lag always does.
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({**target_conf, "group.id": unique("probe")})
+    ends = [probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(3)]
+    probe.close()
+    assert min(ends) > 20, ends
+    expected = sum(end - at for end, at in zip(ends, (5, 10, 15)))
+    assert status.groups == (core_lag.GroupLag(group, "EMPTY", 3, expected),) and status.groups_error is None
+    path = write_mirror_file(tmp_path / "mirrors.yaml", m, groups={})
+    doc = json.loads(cli("lag", m.name, "--json", "--config", str(path)).stdout)
+    assert doc["mirrors"][0]["groups"] == [{"group": group, "state": "EMPTY", "partitions": 3, "record_lag": expected}]
+    table = cli("lag", m.name, "--config", str(path)).stdout
+    assert "consumer groups on the target:" in table and group in table

@@ -42,3 +42,35 @@ def test_metrics_parse_and_carry_the_figures():
     key = (("mirror", "m<1>"), ("partition", "0"), ("topic", "t"))
     assert values[("eosmirror_lag_records", key)] == 5 and values[("eosmirror_lag_seconds", key)] == 2.0
     assert values[("eosmirror_mirror_slo_breached", (("mirror", "m<1>"),))] == 1
+
+
+def test_group_lags_sum_each_groups_committed_partitions_and_ignore_other_topics():
+    ends = {("t.x", 0): 20, ("t.x", 1): 20, ("t.x", 2): 7}
+    committed = {"b": {("t.x", 0): 5, ("t.x", 2): 9}, "a": {("t.x", 1): 20}, "c": {("other", 0): 3}}
+    lags = lag.group_lags(committed, ends, {"a": "EMPTY", "b": "STABLE"})
+    # b: 20-5 + max(0, 7-9); a: caught up; c commits nothing mirrored: absent
+    assert lags == (lag.GroupLag("a", "EMPTY", 1, 0), lag.GroupLag("b", "STABLE", 2, 15))
+
+
+def test_groups_and_the_last_runs_transactions_on_the_page_in_the_table_and_in_metrics():
+    import dataclasses
+
+    from eosmirror.core import lagview
+
+    status, samples = status_and_samples()
+    run = lag.RunOutcome.of_result({"run_id": "r1", "status": "ok", "records": 30, "seconds": 4.0, "slots": [
+        {"transactions": 2, "transaction_seconds": 1.0, "max_transaction_seconds": 0.75},
+        {"transactions": 2, "transaction_seconds": 0.2, "max_transaction_seconds": 0.125}]}, T0 + 800_000)
+    assert (run.transactions, run.mean_transaction_seconds, run.max_transaction_seconds) == (4, 0.3, 0.75)
+    assert lag.RunOutcome.decode(run.encode()) == run
+    status = dataclasses.replace(status, last_run=run, groups=(lag.GroupLag("app<1>", "EMPTY", 3, 30),))
+    page = lagrender.mirror_page(status, samples, "24h", T0 + 900_000)
+    assert "<tr data-group='app&lt;1&gt;'>" in page and "<td class='record-lag'>30</td></tr></table>" in page
+    assert "30 records in 4.0 s, 4 transaction(s): mean 0.30 s, max 0.75 s" in page
+    assert "app<1>  EMPTY           3          30" in lagview.groups_table(status)
+    body, _ = lagrender.metrics([status], T0 + 900_000)
+    values = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+    assert values[("eosmirror_group_lag_records", (("group", "app<1>"), ("mirror", "m<1>")))] == 30
+    broken = dataclasses.replace(status, groups=(), groups_error="no Describe on the groups")
+    assert "no Describe on the groups" in lagrender.mirror_page(broken, samples, "24h", T0 + 900_000)

@@ -104,13 +104,25 @@ def mirror_page(status: MirrorStatus, samples: list[MirrorSample], window: str, 
     body = (f"<nav><a href='../'>all mirrors</a> range: {links}</nav>"
             f"<p>{badge(status.status)} record lag <b>{status.record_lag}</b>, time lag "
             f"<b>{status.time_lag_seconds:.1f} s</b>, SLO {_slo_cell(status)}, last run "
-            f"{escape(lagview.last_run_text(status, now_ms))}. <span class='reason'>{escape(status.reason)}</span></p>"
+            f"{escape(lagview.last_run_detail(status, now_ms))}. <span class='reason'>{escape(status.reason)}</span></p>"
             + "".join(f"<p class='breach'>{escape(a)}</p>" for a in status.alerts())
             + chart(samples, now_ms - RANGES[window], now_ms)
             + "<h2>Partitions</h2><table id='partitions'><tr><th>partition</th><th>status</th><th>high watermark</th>"
               "<th>last stable</th><th>progress</th><th>record lag</th><th>time lag</th><th>last commit</th><th></th></tr>"
-            + rows + "</table>")
+            + rows + "</table>" + _groups(status))
     return _page(f"Mirror lag: {status.mirror}", body)
+
+
+def _groups(status: MirrorStatus) -> str:
+    """The consumer groups on the target (mirrors with a groups section)."""
+    if status.groups_error:
+        return f"<h2>Consumer groups on the target</h2><p class='breach'>{escape(status.groups_error)}</p>"
+    if not status.groups:
+        return ""
+    rows = "".join(f"<tr data-group='{escape(g.group)}'><td>{escape(g.group)}</td><td>{escape(g.state)}</td>"
+                   f"<td>{g.partitions}</td><td class='record-lag'>{g.record_lag}</td></tr>" for g in status.groups)
+    return ("<h2>Consumer groups on the target</h2><table id='groups'><tr><th>group</th><th>state</th>"
+            "<th>partitions</th><th>record lag</th></tr>" + rows + "</table>")
 
 
 def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
@@ -130,6 +142,8 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
                         registry=registry),
         "mirror": Gauge("eosmirror_mirror_status", "1 for the mirror's current status", ["mirror", "status"],
                         registry=registry),
+        "group": Gauge("eosmirror_group_lag_records", "a consumer group's committed offsets behind the target's "
+                       "last stable offsets (mirrors with a groups section)", ["mirror", "group"], registry=registry),
         "breach": Gauge("eosmirror_mirror_slo_breached", "1 when a partition's time lag exceeds max_lag_seconds",
                         ["mirror"], registry=registry),
     }
@@ -137,6 +151,8 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
         for status in SEVERITY:
             g["mirror"].labels(s.mirror, status).set(1 if s.status == status else 0)
         g["breach"].labels(s.mirror).set(1 if s.breached else 0)
+        for group in s.groups:
+            g["group"].labels(s.mirror, group.group).set(group.record_lag)
         for p in s.partitions:
             key = (s.mirror, p.source_topic, str(p.partition))
             g["records"].labels(*key).set(p.record_lag)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 OK, LAGGING, STALLED, STOPPED, ERROR = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR"
 SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
@@ -77,6 +77,9 @@ class RunOutcome:
     records: int = 0
     seconds: float = 0.0
     error: str | None = None
+    transactions: int = 0                   # committed transactions of every slot
+    mean_transaction_seconds: float = 0.0   # begin to commit, averaged over them
+    max_transaction_seconds: float = 0.0    # the longest one (compare with max_transaction_seconds)
 
     def encode(self) -> bytes:
         return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":")).encode()
@@ -86,7 +89,24 @@ class RunOutcome:
         value = json.loads(raw)
         return cls(run_id=str(value["run_id"]), status=str(value["status"]), finished_ms=int(value["finished_ms"]),
                    records=int(value.get("records", 0)), seconds=float(value.get("seconds", 0.0)),
-                   error=value.get("error"))
+                   error=value.get("error"), transactions=int(value.get("transactions", 0)),
+                   mean_transaction_seconds=float(value.get("mean_transaction_seconds", 0.0)),
+                   max_transaction_seconds=float(value.get("max_transaction_seconds", 0.0)))
+
+    @classmethod
+    def of_result(cls, result: Mapping[str, Any], finished_ms: int) -> "RunOutcome":
+        """The outcome of a run from its report (the JSON `eosmirror run` prints)."""
+        slots = [s for s in result.get("slots") or [] if isinstance(s, Mapping)]
+        transactions = sum(int(s.get("transactions", 0)) for s in slots)
+        total = sum(float(s.get("transaction_seconds", 0.0)) for s in slots)
+        return cls(run_id=str(result.get("run_id") or "?"), status="ok" if result.get("status") == "ok" else "failed",
+                   finished_ms=finished_ms, records=int(result.get("records", 0)),
+                   seconds=float(result.get("seconds", 0.0)),
+                   error=(result.get("error") or "; ".join(result.get("errors", [])) or None),
+                   transactions=transactions,
+                   mean_transaction_seconds=round(total / transactions, 3) if transactions else 0.0,
+                   max_transaction_seconds=max((float(s.get("max_transaction_seconds", 0.0)) for s in slots),
+                                               default=0.0))
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,29 @@ class PartitionStatus:
 
 
 @dataclass(frozen=True)
+class GroupLag:
+    """A consumer group on the target (synced there by the mirror's groups section): how far its
+    committed offsets are behind the target's last stable offsets, over the partitions it committed."""
+
+    group: str
+    state: str           # the coordinator's state; ACTIVE = members consume on the target now
+    partitions: int      # mirrored target partitions the group has a committed offset for
+    record_lag: int      # sum of (target last stable offset - committed), each at least 0
+
+
+def group_lags(committed: Mapping[str, Mapping[tuple[str, int], int]], ends: Mapping[tuple[str, int], int],
+               states: Mapping[str, str]) -> tuple[GroupLag, ...]:
+    """Each group with a committed offset on a mirrored target partition, sorted by name."""
+    out = []
+    for group in sorted(committed):
+        offsets = {tp: o for tp, o in committed[group].items() if tp in ends}
+        if offsets:
+            out.append(GroupLag(group=group, state=states.get(group, "UNKNOWN"), partitions=len(offsets),
+                                record_lag=sum(max(0, ends[tp] - o) for tp, o in offsets.items())))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class MirrorStatus:
     mirror: str
     time_ms: int
@@ -165,6 +208,8 @@ class MirrorStatus:
     max_lag_seconds: float | None
     samples_in_window: int
     partitions: tuple[PartitionStatus, ...] = field(default_factory=tuple)
+    groups: tuple[GroupLag, ...] = field(default_factory=tuple)   # mirrors with a groups section
+    groups_error: str | None = None    # why the groups' lag could not be read (the mirror's figures stand)
 
     @property
     def breached(self) -> tuple[PartitionStatus, ...]:

@@ -55,3 +55,24 @@ def partitions_table(status: MirrorStatus, now_ms: int) -> str:
             for p in status.partitions]
     return _table(["partition", "status", "high watermark", "last stable", "progress", "record lag", "time lag",
                    "last commit"], rows)
+
+
+def last_run_detail(status: MirrorStatus, now_ms: int) -> str:
+    """The last run with its records and transaction times (a mirror's own page and table)."""
+    run = status.last_run
+    if run is None:
+        return "-"
+    txns = (f", {run.transactions} transaction(s): mean {run.mean_transaction_seconds:.2f} s, "
+            f"max {run.max_transaction_seconds:.2f} s" if run.transactions else "")
+    return f"{last_run_text(status, now_ms)}: {run.records} records in {run.seconds:.1f} s{txns}"
+
+
+def groups_table(status: MirrorStatus) -> str:
+    """The consumer groups on the target and their lag; empty when the mirror has no groups section."""
+    if status.groups_error:
+        return f"consumer groups on the target: {status.groups_error}"
+    if not status.groups:
+        return ""
+    rows = [[g.group, g.state, g.partitions, g.record_lag] for g in status.groups]
+    return "consumer groups on the target:\n" + _table(["group", "state", "partitions", "record lag"], rows)
+

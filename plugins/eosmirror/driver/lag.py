@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eosmirror.core import lag
@@ -39,14 +39,11 @@ class Clusters:
                    Cluster.resolve("target", mirror.target, mirror.name))
 
 
-def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int) -> lag.MirrorSample:
+def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[Any]) -> lag.MirrorSample:
     """The mirror's partitions now: source offsets, committed progress, the oldest pending record's time."""
     from confluent_kafka.admin import OffsetSpec
 
-    from eosmirror.driver import topics
-
     source, target = clusters.source, clusters.target
-    pairs = topics.resolve(mirror, source)
     keys = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
     target_of = {pair.source: pair.target for pair in pairs}
     starts = list_offsets(source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label)
@@ -66,14 +63,48 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int) -> lag.Mirror
     return lag.MirrorSample(mirror=mirror.name, time_ms=now_ms, partitions=parts)
 
 
+def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> tuple[tuple[lag.GroupLag, ...],
+                                                                                         str | None]:
+    """The lag of the consumer groups the mirror's groups section selects, on the target (where a
+    failover put them): target last stable offset - committed, per group. A mirror without a groups
+    section has none. A failure to read them (say, no Describe ACL on the groups) is returned as the
+    reason, so the mirror's own figures are still reported."""
+    import concurrent.futures
+
+    from confluent_kafka.admin import OffsetSpec
+
+    from eosmirror.core import groupsync
+    from eosmirror.kafka import groups as kafka_groups
+
+    if mirror.groups is None:
+        return (), None
+    keys = [(pair.target, p) for pair in pairs for p in range(pair.partitions)]
+    try:
+        selected = groupsync.select_groups(kafka_groups.list_groups(target), mirror.groups.include,
+                                           mirror.groups.exclude, never=[mirror.progress_group])
+        if not selected or not keys:
+            return (), None
+        ends = list_offsets(target.admin, {k: OffsetSpec.latest() for k in keys}, target.label)
+        states = kafka_groups.group_states(target, selected)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_MIRRORS) as pool:
+            committed = dict(zip(selected, pool.map(lambda g: kafka_groups.committed(target, g, keys), selected)))
+    except EosMirrorError as exc:
+        log.warning("mirror %s: the lag of its consumer groups on the target could not be read: %s", mirror.name, exc)
+        return (), f"the lag of the consumer groups on the target could not be read: {exc}"
+    return lag.group_lags(committed, ends, states), None
+
+
 def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False,
            clusters: Clusters | None = None) -> lag.MirrorStatus:
     """Sample the mirror, evaluate it over the window of recorded samples and run outcomes ending
     now, and (``record``) append the sample to the lag topic. ``now_ms`` is injectable for tests."""
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     clusters = clusters or Clusters.of(mirror)
+    from eosmirror.driver import topics
+
     policy = policy_of(mirror)
-    sample = collect(mirror, clusters, now_ms)
+    pairs = topics.resolve(mirror, clusters.source)
+    sample = collect(mirror, clusters, now_ms, pairs)
     # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
     # the evaluation keeps only the window by sample time.
     lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
@@ -81,7 +112,8 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     history, runs = lagstore.read_since(clusters.target.settings, mirror.name, since, clusters.target.label,
                                         mirror.progress_group)
     sample = lag.with_run_history(sample, runs)
-    status = lag.evaluate(history, sample, policy)
+    groups, groups_error = collect_groups(mirror, clusters.target, pairs)
+    status = replace(lag.evaluate(history, sample, policy), groups=groups, groups_error=groups_error)
     if record:
         lagstore.ensure_topic(clusters.target.admin, mirror.name, mirror.lag.history_days,
                               mirror.target_replication_factor, clusters.target.label)
@@ -133,10 +165,7 @@ def record_run(mirror: MirrorConfig, result: dict[str, Any]) -> None:
     a committed run must not fail because its outcome could not be recorded (e.g. a least-privilege
     principal without Create/Write on the lag topic: then ERROR is not detected, STOPPED still is,
     from the progress commit times)."""
-    outcome = lag.RunOutcome(run_id=str(result.get("run_id") or "?"), status="ok" if result.get("status") == "ok"
-                             else "failed", finished_ms=int(time.time() * 1000), records=int(result.get("records", 0)),
-                             seconds=float(result.get("seconds", 0.0)),
-                             error=(result.get("error") or "; ".join(result.get("errors", [])) or None))
+    outcome = lag.RunOutcome.of_result(result, finished_ms=int(time.time() * 1000))
     try:
         target = Cluster.resolve("target", mirror.target, mirror.name)
         # Short timeouts: a run that failed because the target is unreachable must not wait long here.
