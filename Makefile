@@ -44,7 +44,7 @@ demo: setup
 # whole files go to one worker (fixed-port test clusters stay within their file). The slow end-to-end
 # files are handed out first so that they do not trail at the end.
 TEST_WORKERS ?= 2
-test: setup
+test: setup browser
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e tests/integration tests/unit
 
 test-unit: setup
@@ -53,9 +53,13 @@ test-unit: setup
 bench: setup
 	$(BIN)/python -m eosmirror_tools.bench
 
-# Debian's chromium for the headless page test (tests/e2e/test_lag_ui.py skips without it); as root.
+# Debian's chromium for the headless page test (tests/e2e/test_lag_ui.py); `make test` installs it when missing
+# (apt-get as root; otherwise it says what to run).
 browser:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && echo "installing Debian's chromium for the lag page's browser test" && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  { echo "chromium is missing and could not be installed: run 'sudo apt-get install chromium' (Debian)"; exit 1; }
 
 # The lag reports at 20 mirrors x 50 partitions with 7 days of 5-minute history (build/lagbench.json).
 lagbench: setup

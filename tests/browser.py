@@ -23,8 +23,12 @@ class Chromium:
     def __init__(self, profile: Path, port: int, width: int = 1400, height: int = 900):
         from websockets.sync.client import connect
 
+        executable = binary()
+        if executable is None:
+            raise AssertionError("Debian's chromium is not installed: `make browser` installs it (as root), "
+                                 "or `sudo apt-get install chromium`")
         self.proc = subprocess.Popen(
-            [binary(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            [executable, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              f"--remote-debugging-port={port}", f"--user-data-dir={profile}", f"--window-size={width},{height}",
              "--no-first-run", "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)

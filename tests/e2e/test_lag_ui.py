@@ -147,7 +147,6 @@ def test_real_api_server_refuses_anonymous_and_serves_the_clis_figures(api_serve
     print(f"/eosmirror/api/lag for one mirror of 2 partitions: {took * 1000:.0f} ms")
 
 
-@pytest.mark.skipif(browser.binary() is None, reason="Debian's chromium is not installed (apt-get install chromium)")
 def test_the_page_in_a_headless_browser(api_server, lagging, tmp_path):
     _, path = api_server
     m, topic, _ = lagging
