@@ -14,15 +14,31 @@ import pytest
 # and its own embedded clusters on their own ports, so it never writes into the demo's clusters
 # or its Airflow database, and runs whether or not the demo's clusters are up. Under pytest-xdist
 # (`make test` runs two workers) each worker gets its own home and clusters: gw1 uses 17192/27192.
+#
+# pytest-xdist's controller process imports this file too, before it starts the workers, and the
+# workers inherit its environment. So every variable set here is undone first in a worker
+# (EOSMIRROR_TEST_RESTORE holds the originals), else both workers would share gw0's home, Airflow
+# database and clusters, and one worker's session end would stop the brokers the other still uses.
+# EOSMIRROR_SOURCE_PORT / EOSMIRROR_TARGET_PORT, when given, are the base ports of worker gw0.
+import json  # noqa: E402
+
+for _key, _original in json.loads(os.environ.pop("EOSMIRROR_TEST_RESTORE", "{}")).items():
+    if _original is None:
+        os.environ.pop(_key, None)
+    else:
+        os.environ[_key] = _original
+_before = dict(os.environ)
 WORKER = int((os.environ.get("PYTEST_XDIST_WORKER") or "gw0").removeprefix("gw") or 0)
 TEST_HOME = Path(__file__).resolve().parents[1] / "var" / "test" / f"gw{WORKER}"
-os.environ.setdefault("EOSMIRROR_HOME", str(TEST_HOME))
-os.environ.setdefault("EOSMIRROR_SOURCE_PORT", str(17092 + 100 * WORKER))
-os.environ.setdefault("EOSMIRROR_TARGET_PORT", str(27092 + 100 * WORKER))
+os.environ["EOSMIRROR_HOME"] = str(TEST_HOME)
+os.environ["EOSMIRROR_SOURCE_PORT"] = str(int(os.environ.get("EOSMIRROR_SOURCE_PORT", 17092)) + 100 * WORKER)
+os.environ["EOSMIRROR_TARGET_PORT"] = str(int(os.environ.get("EOSMIRROR_TARGET_PORT", 27092)) + 100 * WORKER)
 
 from eosmirror.airflow import home  # noqa: E402  (after EOSMIRROR_HOME: it decides AIRFLOW_HOME)
 
 home.apply()
+os.environ["EOSMIRROR_TEST_RESTORE"] = json.dumps({k: _before.get(k) for k, v in os.environ.items()
+                                                   if _before.get(k) != v})
 home.migrate()
 # py4j logs from __del__ at interpreter exit, after pytest closed its log capture.
 logging.getLogger("py4j").setLevel(logging.ERROR)
