@@ -137,7 +137,13 @@ def _translate(args: argparse.Namespace) -> int:
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
     target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
-    syncs = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group)
+    from eosmirror.core.syncscan import Need
+
+    # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).
+    needs = {(target_topic, args.partition): Need(source_offset=args.offset),
+             (args.topic, args.partition): Need(source_offset=args.offset)}
+    syncs = syncstore.load_needed(conf, mirror.name, cluster_label("target", mirror.target, conf),
+                                  mirror.progress_group, needs)
     history = syncs.get((target_topic, args.partition))
     if history is None:
         if target_topic != args.topic and any(t == args.topic for t, _ in syncs):

@@ -89,6 +89,12 @@ def offset_sync_topic(mirror: str) -> str:
     return f"eosmirror-offset-syncs.{mirror}.internal"
 
 
+def offset_sync_snapshot_topic(mirror: str) -> str:
+    """On the target, compacted: each partition's newest offset sync and the sync-topic offset it was
+    folded up to (a cache the driver rewrites after each run; see ``kafka.syncstore``)."""
+    return f"eosmirror-offset-sync-snapshot.{mirror}.internal"
+
+
 def slot_transactional_id(prefix: str, mirror: str, slot: int) -> str:
     return f"{prefix}.{mirror}.{slot}"
 

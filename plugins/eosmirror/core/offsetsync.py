@@ -130,14 +130,25 @@ class PartitionSyncs:
     """All syncs of one target partition, in source order; answers translation queries."""
 
     syncs: list[OffsetSync] = field(default_factory=list)
+    # (len(syncs) it was computed for, syncs in source order, their starts, the progress): a group
+    # plan asks each partition once per group, so this is computed once; syncs are only ever appended.
+    _index: tuple[int, list[OffsetSync], list[int], int | None] = field(default=(-1, [], [], None), repr=False,
+                                                                         compare=False)
 
     def add(self, sync: OffsetSync) -> None:
         self.syncs.append(sync)
 
+    def _indexed(self) -> tuple[int, list[OffsetSync], list[int], int | None]:
+        if self._index[0] != len(self.syncs):
+            # A run re-reading a range after an abort never commits, so committed syncs form one chain;
+            # sorting by start makes the order independent of how the topic interleaved slots.
+            ordered = sorted(self.syncs, key=lambda s: (s.source_start, s.source_end))
+            self._index = (len(self.syncs), ordered, [s.source_start for s in ordered],
+                           max((s.source_end for s in ordered), default=None))
+        return self._index
+
     def ordered(self) -> list[OffsetSync]:
-        # A run re-reading a range after an abort never commits, so committed syncs form one chain;
-        # sorting by start makes the order independent of how the topic interleaved slots.
-        return sorted(self.syncs, key=lambda s: (s.source_start, s.source_end))
+        return self._indexed()[1]
 
     @property
     def mirrored_from(self) -> int | None:
@@ -147,7 +158,7 @@ class PartitionSyncs:
     @property
     def progress(self) -> int | None:
         """The progress the last committed sync left: the exact next source offset to copy."""
-        return max((s.source_end for s in self.syncs), default=None)
+        return self._indexed()[3]
 
     def translate(self, source_offset: int) -> int:
         """The target offset from which a consumer reads exactly what a source consumer at
@@ -161,10 +172,10 @@ class PartitionSyncs:
         if source_offset > ordered[-1].source_end:
             raise TranslationError(f"source offset {source_offset} is beyond the mirror's progress "
                                    f"{ordered[-1].source_end}: not copied yet")
-        starts = [s.source_start for s in ordered]
+        starts = self._indexed()[2]
         index = max(0, bisect.bisect_right(starts, source_offset) - 1)
-        for sync in ordered[index:]:
-            cumulative = 0
+        for i in range(index, len(ordered)):   # no slice: a long chain is not copied per query
+            sync, cumulative = ordered[i], 0
             for start, length in sync.runs:
                 if start + length > source_offset:
                     return sync.target_base + cumulative + max(0, source_offset - start)
