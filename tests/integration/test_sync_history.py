@@ -47,7 +47,7 @@ def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_mat
     first = syncstore.ReadStats()
     syncstore.latest(target_conf, name, "target", "g", stats=first)
     assert first.full_read and first.sync_records >= HISTORY       # no snapshot yet: read once in full
-    syncstore.refresh_snapshot(target_conf, name, "target", "g")
+    syncstore.refresh_snapshot(target_conf, name, "target", "g", f"{name}.snapshot")
     shape = synchistory.append_tail(target_conf, naming.offset_sync_topic(name), shape, f"{name}.writer", 3)
     full = syncstore.load(target_conf, name, "target", "g")
     heads = {tp: shape.syncs_of(tp) * synchistory.SOURCE_PER_SYNC for tp in shape.busy()}
@@ -73,7 +73,7 @@ def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_mat
 
 def test_the_newest_syncs_and_failback_needs_match_the_full_read_including_from_the_start(target_conf, unique):
     name, shape = history(target_conf, unique, records=5_000)
-    syncstore.refresh_snapshot(target_conf, name, "target", "g")
+    syncstore.refresh_snapshot(target_conf, name, "target", "g", f"{name}.snapshot")
     full = syncstore.load(target_conf, name, "target", "g")
     newest = syncstore.latest(target_conf, name, "target", "g").newest
     assert newest == {tp: syncs.ordered()[-1] for tp, syncs in full.items()}

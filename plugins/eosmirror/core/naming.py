@@ -95,6 +95,11 @@ def offset_sync_snapshot_topic(mirror: str) -> str:
     return f"eosmirror-offset-sync-snapshot.{mirror}.internal"
 
 
+def snapshot_transactional_id(prefix: str, mirror: str) -> str:
+    """The transactional id that writes the offset-sync snapshot (serializes concurrent refreshes)."""
+    return f"{prefix}.{mirror}.snapshot"
+
+
 def slot_transactional_id(prefix: str, mirror: str, slot: int) -> str:
     return f"{prefix}.{mirror}.{slot}"
 

@@ -157,7 +157,9 @@ class MirrorRun:
 
         try:
             syncstore.refresh_snapshot(self.target.settings, self.mirror.name, self.target.label,
-                                       self.mirror.progress_group)
+                                       self.mirror.progress_group,
+                                       naming.snapshot_transactional_id(self.mirror.transactional_id_prefix,
+                                                                        self.mirror.name))
         except EosMirrorError as exc:
             log.error("%s: the offset-sync snapshot was not refreshed (progress recovery and group syncs will "
                       "read more of the sync history until it is): %s", self.mirror.name, exc)

@@ -187,35 +187,35 @@ def load_needed(target_conf: dict[str, Any], mirror: str, cluster: str, group: s
         raise ProgressUnavailableError(str(exc)) from None
 
 
-def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, group: str,
+def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, transactional_id: str,
                      stats: ReadStats | None = None) -> int:
     """Fold the syncs written since the snapshot's marker into it; returns how many entries were written.
 
-    Order makes a crash harmless: the changed entries first, the marker last (one idempotent producer,
-    one partition, so they land in that order); a crash in between leaves the old marker, and the next
-    reader reads forward from it again (entries only ever get newer: ``syncscan.newer``)."""
-    view = latest(target_conf, mirror, cluster, group, stats=stats)
-    if view.snapshot is None or view.snapshot.upto == view.end:
-        return 0
-    changed = syncscan.changed_entries(view.snapshot.entries, view.newest)
+    Invariant: every sync below the last marker is at most as new as its partition's surviving entry.
+    One transaction carries the changed entries and the marker, and ``init_transactions`` runs BEFORE
+    the snapshot is read: a concurrent refresh (overlapping runs) that read earlier is fenced and can
+    no longer commit an entry older than one this refresh relied on (last-write-wins compaction)."""
+    producer = clients.transactional_producer(target_conf, {}, transactional_id, 60_000,
+                                              f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer")
     topic = naming.offset_sync_snapshot_topic(mirror)
-    producer = clients.idempotent_producer(target_conf, {}, f"eosmirror-{mirror}-sync-snapshot",
-                                           where="offset-sync snapshot producer")
-    errors: list[str] = []
-
-    def delivered(err: Any, _msg: Any) -> None:
-        if err is not None:
-            errors.append(err.str())
-
-    for sync in changed:
-        producer.produce(topic, key=sync.key(), value=syncscan.encode_entry(sync, view.end), partition=0,
-                         on_delivery=delivered)
-        producer.poll(0)
-    producer.produce(topic, key=syncscan.MARKER_KEY, value=syncscan.encode_marker(view.end), partition=0,
-                     on_delivery=delivered)
-    remaining = producer.flush(60)
-    if errors or remaining:
-        raise ProgressUnavailableError(f"{cluster}: could not write the offset-sync snapshot {topic}: "
-                                       f"{errors[0] if errors else f'{remaining} records undelivered in 60 s'} "
-                                       f"(it needs Write on that topic)")
-    return len(changed)
+    try:
+        producer.init_transactions(60)
+        view = latest(target_conf, mirror, cluster, group, stats=stats)
+        if view.snapshot is None or view.snapshot.upto == view.end:
+            return 0
+        changed = syncscan.changed_entries(view.snapshot.entries, view.newest)
+        producer.begin_transaction()
+        for sync in changed:
+            producer.produce(topic, key=sync.key(), value=syncscan.encode_entry(sync, view.end), partition=0)
+            producer.poll(0)
+        producer.produce(topic, key=syncscan.MARKER_KEY, value=syncscan.encode_marker(view.end), partition=0)
+        producer.commit_transaction(60)
+        return len(changed)
+    except ProgressUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - translated: the snapshot is a cache, the caller decides
+        raise ProgressUnavailableError(f"{cluster}: could not write the offset-sync snapshot {topic}: {exc} "
+                                       f"(it needs Write on that topic and on transactional id "
+                                       f"{transactional_id})") from None
+    finally:
+        producer.flush(10)

@@ -122,7 +122,7 @@ def prepare(conf: dict[str, Any], records: int, say: Callable[[str], None]) -> t
     aborted = synchistory.write(conf, sync_topic, shape, f"{mirror}.writer")
     written = time.monotonic() - started
     say(f"{records:,} sync records (+{aborted:,} aborted) written in {written:.0f} s")
-    syncstore.refresh_snapshot(conf, mirror, "target", f"{mirror}.bench")
+    syncstore.refresh_snapshot(conf, mirror, "target", f"{mirror}.bench", f"{mirror}.snapshot")
     shape = synchistory.append_tail(conf, sync_topic, shape, f"{mirror}.writer", per_partition=5)
     return mirror, shape, {"records": records, "aborted_records": aborted, "write_seconds": round(written, 1),
                            "tail_after_snapshot": shape.records - records}
