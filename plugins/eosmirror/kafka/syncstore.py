@@ -127,20 +127,37 @@ def latest(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, k
     for tp in keep:
         if tp in view.newest:
             view.chains[tp] = [view.newest[tp]]
+    _read_tail(target_conf, topic, cluster, group, client_id, view, keep, stats)
+    return view
+
+
+def _read_tail(target_conf: dict[str, Any], topic: str, cluster: str, group: str, client_id: str, view: View,
+               keep: frozenset[TP], stats: ReadStats) -> None:
+    """The syncs from ``view.tail_start`` to the end, folded into ``view``. Only the kept partitions'
+    syncs and each other partition's LAST record are decoded: a partition's syncs commit one after
+    the other (one slot owns it at a time), so its last record in the topic is its newest sync."""
+    keep_keys = {f"{t}\0{p}".encode() for t, p in keep}
+    last: dict[bytes, tuple[int, bytes]] = {}
     consumer = clients.plain_consumer(target_conf, client_id, group_id=group)
     try:
-        for record in readers.iter_range(consumer, topic, 0, view.tail_start, end, cluster, timeout=300):
+        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, cluster, timeout=300):
             stats.sync_records += 1
             if record.value is None:
                 continue
-            sync = _decode(record.value, record.offset, topic, cluster)
-            tp = (sync.target_topic, sync.partition)
-            view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
-            if tp in keep:
-                view.chains.setdefault(tp, []).append(sync)
+            if record.key in keep_keys or record.key is None:
+                sync = _decode(record.value, record.offset, topic, cluster)
+                tp = (sync.target_topic, sync.partition)
+                view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
+                if tp in keep:
+                    view.chains.setdefault(tp, []).append(sync)
+            else:
+                last[record.key] = (record.offset, record.value)
     finally:
         consumer.close()
-    return view
+    for offset, value in last.values():
+        sync = _decode(value, offset, topic, cluster)
+        tp = (sync.target_topic, sync.partition)
+        view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
 
 
 def _uncovered(view: View, needs: dict[TP, Need]) -> dict[bytes, TP]:
