@@ -16,7 +16,7 @@ from eosmirror.core.syncscan import Need
 from eosmirror.kafka import syncstore
 from eosmirror_tools.bench import synchistory
 from eosmirror_tools.bench.synchistory import Shape
-from tests.helpers import create_topic, mirror, progress_of, run, seed_sequence
+from tests.helpers import cli, create_topic, mirror, progress_of, run, seed_sequence, write_mirror_file
 
 pytestmark = pytest.mark.integration
 
@@ -45,8 +45,9 @@ def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_mat
         target_conf, unique):
     name, shape = history(target_conf, unique)
     first = syncstore.ReadStats()
-    syncstore.latest(target_conf, name, "target", "g", stats=first)
+    newest = syncstore.latest(target_conf, name, "target", "g", stats=first).newest
     assert first.full_read and first.sync_records >= HISTORY       # no snapshot yet: read once in full
+    assert newest == {tp: syncs.ordered()[-1] for tp, syncs in syncstore.load(target_conf, name, "target", "g").items()}
     syncstore.refresh_snapshot(target_conf, name, "target", "g", f"{name}.snapshot")
     shape = synchistory.append_tail(target_conf, naming.offset_sync_topic(name), shape, f"{name}.writer", 3)
     full = syncstore.load(target_conf, name, "target", "g")
@@ -123,3 +124,19 @@ def test_a_mirror_run_refreshes_the_snapshot_and_recovery_of_an_idle_partition_r
     assert report["records"] == 0
     assert {p["origin"] for p in report["plan"]} == {"recovered-from-offset-syncs"}
     assert {k: p.offset for k, p in progress_of(target_conf, m, topic, 2).items()} == {0: 25, 1: 10}
+
+
+def test_the_translate_command_reads_back_only_as_far_as_the_offset(source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("tr"), partitions=1)
+    m = mirror(unique("m"), [topic], max_records_per_partition=10)
+    seed_sequence(source_conf, topic, 1, 30)
+    for _ in range(3):
+        assert run(m)["records"] == 10
+    config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    full = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
+    for offset in (0, 9, 10, 15, 29, 30):   # each run's commit marker shifts the target offsets after it
+        done = cli("translate", m.name, topic, "0", str(offset), "--config", str(config_file))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.strip().endswith(f"@{full.translate(offset)}"), done.stdout
+    done = cli("translate", m.name, topic, "0", "31", "--config", str(config_file))
+    assert done.returncode == 2 and "beyond the mirror's progress 30" in done.stdout + done.stderr
