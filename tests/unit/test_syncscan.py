@@ -78,3 +78,16 @@ def test_snapshot_keeps_the_newest_entry_per_partition_and_the_last_marker():
     assert snapshot.entries == {("t", 0): new, ("u", 3): other} and snapshot.upto == 9
     assert syncscan.Snapshot.decode([(new.key(), syncscan.encode_entry(new, 7))]).upto is None
     assert syncscan.changed_entries({("t", 0): old, ("u", 3): other}, {("t", 0): new, ("u", 3): other}) == [new]
+
+
+def test_an_overlap_found_while_deciding_how_far_back_to_read_is_reported_not_raised_raw(monkeypatch):
+    """load_needed checks the chains before the backward scan reads anything: an overlap there is a
+    ProgressUnavailableError naming the cluster and partition, like one found after the scan."""
+    from eosmirror.core.errors import ProgressUnavailableError
+    from eosmirror.kafka import syncstore
+
+    a, b = OffsetSync("t", 0, "s", 0, 10, 0, ((0, 10),)), OffsetSync("t", 0, "s", 5, 12, 3, ((5, 7),))
+    view = syncstore.View(newest={("t", 0): b}, chains={("t", 0): [b, a]}, low=0, tail_start=40, end=50)
+    monkeypatch.setattr(syncstore, "latest", lambda *args, **kwargs: view)
+    with pytest.raises(ProgressUnavailableError, match=r"target: t\[0\]: offset syncs overlap"):
+        syncstore.load_needed({}, "m", "target", "g", {("t", 0): Need(source_offset=0)})

@@ -160,17 +160,23 @@ def _read_tail(target_conf: dict[str, Any], topic: str, cluster: str, group: str
         view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
 
 
-def _uncovered(view: View, needs: dict[TP, Need]) -> dict[bytes, TP]:
-    """The asked partitions whose chain does not reach back far enough yet, by sync key."""
+def _where(cluster: str, tp: TP) -> str:
+    """A partition as error messages name it (the ChainError of any check of its chain reads the same)."""
+    return f"{cluster}: {tp[0]}[{tp[1]}]"
+
+
+def _uncovered(view: View, needs: dict[TP, Need], cluster: str) -> dict[bytes, TP]:
+    """The asked partitions whose chain does not reach back far enough yet, by sync key. Raises
+    ChainError when a chain read so far overlaps (the caller reports it)."""
     return {f"{tp[0]}\0{tp[1]}".encode(): tp for tp, need in needs.items()
-            if tp in view.chains and not need.covered_by(syncscan.check_chain(view.chains[tp], str(tp)))}
+            if tp in view.chains and not need.covered_by(syncscan.check_chain(view.chains[tp], _where(cluster, tp)))}
 
 
 def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, view: View,
                     needs: dict[TP, Need], stats: ReadStats) -> None:
     """Extend the chains from ``view.tail_start`` backwards until every need is covered (or the start)."""
     topic = naming.offset_sync_topic(mirror)
-    wanted = _uncovered(view, needs)
+    wanted = _uncovered(view, needs, cluster)
     if not wanted:
         return
     consumer = clients.plain_consumer(target_conf, f"eosmirror-{mirror}-sync-reader", group_id=group)
@@ -182,7 +188,7 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
                 tp = wanted.get(record.key or b"")   # the key names the partition: decode only the asked ones
                 if tp is not None and record.value is not None:
                     view.chains[tp].append(_decode(record.value, record.offset, topic, cluster))
-            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()})
+            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, cluster)
             if not wanted:
                 return
     finally:
@@ -196,9 +202,9 @@ def load_needed(target_conf: dict[str, Any], mirror: str, cluster: str, group: s
     newest: translating any position at or after the asked one gives what the full history gives."""
     stats = stats if stats is not None else ReadStats()
     view = latest(target_conf, mirror, cluster, group, keep=frozenset(needs), stats=stats)
-    _scan_backwards(target_conf, mirror, cluster, group, view, needs, stats)
-    try:
-        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], f"{cluster}: {tp[0]}[{tp[1]}]"))
+    try:   # the backward scan checks the chains too: an overlap found there is reported the same way
+        _scan_backwards(target_conf, mirror, cluster, group, view, needs, stats)
+        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(cluster, tp)))
                 for tp in needs if tp in view.chains}
     except syncscan.ChainError as exc:
         raise ProgressUnavailableError(str(exc)) from None
