@@ -84,12 +84,25 @@ def _full_read(conf: dict[str, Any], mirror: str, shape: Shape) -> dict[str, Any
     return {"seconds": round(time.monotonic() - started, 3), "partitions": len(history)}
 
 
+def peak_rss_mb() -> float:
+    """This process's own peak RSS. Not ``getrusage``: on Linux its ru_maxrss survives ``execve``, so a
+    spawned child would report at least its parent's RSS at the fork (here: the history writer's)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def _child(what: Callable[..., dict[str, Any]], args: tuple, queue: Any) -> None:
     try:
         result = what(*args)
     except Exception as exc:  # noqa: BLE001 - reported, not raised across processes
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    result["peak_rss_mb"] = peak_rss_mb()
     queue.put(result)
 
 
