@@ -15,7 +15,7 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit bench chaos airflow down status clean
+.PHONY: help setup demo test test-unit bench chaos airflow down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
@@ -52,6 +52,14 @@ test-unit: setup
 
 bench: setup
 	$(BIN)/python -m eosmirror_tools.bench
+
+# Debian's chromium for the headless page test (tests/e2e/test_lag_ui.py skips without it); as root.
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# The lag reports at 20 mirrors x 50 partitions with 7 days of 5-minute history (build/lagbench.json).
+lagbench: setup
+	$(BIN)/python -m eosmirror_tools.lagbench
 
 chaos: setup
 	$(BIN)/python -m eosmirror_tools.chaos --rounds $(ROUNDS)

@@ -41,3 +41,15 @@ def xcoms(dag_run) -> dict[str, Any]:
             if row.key == "return_value":
                 out[row.task_id] = XComModel.deserialize_value(row)
     return out
+
+
+def task_log_text(capfd, caplog) -> str:
+    """Everything the task logs of dag.test() runs said since the last call.
+
+    dag.test() writes task logs to this process's output, but the stream Airflow's logging bound may be pytest's
+    global capture (an earlier test in the same worker configured it), which capfd does not see. The same records
+    also reach the logging handlers caplog reads, so the two together are the task log."""
+    out, err = capfd.readouterr()
+    text = out + err + caplog.text
+    caplog.clear()
+    return text

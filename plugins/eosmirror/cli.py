@@ -8,6 +8,11 @@
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
   eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
+  eosmirror lag [mirror] [--json]           how far behind each mirror is (status, record and time lag)
+  eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout)
+  eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
+  eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)
+  eosmirror history <mirror>                migrations and resets of the mirror
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
@@ -132,11 +137,11 @@ def _translate(args: argparse.Namespace) -> int:
     from eosmirror.core import naming
     from eosmirror.driver.run import cluster_label
     from eosmirror.core.errors import ConfigError
-    from eosmirror.core.offsetsync import TranslationError
+    from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
-    target_topic = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias).target_topic(args.topic)
+    target_topic = naming.policy_of(mirror).target_topic(args.topic)
     from eosmirror.core.syncscan import Need
 
     # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).
@@ -153,9 +158,77 @@ def _translate(args: argparse.Namespace) -> int:
     try:
         print(f"{args.topic}[{args.partition}]@{args.offset} -> {target_topic}[{args.partition}]@"
               f"{history.translate(args.offset)}")
+    except BeforeFirstSync as exc:
+        raise ConfigError(f"{args.topic}[{args.partition}]@{args.offset}: "
+                          f"{_before_take_over(mirror, target_topic, args.partition, exc.first) or exc}") from None
     except TranslationError as exc:
         raise ConfigError(f"{args.topic}[{args.partition}]@{args.offset}: {exc}") from None
     return EXIT_OK
+
+
+def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int) -> str | None:
+    """When a migration set this partition's start: the records below it were copied by the copier
+    eosmirror took over from; their target offsets are that copier's, never a guessed number."""
+    from eosmirror.core import migration
+    from eosmirror.driver import migrate
+
+    record = migration.taken_over_at(migrate.history(mirror), target_topic, partition)
+    if record is None:
+        return None
+    change = next(c for c in record.partitions if c.target_topic == target_topic and c.partition == partition)
+    return (f"copied before eosmirror took over (migration from {record.origin}, by {record.who}: eosmirror "
+            f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
+            f"eosmirror has no exact offset map for earlier records, so it gives no number")
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from eosmirror.driver import takeover
+
+    outcome = takeover.take_over(_mirror(args), args.origin, dry_run=args.dry_run, mm2_stopped=args.mm2_stopped)
+    print(json.dumps(outcome, indent=2) if args.json else takeover.format_outcome(outcome))
+    return EXIT_OK
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from eosmirror.driver import takeover
+
+    outcome = takeover.reset(_mirror(args), args.to, dry_run=args.dry_run)
+    print(json.dumps(outcome, indent=2) if args.json else takeover.format_outcome(outcome))
+    return EXIT_OK
+
+
+def _history(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from eosmirror.core import migration
+    from eosmirror.driver import migrate
+
+    records = migrate.history(_mirror(args))
+    print(json.dumps([asdict(r) for r in records], indent=2) if args.json else migration.format_history(records))
+    return EXIT_OK
+
+
+def _import_mm2(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from eosmirror.core import config, mm2import
+    from eosmirror.core.errors import ConfigError
+
+    try:
+        text = Path(args.properties).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.properties}: {exc.strerror}") from None
+    rendered = mm2import.render(mm2import.translate(text, clusters=args.clusters), Path(args.properties).name)
+    # What is printed must load: check it with the loader the DAGs use.
+    config.parse(_yaml_document(rendered), Path(f"<import of {args.properties}>"))
+    print(rendered, end="")
+    return EXIT_OK
+
+
+def _yaml_document(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text)
 
 
 def _fence(args: argparse.Namespace) -> int:
@@ -193,6 +266,25 @@ def _groups_command(sub: Any) -> None:
     command.set_defaults(func=_groups)
 
 
+def _lag(args: argparse.Namespace) -> int:
+    """Exit 0 when no mirror alerts, 1 when one does (SLO breach, STALLED, STOPPED, ERROR)."""
+    from eosmirror.core import config, lagview
+    from eosmirror.driver import lag
+    from eosmirror.kafka.lagstore import now_ms
+
+    mirrors = config.load(args.config)
+    now = now_ms()
+    statuses = lag.report_all(mirrors, args.mirror, now_ms=now, record=args.record)
+    if args.json:
+        print(json.dumps(lagview.document(statuses, now), indent=2, sort_keys=True))
+    else:
+        print(lagview.mirrors_table(statuses, now))
+        if args.mirror and statuses and statuses[0].partitions:
+            print()
+            print(lagview.partitions_table(statuses[0], now))
+    return EXIT_FAILED if any(s.alerting for s in statuses) else EXIT_OK
+
+
 def _airflow(args: argparse.Namespace) -> int:
     from eosmirror.airflow import home
 
@@ -212,6 +304,35 @@ def _mirror_command(sub: Any, name: str, func: Any, text: str) -> argparse.Argum
     command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
     command.set_defaults(func=func)
     return command
+
+
+def _add_migration_commands(sub: Any) -> None:
+    migrate = _mirror_command(sub, "migrate", _migrate, "take over progress from MirrorMaker 2 or a consumer group "
+                                                        "(refused while the other copier still runs)")
+    migrate.add_argument("--from", dest="origin", required=True,
+                         help="mm2 (or mm2:<source alias>): MM2's committed offsets; group:<name>: a source group's; "
+                              "target-end[:N]: after the target's last N records (default 100), checked one by one")
+    migrate.add_argument("--dry-run", action="store_true", help="check and print, write nothing")
+    migrate.add_argument("--mm2-stopped", action="store_true",
+                         help="MM2 was killed (its status still says RUNNING) and no MM2 process is left: skip the "
+                              "status check (the offsets must still stand still during the check)")
+    migrate.add_argument("--json", action="store_true")
+    reset = _mirror_command(sub, "reset", _reset, "move the mirror's progress by hand (audited)")
+    reset.add_argument("--to", nargs="+", required=True, metavar="TARGET",
+                       help="earliest, latest, or <source topic>:<partition>=<offset> ...")
+    reset.add_argument("--dry-run", action="store_true", help="check and print, write nothing")
+    reset.add_argument("--json", action="store_true")
+    history = _mirror_command(sub, "history", _history, "the mirror's migrations and resets (audit records)")
+    history.add_argument("--json", action="store_true")
+
+
+def _lag_command(sub: Any) -> None:
+    command = sub.add_parser("lag", help="how far behind each mirror is: status, record lag, time lag, SLO")
+    command.add_argument("mirror", nargs="?", help="one mirror (default: all); shows its partitions too")
+    command.add_argument("--json", action="store_true", help="the figures as JSON (what the page and metrics show)")
+    command.add_argument("--record", action="store_true", help="also append the sample to the lag history")
+    command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
+    command.set_defaults(func=_lag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -253,6 +374,15 @@ def build_parser() -> argparse.ArgumentParser:
     _mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
 
     _groups_command(sub)
+    _lag_command(sub)
+    _add_migration_commands(sub)
+    import_mm2 = sub.add_parser("import-mm2", help="translate a MirrorMaker 2 mm2.properties into mirrors.yaml "
+                                                   "(printed; settings without equivalent listed at the top)")
+    import_mm2.add_argument("properties", help="the mm2.properties file")
+    import_mm2.add_argument("--clusters", choices=["inline", "connection"], default="inline",
+                            help="clusters as inline settings (secrets as ${ENV}) or as Airflow connection ids "
+                                 "named after the MM2 aliases")
+    import_mm2.set_defaults(func=_import_mm2)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

@@ -12,7 +12,7 @@ import pytest
 
 from eosmirror.airflow import home
 from eosmirror.kafka import readers
-from tests.airflow_helpers import run_dag, task_states, xcoms
+from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
 from tests.helpers import (cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values)
 
 pytestmark = pytest.mark.e2e
@@ -109,7 +109,8 @@ def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, ta
             [f"{k}-{n}".encode() for n in range(50)] + [f"late{k}-{n}".encode() for n in range(5)])
 
 
-def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, unique, tmp_path, monkeypatch, capfd):
+def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
+    caplog.set_level("INFO")
     from eosmirror_tools.local import cluster
 
     secret = "pw-" + pysecrets.token_hex(12)
@@ -153,8 +154,7 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
         assert stored and not [k for k, v in stored.items() if k.endswith(":raw") and secret in v]
         assert stored.get("copy", {}).get("records") == 20, stored.get("copy")   # the run report travels by XCom
         # dag.test() writes every task's log (spark-submit's output included) to this process's stdout/stderr
-        out, err = capfd.readouterr()
-        task_logs = out + err
+        task_logs = task_log_text(capfd, caplog)
         assert "Spark-Submit cmd" in task_logs and "spark/job.py" in task_logs and name in task_logs
         assert secret not in task_logs
         files = [p for p in (home.airflow_home() / "logs").rglob("*") if p.is_file()]

@@ -325,7 +325,7 @@ def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
 # --- the Airflow copy task killed ------------------------------------------------------------------------
 
 def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
-        source_conf, target_conf, unique, tmp_path, monkeypatch, capfd):
+        source_conf, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
     """dag.test() runs the copy task in this process with an execution_timeout: when it strikes,
     Airflow's task runner raises AirflowTaskTimeout in execute and calls the operator's on_kill, the
     same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The timeout
@@ -334,7 +334,9 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
     from confluent_kafka.admin import AdminClient
 
     from eosmirror.airflow import tasks
-    from tests.airflow_helpers import dagbag, task_states
+    from tests.airflow_helpers import dagbag, task_log_text, task_states
+
+    caplog.set_level("INFO")
 
     topic = create_topic(source_conf, unique("akill"), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
@@ -372,7 +374,7 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
         kill["measuring"].join(UNBLOCK_BUDGET + PROCESS_BUDGET + 5)
     finally:
         kill_leftovers(mark)
-    out, err = capfd.readouterr()   # dag.test() writes the task logs here; read before printing the times
+    task_logs = task_log_text(capfd, caplog)   # read before printing the times
     states = task_states(dr)
     assert str(dr.state) == "failed" and states["copy"] == "failed" and states["publish"] != "success", states
     assert len(kill["blocked_before"]) == PARTITIONS, (
@@ -380,10 +382,10 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
         f"(partition: (LSO, HW)) when on_kill started: {kill['blocked_before']}")
     print(f"\n[Airflow on_kill] on_kill took {kill['on_kill_seconds']} s")
     assert_within_budgets(kill["times"], "Airflow copy task timed out")
-    logged = [line for line in (out + err).splitlines() if "on_kill:" in line]
-    assert any("Spark application stopped" in line for line in logged), logged or (out + err)[-3000:]
+    logged = [line for line in task_logs.splitlines() if "on_kill:" in line]
+    assert any("Spark application stopped" in line for line in logged), logged or task_logs[-3000:]
     assert any(f"fenced eosmirror.{name}.planner" in line for line in logged), logged
-    assert "are unblocked (last stable offset = high watermark)" in out + err, logged
+    assert "are unblocked (last stable offset = high watermark)" in task_logs, logged
     m = mirror(name, [topic], slots=PARTITIONS, max_transaction_seconds=MAX_TRANSACTION_SECONDS)
     monkeypatch.delenv("EOSMIRROR_FAULTS")
     copy_everything_once(m, target_conf, topic)

@@ -18,7 +18,8 @@ def dagbag():
 
 
 def test_no_import_errors_and_one_dag_per_mirror(dagbag):
-    expected = {dags.mirror_dag_id(n) for n in config.load().names()} | {dags.FENCE_DAG_ID}
+    expected = {dags.mirror_dag_id(n) for n in config.load().names()} | {dags.FENCE_DAG_ID, dags.LAG_DAG_ID,
+                                                                                 dags.MIGRATE_DAG_ID}
     assert set(dagbag.dag_ids) >= expected
 
 

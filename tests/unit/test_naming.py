@@ -28,3 +28,9 @@ def test_cycle_guard_skips_copies_that_came_from_the_target():
 def test_transactional_ids_are_stable_per_slot():
     assert naming.slot_transactional_ids("eosmirror", "m", 3) == ["eosmirror.m.0", "eosmirror.m.1", "eosmirror.m.2"]
     assert naming.planner_transactional_id("p", "m") == "p.m.planner"
+
+
+def test_separator_is_mm2s_replication_policy_separator():
+    policy = naming.ReplicationPolicy("prefix", "dc1", "_")
+    assert policy.target_topic("orders") == "dc1_orders" and policy.source_topic("dc1_orders") == "orders"
+    assert naming.select_topics(["dc2_orders", "dc2.orders"], (".*",), (), "dc2", "_") == ["dc2.orders"]

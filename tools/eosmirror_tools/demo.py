@@ -83,6 +83,13 @@ def main(records: int = 2000, master: str = "local[2]") -> int:
                         for r in readers.read_all(target.client_config(), "src.demo.payments", p, "target")
                         if ("txn", b"aborted") in r.headers)
 
+    _step(f"eosmirror lag {MIRROR}: how far behind (also the eosmirror_lag DAG, the Mirror lag page, metrics)")
+    from eosmirror.core import lagview
+    from eosmirror.driver import lag
+
+    statuses = lag.report_all(config.load(), MIRROR, record=True)
+    print("    " + lagview.mirrors_table(statuses, statuses[0].time_ms).replace("\n", "\n    "))
+
     ok = ok1 and ok2 and second.get("records") == 0 and all(c.ok for c in checks) and not aborted_leaks
     _step("summary")
     print(f"    copied {first.get('records', 0)} records ({first.get('records_per_second', 0):.0f} records/s inside "
@@ -96,6 +103,7 @@ def main(records: int = 2000, master: str = "local[2]") -> int:
     print(f"      (also in {home.airflow_home() / 'simple_auth_manager_passwords.json.generated'}),")
     print(f"      unpause or trigger {mirror_dag_id(MIRROR)} (the trigger form takes until, max records, topics, "
           f"dry run), or eosmirror_fence.")
+    print(f"    Mirror lag page (Browse > Mirror lag in the UI): {home.api_url().rstrip('/')}/eosmirror/")
     print("    Stop the Kafka clusters with: make down")
     print(f"\nDEMO {'PASSED' if ok else 'FAILED'}")
     return EXIT_OK if ok else EXIT_FAILED

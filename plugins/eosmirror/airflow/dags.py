@@ -12,6 +12,10 @@ from eosmirror.core import config
 from eosmirror.spark import submit
 
 FENCE_DAG_ID = "eosmirror_fence"
+LAG_DAG_ID = "eosmirror_lag"
+MIGRATE_DAG_ID = "eosmirror_migrate"
+# What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
+MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+|target-end(:[0-9]+)?)$"
 # What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 
@@ -167,14 +171,94 @@ def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
             return grouptasks.sync_groups(m.name, config_path, context)
 
         sync_groups()
+
+
+LAG_DOC = """### Mirror lag: how far behind each mirror is
+
+Per mirror and source partition: the source's high watermark and last stable offset, the mirror's
+committed progress, the **record lag** (LSO - progress; markers and aborted records occupy offsets,
+so it is an upper bound on records) and the **time lag** (age of the oldest committed source record
+not yet mirrored, 0 when caught up). Each evaluation is appended to the mirror's
+`eosmirror-lag.<mirror>.internal` topic on the target (kept `lag.history_days`) and judged over a
+window of them: OK, LAGGING (lag grows), STALLED (progress does not move while lag > 0), STOPPED (no
+successful run for 2 schedule intervals), ERROR (the last run failed).
+
+The task **fails** (no retry: the next evaluation checks again) when a mirror breaches its
+`max_lag_seconds` SLO or is STALLED, STOPPED or ERROR, naming the mirror, the partitions, the figure
+and the threshold; the mirror's `on_lag_alert` callable is called first with the same figures.
+The figures are also on the "Mirror lag" page (`/eosmirror/`), in `/eosmirror/metrics` and in
+`eosmirror lag [MIRROR] --json`.
+"""
+
+
+def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
+    import datetime as dt
+
+    from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task
+
+    from eosmirror.airflow import lagtasks
+
+    names = mirrors.names()
+    cron = mirrors.mirrors[0].lag.schedule if mirrors.mirrors else config.LagSettings().schedule
+    schedule = CronDataIntervalTimetable(cron, timezone="UTC") if cron else None
+    with DAG(dag_id=LAG_DAG_ID, schedule=schedule, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+             catchup=False, max_active_runs=1, tags=["eosmirror", "kafka", "lag"], doc_md=LAG_DOC,
+             description="lag of every mirror: history, statuses, SLO alerts",
+             default_args={"owner": "data-platform", "retries": 1, "retry_delay": dt.timedelta(seconds=30)},
+             params={"mirror": Param("", type="string", enum=["", *names], title="Mirror",
+                                     description="Empty: every mirror.")}) as dag:
+
+        @task(task_id="evaluate", multiple_outputs=False)
+        def evaluate(**context: Any) -> dict[str, Any]:
+            return lagtasks.evaluate(context["params"]["mirror"], config_path)
+
+        evaluate()
+
+
+def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    from eosmirror.airflow import tasks
+
+    names = mirrors.names()
+    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
+                    else Param("", type="string", title="Mirror"))
+    with DAG(dag_id=MIGRATE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
+             default_args={"owner": "data-platform", "retries": 1},
+             tags=["eosmirror", "kafka", "migration"], description="take over progress from MirrorMaker 2 or a group",
+             params={"mirror": mirror_param,
+                     "from": Param("mm2", type="string", pattern=MIGRATE_ORIGIN, title="Take over from",
+                                   description="mm2 (MM2's committed offsets; mm2:<alias> when the mirror has no "
+                                               "source_alias), group:<consumer group on the source>, or "
+                                               "target-end[:N] (continue after the target's last N records, "
+                                               "checked record by record)"),
+                     "dry_run": Param(True, type="boolean", title="Dry run",
+                                      description="Check and report what would change; write nothing.")},
+             doc_md="""### Take over a mirror's progress (moving onto eosmirror)
+
+Seeds the mirror's progress from MirrorMaker 2's committed offsets (`mm2`) or from a source consumer
+group (`group:<name>`), with the mapping to the current target end as each partition's first offset
+sync, and writes an audit record (`eosmirror history <mirror>`). Refused -- nothing written, never
+retried -- while MM2 or a run still moves offsets, when MM2's target topics are named differently,
+or when the target holds records MM2's offsets do not account for. Dry run by default.""") as dag:
+
+        @task(task_id="migrate", multiple_outputs=False)
+        def migrate(**context: Any) -> dict[str, Any]:
+            params = context["params"]
+            return tasks.migrate(params["mirror"], str(params["from"]), bool(params["dry_run"]), config_path,
+                                 context)
+
+        migrate()
     return dag
 
 
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
-    and the fencing DAG."""
+    the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
+    dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
+    dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)
     return dags

@@ -35,6 +35,7 @@ from eosmirror.core.errors import EXIT_CONFIG
 from eosmirror.kafka import connections
 from eosmirror.spark import submit
 
+MIGRATE_DAG_ID = "eosmirror_migrate"
 log = logging.getLogger(__name__)
 
 SCHEDULED_RUN_TYPES = ("scheduled", "backfill")
@@ -178,6 +179,26 @@ def fence(mirror_name: str, all_generations: bool, config_path: str | None = Non
     log.info("%s", fencing.format_outcome(outcome))
     if not outcome["unblocked"]:
         raise RuntimeError(fencing.format_outcome(outcome))
+    return outcome
+
+
+def migrate(mirror_name: str, origin: str, dry_run: bool, config_path: str | None = None,
+            context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The eosmirror_migrate DAG's task: a refusal or a bad Param fails at once and is never retried
+    (nothing was written; retrying would not change the answer)."""
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    context = context or {}
+    who = f"airflow:{MIGRATE_DAG_ID}/{context.get('run_id') or '?'}"
+    try:
+        mirror = config.load(config_path).get(mirror_name)
+        outcome = takeover.take_over(mirror, origin, dry_run=dry_run, who=who)
+    except (ConfigError, RefusedError) as exc:
+        log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    log.info("%s", takeover.format_outcome(outcome))
     return outcome
 
 

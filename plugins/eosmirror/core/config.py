@@ -187,11 +187,14 @@ class _Int(_Kind):
 class _Seconds(_Kind):
     low: float
     high: float
+    optional: bool = False
 
     def describe(self) -> str:
-        return f"a number of seconds from {float(self.low)} to {float(self.high)}"
+        return f"a number of seconds from {float(self.low)} to {float(self.high)}" + (" or null" if self.optional else "")
 
-    def parse(self, value: Any) -> float:
+    def parse(self, value: Any) -> float | None:
+        if value is None and self.optional:
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not self.low <= value <= self.high:
             raise _bad(value, self.what())
         return float(value)
@@ -226,6 +229,25 @@ class _Name(_Kind):
         return value
 
 
+DOTTED_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Dotted(_Kind):
+    """A dotted Python name ``package.module.function``; only its form is checked here (importing
+    user code at config load would run it in every DAG parse)."""
+
+    def describe(self) -> str:
+        return "a dotted Python name such as `mypackage.alerts.on_lag` or null"
+
+    def parse(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not DOTTED_NAME_RE.match(value):
+            raise _bad(value, self.what())
+        return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Text(_Kind):
     def describe(self) -> str:
@@ -233,6 +255,17 @@ class _Text(_Kind):
 
     def parse(self, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
+            raise _bad(value, self.what())
+        return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Separator(_Kind):
+    def describe(self) -> str:
+        return "1 to 5 of the characters a topic name may hold (letters, digits, '.', '_', '-')"
+
+    def parse(self, value: Any) -> str:
+        if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,5}", value):
             raise _bad(value, self.what())
         return value
 
@@ -512,6 +545,16 @@ class GroupSettings:
 
 
 @dataclass(frozen=True)
+class LagSettings:
+    schedule: str | None = _field(
+        _Cron(), "how often the `eosmirror_lag` DAG samples and evaluates every mirror; one DAG for all "
+                 "mirrors, so set it in `defaults` (mirrors that disagree are refused)", "*/5 * * * *")
+    history_days: int = _field(
+        _Int(low=1, high=90), "days of lag samples and run outcomes kept on the target "
+                              "(`retention.ms` of `eosmirror-lag.<name>.internal`)", 7)
+
+
+@dataclass(frozen=True)
 class MirrorConfig:
     name: str = _field(_Name(), "the mirror's name; its DAG is `eosmirror__<name>`")
     source: ClusterRef = _field(_CLUSTER, "the cluster copied from")
@@ -524,6 +567,9 @@ class MirrorConfig:
                                    "`<source_alias>.<topic>` (MirrorMaker 2 naming)", "identity")
     source_alias: str | None = _field(_Name(optional=True), "the source cluster's alias; required by `prefix`",
                                       None)
+    replication_separator: str = _field(
+        _Separator(), "between alias and topic name in `prefix` names and the cycle guard (MirrorMaker 2's "
+                      "`replication.policy.separator`)", ".")
     target_alias: str | None = _field(
         _Name(optional=True), "cycle guard: source topics named `<target_alias>.*` are never mirrored", None)
     slots: int = _field(_Int(low=1, high=1024),
@@ -569,6 +615,15 @@ class MirrorConfig:
     groups: GroupSettings | None = _field(
         _Section(cls=GroupSettings), "consumer-group failover/failback with exact offsets (`eosmirror groups`, "
                                      "DAG `eosmirror_groups__<name>`); absent = no group DAG", None)
+
+
+    max_lag_seconds: float | None = _field(
+        _Seconds(low=1.0, high=30 * 86400.0, optional=True),
+        "lag SLO: a partition whose oldest unmirrored record is older than this fails the `eosmirror_lag` "
+        "DAG; null = no SLO", None)
+    on_lag_alert: str | None = _field(
+        _Dotted(), "called as `f(alert: dict)` by the `eosmirror_lag` DAG before it fails on a lag alert", None)
+    lag: LagSettings = _field(_Section(cls=LagSettings), "lag sampling and history", LagSettings())
 
     def with_bounds(self, max_records_per_partition: int | None = None,
                     max_bytes_per_slot: int | None = None) -> "MirrorConfig":
@@ -664,6 +719,10 @@ def parse(document: Any, path: Path) -> MirrorsFile:
             mirrors.append(parse_mirror({**defaults, **raw}, path, index, inherited=set(defaults) - set(raw)))
         else:
             mirrors.append(parse_mirror(raw, path, index))
+    schedules = sorted({str(m.lag.schedule) for m in mirrors})
+    if len(schedules) > 1:
+        raise ConfigError(f"{path}: field `lag.schedule` differs between mirrors ({', '.join(schedules)}); one "
+                          f"`eosmirror_lag` DAG samples every mirror, so set `lag.schedule` once, in `defaults`")
     names = [m.name for m in mirrors]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 SEPARATOR = "."
 
@@ -30,34 +31,35 @@ class ReplicationPolicy:
 
     kind: str = "identity"          # "identity" or "prefix"
     source_alias: str | None = None
+    separator: str = SEPARATOR      # MM2's replication.policy.separator
 
     def target_topic(self, source_topic: str) -> str:
         if self.kind == "prefix":
-            return f"{self.source_alias}{SEPARATOR}{source_topic}"
+            return f"{self.source_alias}{self.separator}{source_topic}"
         return source_topic
 
     def source_topic(self, target_topic: str) -> str:
         if self.kind == "prefix":
-            prefix = f"{self.source_alias}{SEPARATOR}"
+            prefix = f"{self.source_alias}{self.separator}"
             if not target_topic.startswith(prefix):
                 raise ValueError(f"{target_topic!r} is not a topic this policy produced (prefix {prefix!r})")
             return target_topic[len(prefix):]
         return target_topic
 
 
-def upstream_alias(topic: str) -> str | None:
+def upstream_alias(topic: str, separator: str = SEPARATOR) -> str | None:
     """The alias a prefixed (remote) topic came from, if its name has one: ``dc1.orders`` -> ``dc1``."""
-    head, sep, _ = topic.partition(SEPARATOR)
+    head, sep, _ = topic.partition(separator)
     return head if sep else None
 
 
-def is_cycle(source_topic: str, target_alias: str | None) -> bool:
+def is_cycle(source_topic: str, target_alias: str | None, separator: str = SEPARATOR) -> bool:
     """True when the source topic is itself a copy of a topic from the target cluster.
 
     Only detectable when the target has an alias and the topic carries a prefix (like MM2, an
     identity-named mirror cannot detect cycles; never run two identity mirrors in opposite directions).
     """
-    return bool(target_alias) and upstream_alias(source_topic) == target_alias
+    return bool(target_alias) and upstream_alias(source_topic, separator) == target_alias
 
 
 def is_builtin_excluded(topic: str) -> bool:
@@ -65,11 +67,11 @@ def is_builtin_excluded(topic: str) -> bool:
 
 
 def select_topics(topics: list[str], include: tuple[str, ...], exclude: tuple[str, ...],
-                  target_alias: str | None = None) -> list[str]:
+                  target_alias: str | None = None, separator: str = SEPARATOR) -> list[str]:
     """Source topics a mirror copies: matching an include pattern, no exclude, never internal."""
     chosen = []
     for topic in sorted(topics):
-        if is_builtin_excluded(topic) or is_cycle(topic, target_alias):
+        if is_builtin_excluded(topic) or is_cycle(topic, target_alias, separator):
             continue
         if not any(re.fullmatch(p, topic) for p in include):
             continue
@@ -100,6 +102,11 @@ def snapshot_transactional_id(prefix: str, mirror: str) -> str:
     return f"{prefix}.{mirror}.snapshot"
 
 
+def lag_topic(mirror: str) -> str:
+    """On the target, time-retained: the mirror's lag samples and run outcomes (see kafka/lagstore.py)."""
+    return f"eosmirror-lag.{mirror}.internal"
+
+
 def slot_transactional_id(prefix: str, mirror: str, slot: int) -> str:
     return f"{prefix}.{mirror}.{slot}"
 
@@ -120,3 +127,8 @@ def group_writer_transactional_id(prefix: str, mirror: str) -> str:
 def cluster_alias(alias: str | None, role: str) -> str:
     """A cluster's alias for MirrorMaker 2 style names (checkpoints topic): the configured alias, else the role."""
     return alias or role
+
+
+def policy_of(mirror: "Any") -> ReplicationPolicy:
+    """The replication policy a mirror definition (MirrorConfig) names."""
+    return ReplicationPolicy(mirror.replication_policy, mirror.source_alias, mirror.replication_separator)

@@ -27,6 +27,15 @@ class TranslationError(ValueError):
     """The source offset lies outside what the mirror has copied."""
 
 
+class BeforeFirstSync(TranslationError):
+    """The source offset lies below the first offset the mirror copied (``first``): its records were
+    never copied by this mirror -- or, after a migration, were copied by the copier it took over from."""
+
+    def __init__(self, message: str, first: int):
+        super().__init__(message)
+        self.first = first
+
+
 @dataclass(frozen=True)
 class OffsetSync:
     target_topic: str
@@ -167,8 +176,9 @@ class PartitionSyncs:
         if not ordered:
             raise TranslationError("nothing was mirrored for this partition yet")
         if source_offset < ordered[0].source_start:
-            raise TranslationError(f"source offset {source_offset} is before the first mirrored offset "
-                                   f"{ordered[0].source_start}: those records were never copied")
+            raise BeforeFirstSync(f"source offset {source_offset} is before the first mirrored offset "
+                                  f"{ordered[0].source_start}: those records were never copied",
+                                  ordered[0].source_start)
         if source_offset > ordered[-1].source_end:
             raise TranslationError(f"source offset {source_offset} is beyond the mirror's progress "
                                    f"{ordered[-1].source_end}: not copied yet")

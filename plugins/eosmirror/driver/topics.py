@@ -115,7 +115,8 @@ def list_topic_names(cluster: Cluster) -> list[str]:
 def resolve(mirror: MirrorConfig, source: Cluster, only: list[str] | None = None) -> list[TopicPair]:
     """The (source, target) topic pairs of a mirror, sorted; ``only`` restricts to a subset."""
     names = list_topic_names(source)
-    selected = naming.select_topics(names, mirror.topics, mirror.topics_exclude, mirror.target_alias)
+    selected = naming.select_topics(names, mirror.topics, mirror.topics_exclude, mirror.target_alias,
+                                     mirror.replication_separator)
     if only:
         unknown = sorted(set(only) - set(selected))
         if unknown:
@@ -127,7 +128,7 @@ def resolve(mirror: MirrorConfig, source: Cluster, only: list[str] | None = None
             f"mirror {mirror.name!r}: no topic on the {source.label} matches topics={list(mirror.topics)} "
             f"(exclude={list(mirror.topics_exclude)}). Check the patterns, and that the principal has "
             f"Describe on the topics (topics it may not describe are invisible)")
-    policy = naming.ReplicationPolicy(mirror.replication_policy, mirror.source_alias)
+    policy = naming.policy_of(mirror)
     described = describe(source, selected)
     return [TopicPair(source=t, target=policy.target_topic(t), partitions=described[t].partitions,
                       source_topic_id=described[t].topic_id, source_operations=described[t].operations)

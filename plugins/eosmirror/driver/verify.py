@@ -27,9 +27,10 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.kafka import clients, connections, progress, readers, syncstore
+from eosmirror.kafka import clients, connections, progress, readers, state, syncstore
 from eosmirror.kafka.offsets import list_offsets
 from eosmirror.driver import topics
+from eosmirror.core import migration
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
@@ -51,6 +52,7 @@ class PartitionCheck:
     unchecked: list[str] = field(default_factory=list)   # mirrored ranges no longer readable, and why
     source_gone: int = 0            # mirrored source offsets deleted on the source since they were copied
     target_gone: int = 0            # mirrored target offsets deleted on the target since
+    before_take_over: int = 0       # target records copied by the copier eosmirror took over from (migrate)
 
     @property
     def ok(self) -> bool:
@@ -143,12 +145,14 @@ def _gone_on_target(check: PartitionCheck, syncs: PartitionSyncs, target_low: in
 def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], source_topic: str, target_topic: str,
                     partition: int, syncs: Any, committed: int | None, source_label: str, target_label: str,
                     max_differences: int = 10, compacted: bool = False, group: str | None = None,
-                    target_end: int | None = None) -> PartitionCheck | None:
+                    target_end: int | None = None, taken_over_below: int = 0) -> PartitionCheck | None:
     """Check one partition; None when the mirror never copied it and the target partition holds nothing.
 
     ``target_end``: the target's read_committed end, read before ``syncs`` (read now if None).
     ``committed`` (the committed progress) is not needed: the offset syncs commit with the progress
-    and bound the mirrored range; kept for callers that pass it."""
+    and bound the mirrored range; kept for callers that pass it. ``taken_over_below``: target records
+    below it were copied before eosmirror took over (``eosmirror migrate``); they are not eosmirror's
+    to check, and are counted, not reported as foreign."""
     del committed
     if target_end is None:
         target_end = readers.watermarks(target_conf, target_topic, partition, target_label,
@@ -157,10 +161,13 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
     target_low, target = _read_held(target_conf, target_topic, partition, 0, target_end, target_label,
                                     "eosmirror-verify-target", group)
     mirrored, foreign = split_foreign(target, chain)
+    earlier = [r for r in foreign if r.offset < taken_over_below]
+    foreign = foreign[len(earlier):] if earlier else foreign
     if not chain.syncs and not foreign:
         return None
     start, end = (chain.mirrored_from, chain.progress) if chain.syncs else (0, 0)
-    check = PartitionCheck(source_topic, target_topic, partition, (start, end), foreign=len(foreign))
+    check = PartitionCheck(source_topic, target_topic, partition, (start, end), foreign=len(foreign),
+                           before_take_over=len(earlier))
 
     def differ(text: str) -> None:
         if len(check.differences) < max_differences:
@@ -250,10 +257,15 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     # The target's ends first, the offset syncs after: see the module docstring.
     ends = list_offsets(target_admin, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions}, target_label)
 
+    audit = state.read_audit(target_conf, mirror.name, target_label, mirror.progress_group)
+
     def check(pair: topics.TopicPair, k: int, history: dict[tuple[str, int], PartitionSyncs]) -> PartitionCheck | None:
-        return check_partition(source_conf, target_conf, pair.source, pair.target, k, history.get((pair.target, k)),
+        syncs = history.get((pair.target, k))
+        switch = migration.taken_over_below(audit, pair.target, k, syncs.mirrored_from if syncs else None)
+        return check_partition(source_conf, target_conf, pair.source, pair.target, k, syncs,
                                None, source_label, target_label, compacted=pair.source in compacted,
-                               group=mirror.progress_group, target_end=ends[(pair.target, k)])
+                               group=mirror.progress_group, target_end=ends[(pair.target, k)],
+                               taken_over_below=switch[0] if switch else 0)
 
     history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
     checks = {(pair.target, k): check(pair, k, history) for pair, k in partitions}
@@ -282,6 +294,9 @@ def format_checks(checks: list[PartitionCheck]) -> str:
                      f"{c.records} records  {state}")
         lines += [f"    {d}" for d in c.differences]
         lines += [f"    not checkable: {u}" for u in c.unchecked]
+        if c.before_take_over:
+            lines.append(f"    {c.before_take_over} earlier target record(s) were copied before eosmirror took over "
+                         f"(`eosmirror history`); not checked here")
     total = sum(c.records for c in checks)
     bad = [c for c in checks if not c.ok]
     foreign = sum(c.foreign for c in checks)

@@ -109,3 +109,36 @@ def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, rea
             return []
         raise
     return read_range(conf, topic, partition, low, high, cluster, read_committed, client_id, timeout, group_id)
+
+
+def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+                     client_id: str = "eosmirror-reader", group_id: str | None = None,
+                     timeout: float = 30.0) -> dict[tuple[str, int], int | None]:
+    """Per partition, the timestamp of the first committed record in [start, end) (read_committed,
+    one consumer for all partitions); None when the range holds only markers or aborted records."""
+    from confluent_kafka import TopicPartition
+
+    wanted = {tp: rng for tp, rng in ranges.items() if rng[1] > rng[0]}
+    found: dict[tuple[str, int], int | None] = {tp: None for tp in ranges}
+    if not wanted:
+        return found
+    consumer = clients.plain_consumer(conf, client_id, read_committed=True, group_id=group_id)
+    try:
+        consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
+        pending, deadline = set(wanted), time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for m in consumer.consume(500, 0.2):
+                tp, err = (m.topic(), m.partition()), m.error()
+                if tp not in pending:
+                    continue
+                if err is not None and not calls.is_partition_eof(err):
+                    if err.name() == "GROUP_AUTHORIZATION_FAILED":
+                        continue
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster, f"Read on topic {tp[0]}")
+                if err is None and m.offset() < wanted[tp][1]:
+                    found[tp] = m.timestamp()[1]
+                pending.discard(tp)   # a record, or the end of the partition: either way, decided
+                consumer.pause([TopicPartition(*tp)])
+        return found
+    finally:
+        consumer.close()

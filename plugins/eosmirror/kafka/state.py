@@ -30,6 +30,15 @@ def read_generation(target_conf: dict[str, Any], mirror: str, cluster: str, grou
     return current
 
 
+def read_audit(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> list[Any]:
+    """The mirror's audit records (migrations and resets, ``core/migration.py``), oldest first."""
+    from eosmirror.core.migration import AuditRecord, is_audit_key
+
+    records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster,
+                               client_id=f"eosmirror-{mirror}-audit-reader", missing_ok=True, group_id=group)
+    return [AuditRecord.decode(r.value) for r in records if is_audit_key(r.key) and r.value is not None]
+
+
 def fence(target_conf: dict[str, Any], transactional_ids: list[str], cluster: str,
           timeout: float = 60.0) -> list[str]:
     """init_transactions on each id: the broker bumps its epoch and aborts (or completes) its open

@@ -53,10 +53,19 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, d
     from eosmirror.core import config
     from eosmirror.driver.run import MirrorRun
 
+    from eosmirror.driver.lag import record_run
+
     mirror = config.load(args.config).get(mirror_name)
     mirror_run = MirrorRun(mirror, options_from(args))
-    prepared = mirror_run.prepare()
-    result = mirror_run.execute(prepared, runner)
+    try:
+        prepared = mirror_run.prepare()
+        result = mirror_run.execute(prepared, runner)
+    except EosMirrorError as exc:
+        if not args.dry_run:   # the lag reports say ERROR until a run succeeds again
+            record_run(mirror, {"run_id": mirror_run.options.run_id, "status": "failed", "error": str(exc)})
+        raise
+    if not result.get("dry_run"):
+        record_run(mirror, result)
     return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
 
 

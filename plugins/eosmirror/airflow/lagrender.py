@@ -1,0 +1,148 @@
+"""HTML, SVG and Prometheus text of the "Mirror lag" page. Pure: statuses and samples in, text out.
+
+The chart is drawn here, server-side, as inline SVG: the browser fetches nothing, from nowhere.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from eosmirror.core import lagview
+from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
+
+COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a"}
+RANGES = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
+MAX_POINTS = 400
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}
+td,th{padding:.3em .7em;border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}
+.status{color:#fff;border-radius:.3em;padding:.1em .5em;font-weight:600}.reason{color:#555;font-size:.9em}
+.breach{color:#c62828;font-weight:600}nav a{margin-right:1em}svg{background:#fafafa;border:1px solid #ddd}"""
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>")
+
+
+def badge(status: str) -> str:
+    return f"<span class='status' data-status='{status}' style='background:{COLOURS[status]}'>{status}</span>"
+
+
+def _slo_cell(status: MirrorStatus) -> str:
+    text = escape(lagview.slo_text(status))
+    return f"<span class='breach'>{text}</span>" if status.breached else text
+
+
+def overview(statuses: list[MirrorStatus], now_ms: int) -> str:
+    """One row per mirror: status, record lag, time lag, last run, last commit, SLO."""
+    rows = []
+    for s in statuses:
+        rows.append(
+            f"<tr data-mirror='{escape(s.mirror)}'><td><a href='mirror/{escape(s.mirror)}'>{escape(s.mirror)}</a></td>"
+            f"<td>{badge(s.status)}</td><td class='record-lag'>{s.record_lag}</td>"
+            f"<td class='time-lag'>{s.time_lag_seconds:.1f} s</td><td>{escape(lagview.last_run_text(s, now_ms))}</td>"
+            f"<td>{escape(lagview.ago(s.last_commit_ms, now_ms))}</td><td>{_slo_cell(s)}</td>"
+            f"<td class='reason'>{escape(s.reason)}</td></tr>")
+    table = ("<table id='mirrors'><tr><th>mirror</th><th>status</th><th>record lag</th><th>time lag</th>"
+             "<th>last run</th><th>last commit</th><th>SLO</th><th></th></tr>" + "".join(rows) + "</table>")
+    note = (f"<p class='reason'>At {lagview.iso(now_ms)}. Record lag: offsets still to copy (last stable offset - "
+            f"progress; markers and aborted records occupy offsets). Time lag: age of the oldest committed source "
+            f"record not yet mirrored. Same figures: <code>eosmirror lag --json</code>, <a href='api/lag'>JSON</a>, "
+            f"<a href='metrics'>metrics</a>.</p>")
+    return _page("Mirror lag", table + note)
+
+
+def _downsample(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """At most MAX_POINTS points, each bucket's maximum (a peak must not vanish from the chart)."""
+    if len(points) <= MAX_POINTS:
+        return points
+    size = -(-len(points) // MAX_POINTS)
+    return [max(points[i:i + size], key=lambda p: p[1]) for i in range(0, len(points), size)]
+
+
+def chart(samples: list[MirrorSample], since_ms: int, now_ms: int, width: int = 900, height: int = 220) -> str:
+    """SVG: record lag (blue, left axis) and time lag (red, right axis) of the mirror over time."""
+    record = _downsample([(s.time_ms, float(sum(p.record_lag for p in s.partitions))) for s in samples])
+    times = _downsample([(s.time_ms, max((p.time_lag_ms(s.time_ms) / 1000 for p in s.partitions), default=0.0))
+                         for s in samples])
+    pad, span = 50, max(1, now_ms - since_ms)
+
+    def line(points: list[tuple[int, float]], colour: str, name: str) -> str:
+        top = max((v for _, v in points), default=0.0) or 1.0
+        xys = [(pad + (t - since_ms) / span * (width - 2 * pad), height - pad / 2 - v / top * (height - pad))
+               for t, v in points]
+        xy = " ".join(f"{x:.1f},{y:.1f}" for x, y in xys)
+        # Few samples: mark each one, so a single sample or a flat stretch is still visible.
+        dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='2.5' fill='{colour}'/>" for x, y in xys) \
+            if len(xys) <= 60 else ""
+        return (f"<polyline class='{name}' fill='none' stroke='{colour}' stroke-width='1.5' points='{xy}'/>{dots}"
+                f"<text x='{pad if name == 'record-lag' else width - pad}' y='14' fill='{colour}' font-size='12' "
+                f"text-anchor='{'start' if name == 'record-lag' else 'end'}'>{name.replace('-', ' ')} "
+                f"(max {top:g}{' s' if name == 'time-lag' else ''})</text>")
+
+    axis = (f"<line x1='{pad}' y1='{height - pad / 2}' x2='{width - pad}' y2='{height - pad / 2}' stroke='#999'/>"
+            f"<text x='{pad}' y='{height - 4}' font-size='11'>{lagview.iso(since_ms)}</text>"
+            f"<text x='{width - pad}' y='{height - 4}' font-size='11' text-anchor='end'>{lagview.iso(now_ms)}</text>")
+    empty = "" if samples else f"<text x='{width / 2}' y='{height / 2}' text-anchor='middle'>no samples yet</text>"
+    return (f"<svg id='lag-chart' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+            f"data-samples='{len(samples)}'>{axis}{line(record, '#1565c0', 'record-lag')}"
+            f"{line(times, '#c62828', 'time-lag')}{empty}</svg>")
+
+
+def mirror_page(status: MirrorStatus, samples: list[MirrorSample], window: str, now_ms: int) -> str:
+    """The chart over ``window`` (24h or 7d) and one row per partition."""
+    links = " ".join(f"<a href='?range={key}'>{'<b>' + key + '</b>' if key == window else key}</a>" for key in RANGES)
+    rows = "".join(
+        f"<tr data-partition='{escape(p.label)}'><td>{escape(p.label)}</td><td>{badge(p.status)}</td>"
+        f"<td>{p.high_watermark}</td><td>{p.last_stable}</td><td>{'-' if p.progress is None else p.progress}</td>"
+        f"<td class='record-lag'>{p.record_lag}</td>"
+        f"<td class='time-lag{' breach' if p.breach else ''}'>{p.time_lag_seconds:.1f} s</td>"
+        f"<td>{escape(lagview.ago(p.last_commit_ms, now_ms))}</td><td class='reason'>{escape(p.reason)}</td></tr>"
+        for p in status.partitions)
+    body = (f"<nav><a href='../'>all mirrors</a> range: {links}</nav>"
+            f"<p>{badge(status.status)} record lag <b>{status.record_lag}</b>, time lag "
+            f"<b>{status.time_lag_seconds:.1f} s</b>, SLO {_slo_cell(status)}, last run "
+            f"{escape(lagview.last_run_text(status, now_ms))}. <span class='reason'>{escape(status.reason)}</span></p>"
+            + "".join(f"<p class='breach'>{escape(a)}</p>" for a in status.alerts())
+            + chart(samples, now_ms - RANGES[window], now_ms)
+            + "<h2>Partitions</h2><table id='partitions'><tr><th>partition</th><th>status</th><th>high watermark</th>"
+              "<th>last stable</th><th>progress</th><th>record lag</th><th>time lag</th><th>last commit</th><th></th></tr>"
+            + rows + "</table>")
+    return _page(f"Mirror lag: {status.mirror}", body)
+
+
+def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
+    """Prometheus text: per mirror and partition, record lag, time lag, last commit age, status."""
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+    from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+    registry = CollectorRegistry()
+    labels = ["mirror", "topic", "partition"]
+    g: dict[str, Any] = {
+        "records": Gauge("eosmirror_lag_records", "offsets still to copy (LSO - progress)", labels, registry=registry),
+        "seconds": Gauge("eosmirror_lag_seconds", "age of the oldest committed source record not yet mirrored",
+                         labels, registry=registry),
+        "commit": Gauge("eosmirror_last_commit_age_seconds", "seconds since the mirror last committed the partition",
+                        labels, registry=registry),
+        "status": Gauge("eosmirror_lag_status", "1 for the partition's current status", labels + ["status"],
+                        registry=registry),
+        "mirror": Gauge("eosmirror_mirror_status", "1 for the mirror's current status", ["mirror", "status"],
+                        registry=registry),
+        "breach": Gauge("eosmirror_mirror_slo_breached", "1 when a partition's time lag exceeds max_lag_seconds",
+                        ["mirror"], registry=registry),
+    }
+    for s in statuses:
+        for status in SEVERITY:
+            g["mirror"].labels(s.mirror, status).set(1 if s.status == status else 0)
+        g["breach"].labels(s.mirror).set(1 if s.breached else 0)
+        for p in s.partitions:
+            key = (s.mirror, p.source_topic, str(p.partition))
+            g["records"].labels(*key).set(p.record_lag)
+            g["seconds"].labels(*key).set(p.time_lag_seconds)
+            if p.last_commit_ms is not None:
+                g["commit"].labels(*key).set(max(0, now_ms - p.last_commit_ms) / 1000)
+            for status in SEVERITY:
+                g["status"].labels(*key, status).set(1 if p.status == status else 0)
+    return generate_latest(registry), CONTENT_TYPE_LATEST

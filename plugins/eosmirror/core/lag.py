@@ -1,0 +1,299 @@
+"""How far behind a mirror is: samples, and a Burrow-like evaluation over a window of them. Pure.
+
+A *sample* is taken per mirror at one moment (``time_ms``); per source partition it holds the
+source's high watermark and last stable offset (LSO), the mirror's committed progress (the next
+source offset to copy) and:
+
+- the **record lag** ``LSO - progress``: offsets still to copy. Transaction markers and aborted
+  records occupy offsets too, so this is an upper bound on the records still to copy;
+- the **time lag**: the age, at ``time_ms``, of the oldest committed source record not yet
+  mirrored (the first read_committed record at or after the progress offset); 0 when caught up;
+- the **last commit**: when the mirror last committed this partition's progress (every run
+  commits every partition of its slots, idle ones too).
+
+The evaluation (:func:`evaluate`) looks at the samples of a window, like Burrow's evaluator, and
+gives each partition, and the mirror (its worst partition), ONE status, most severe first:
+
+``ERROR``    the mirror's last run failed;
+``STOPPED``  no successful run for 2 of the mirror's schedule intervals (scheduled mirrors only);
+``STALLED``  progress did not move for one mirror schedule interval (the window's tail) while the
+             record lag stayed above 0;
+``LAGGING``  the record lag grew over the whole window (never shrank, ended higher): runs do not
+             keep up with production;
+``OK``       otherwise.
+
+The window must cover at least one mirror schedule interval before STALLED or LAGGING can be
+said: between two runs the lag of a healthy mirror grows and its progress stands still.
+Separately, the per-mirror SLO ``max_lag_seconds`` is *breached* by every partition whose time lag
+exceeds it. A breach or a STALLED/STOPPED/ERROR status is an *alert*.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable
+
+OK, LAGGING, STALLED, STOPPED, ERROR = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR"
+SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
+ALERTING = (STALLED, STOPPED, ERROR)
+SAMPLE_KEY = b"sample"
+RUN_KEY = b"run"
+
+
+@dataclass(frozen=True)
+class PartitionSample:
+    source_topic: str
+    partition: int
+    high_watermark: int
+    last_stable: int
+    progress: int | None          # None: the mirror never committed this partition
+    log_start: int = 0
+    oldest_pending_ms: int | None = None   # timestamp of the oldest committed record not yet mirrored
+    last_commit_ms: int | None = None
+
+    @property
+    def record_lag(self) -> int:
+        position = self.progress if self.progress is not None else self.log_start
+        return max(0, self.last_stable - max(position, self.log_start))
+
+    def time_lag_ms(self, now_ms: int) -> int:
+        if self.record_lag == 0 or self.oldest_pending_ms is None:
+            return 0
+        return max(0, now_ms - self.oldest_pending_ms)
+
+    @property
+    def label(self) -> str:
+        return f"{self.source_topic}[{self.partition}]"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one mirror run ended with, recorded on the lag topic by the run itself."""
+
+    run_id: str
+    status: str                  # "ok" or "failed"
+    finished_ms: int
+    records: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    def encode(self) -> bytes:
+        return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "RunOutcome":
+        value = json.loads(raw)
+        return cls(run_id=str(value["run_id"]), status=str(value["status"]), finished_ms=int(value["finished_ms"]),
+                   records=int(value.get("records", 0)), seconds=float(value.get("seconds", 0.0)),
+                   error=value.get("error"))
+
+
+@dataclass(frozen=True)
+class MirrorSample:
+    mirror: str
+    time_ms: int
+    partitions: tuple[PartitionSample, ...]
+    last_run: RunOutcome | None = None
+    last_success_ms: int | None = None
+
+    def encode(self) -> bytes:
+        """One record per mirror and evaluation on the lag topic (short keys: 7 days of them are kept)."""
+        return json.dumps({"v": 1, "m": self.mirror, "t": self.time_ms, "ok": self.last_success_ms,
+                           "run": asdict(self.last_run) if self.last_run else None,
+                           "p": [[p.source_topic, p.partition, p.high_watermark, p.last_stable, p.progress,
+                                  p.log_start, p.oldest_pending_ms, p.last_commit_ms] for p in self.partitions]},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "MirrorSample":
+        value = json.loads(raw)
+        run = value.get("run")
+        return cls(mirror=value["m"], time_ms=int(value["t"]), last_success_ms=value.get("ok"),
+                   last_run=RunOutcome(**run) if run else None,
+                   partitions=tuple(PartitionSample(*row) for row in value["p"]))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the evaluation needs besides the samples (all durations in ms)."""
+
+    lag_interval_ms: int                      # how often samples are taken (the lag DAG's schedule)
+    mirror_interval_ms: int | None = None     # the mirror's schedule; None = manual runs only
+    max_lag_seconds: float | None = None      # the SLO on the time lag
+
+    @property
+    def cover_ms(self) -> int:
+        """How long a window must span before STALLED/LAGGING can be said: one mirror run at least."""
+        return max(self.mirror_interval_ms or 0, self.lag_interval_ms)
+
+    @property
+    def window_ms(self) -> int:
+        return 2 * self.cover_ms
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    source_topic: str
+    partition: int
+    status: str
+    reason: str
+    record_lag: int
+    time_lag_seconds: float
+    high_watermark: int
+    last_stable: int
+    progress: int | None
+    last_commit_ms: int | None
+    breach: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.source_topic}[{self.partition}]"
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    mirror: str
+    time_ms: int
+    status: str
+    reason: str
+    record_lag: int
+    time_lag_seconds: float
+    last_run: RunOutcome | None
+    last_success_ms: int | None
+    last_commit_ms: int | None      # the least recently committed partition's last commit
+    max_lag_seconds: float | None
+    samples_in_window: int
+    partitions: tuple[PartitionStatus, ...] = field(default_factory=tuple)
+
+    @property
+    def breached(self) -> tuple[PartitionStatus, ...]:
+        return tuple(p for p in self.partitions if p.breach)
+
+    @property
+    def alerting(self) -> bool:
+        return self.status in ALERTING or bool(self.breached)
+
+    def alerts(self) -> list[str]:
+        """One sentence per problem, naming the mirror, the partitions, the figure and the threshold."""
+        out = []
+        if self.breached:
+            worst = max(self.breached, key=lambda p: p.time_lag_seconds)
+            out.append(f"mirror {self.mirror}: time lag SLO max_lag_seconds={_num(self.max_lag_seconds)} breached "
+                       f"on {_labels(self.breached)} (worst {worst.label}: {worst.time_lag_seconds:.1f} s, "
+                       f"{worst.record_lag} offsets behind)")
+        if self.status in ALERTING:
+            bad = [p for p in self.partitions if p.status == self.status]
+            out.append(f"mirror {self.mirror}: {self.status}: {self.reason}"
+                       + (f" (partitions {_labels(bad)})" if bad else ""))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures `eosmirror lag --json`, the page and the metrics all show."""
+        value = asdict(self)
+        value["alerts"] = self.alerts()
+        value["alerting"] = self.alerting
+        return value
+
+
+def _num(value: float | None) -> str:
+    return "none" if value is None else (str(int(value)) if float(value).is_integer() else str(value))
+
+
+def _labels(parts: Iterable[PartitionStatus], most: int = 10) -> str:
+    names = [p.label for p in parts]
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def window(history: Iterable[MirrorSample], current: MirrorSample, policy: Policy) -> list[MirrorSample]:
+    """The samples the evaluation looks at: those of the last ``policy.window_ms``, ending with ``current``."""
+    since = current.time_ms - policy.window_ms
+    earlier = sorted((s for s in history if since <= s.time_ms < current.time_ms), key=lambda s: s.time_ms)
+    return earlier + [current]
+
+
+def _mirror_problem(current: MirrorSample, policy: Policy) -> tuple[str, str] | None:
+    """(status, reason) that applies to every partition: a failed last run, or no run for too long."""
+    run = current.last_run
+    if run is not None and run.status != "ok":
+        return ERROR, f"the last run ({run.run_id}) failed: {run.error or 'see its log'}"
+    if policy.mirror_interval_ms:
+        limit = 2 * policy.mirror_interval_ms
+        if current.last_success_ms is None:
+            return STOPPED, "no successful run on record"
+        age = current.time_ms - current.last_success_ms
+        if age > limit:
+            return STOPPED, (f"no successful run for {age / 1000:.0f} s (more than 2 schedule intervals, "
+                             f"{limit / 1000:.0f} s)")
+    return None
+
+
+def _partition_trend(series: list[tuple[int, PartitionSample]], policy: Policy) -> tuple[str, str]:
+    """(status, reason) of one partition from its samples in the window, oldest first."""
+    first_ms, _ = series[0]
+    last_ms, last = series[-1]
+    covered = last_ms - first_ms >= policy.cover_ms
+    # STALLED looks at the shortest tail of the window that still spans one mirror interval, so
+    # it is said as soon as a run should have moved the progress and did not.
+    tail = [(t, s) for t, s in series if t >= max(t for t, _ in series if t <= last_ms - policy.cover_ms)] \
+        if covered else []
+    if tail and all(s.record_lag > 0 for _, s in tail) and len({s.progress for _, s in tail}) == 1:
+        return STALLED, (f"progress stayed at {last.progress} for {(last_ms - tail[0][0]) / 1000:.0f} s "
+                         f"with {last.record_lag} offsets to copy")
+    lags = [s.record_lag for _, s in series]
+    if covered and all(b >= a for a, b in zip(lags, lags[1:])) and lags[-1] > lags[0]:
+        return LAGGING, f"record lag grew from {lags[0]} to {lags[-1]} over {(last_ms - first_ms) / 1000:.0f} s"
+    return OK, ""
+
+
+def evaluate(history: Iterable[MirrorSample], current: MirrorSample, policy: Policy) -> MirrorStatus:
+    """The mirror's status at ``current.time_ms`` from the samples of the window ending there."""
+    samples = window(history, current, policy)
+    mirror_problem = _mirror_problem(current, policy)
+    statuses = []
+    for part in current.partitions:
+        key = (part.source_topic, part.partition)
+        series = [(s.time_ms, p) for s in samples for p in s.partitions if (p.source_topic, p.partition) == key]
+        status, reason = mirror_problem or _partition_trend(series, policy)
+        time_lag = part.time_lag_ms(current.time_ms) / 1000
+        statuses.append(PartitionStatus(
+            source_topic=part.source_topic, partition=part.partition, status=status, reason=reason,
+            record_lag=part.record_lag, time_lag_seconds=round(time_lag, 3), high_watermark=part.high_watermark,
+            last_stable=part.last_stable, progress=part.progress, last_commit_ms=part.last_commit_ms,
+            breach=policy.max_lag_seconds is not None and time_lag > policy.max_lag_seconds))
+    worst = max(statuses, key=lambda p: SEVERITY.index(p.status), default=None)
+    status = worst.status if worst else (mirror_problem[0] if mirror_problem else OK)
+    reason = worst.reason if worst else (mirror_problem[1] if mirror_problem else "")
+    commits = [p.last_commit_ms for p in current.partitions if p.last_commit_ms is not None]
+    return MirrorStatus(
+        mirror=current.mirror, time_ms=current.time_ms, status=status, reason=reason,
+        record_lag=sum(p.record_lag for p in statuses),
+        time_lag_seconds=max((p.time_lag_seconds for p in statuses), default=0.0),
+        last_run=current.last_run, last_success_ms=current.last_success_ms,
+        last_commit_ms=min(commits) if len(commits) == len(current.partitions) and commits else None,
+        max_lag_seconds=policy.max_lag_seconds, samples_in_window=len(samples), partitions=tuple(statuses))
+
+
+def with_run_history(sample: MirrorSample, runs: Iterable[RunOutcome]) -> MirrorSample:
+    """``sample`` with its last run and last success taken from the recorded run outcomes (and the
+    partitions' last commits: every successful run commits every partition it plans)."""
+    ordered = sorted(runs, key=lambda r: r.finished_ms)
+    successes = [r.finished_ms for r in ordered if r.status == "ok"]
+    successes += [p.last_commit_ms for p in sample.partitions if p.last_commit_ms]
+    return replace(sample, last_run=ordered[-1] if ordered else sample.last_run,
+                   last_success_ms=max(successes) if successes else sample.last_success_ms)
+
+
+def schedule_interval_ms(cron: str | None) -> int | None:
+    """The shortest gap between two firings of a cron expression (over a day), or None when manual."""
+    if not cron:
+        return None
+    import datetime as dt
+
+    from croniter import croniter
+
+    from eosmirror.core.config import CRON_PRESETS
+
+    it = croniter(CRON_PRESETS.get(cron.strip(), cron), dt.datetime(2026, 1, 5))
+    times = [it.get_next(dt.datetime) for _ in range(60)]
+    return int(min((b - a).total_seconds() for a, b in zip(times, times[1:])) * 1000)

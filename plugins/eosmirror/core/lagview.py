@@ -1,0 +1,57 @@
+"""Views of lag statuses: the JSON document (CLI, page, metrics all read it) and terminal tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from eosmirror.core.lag import MirrorStatus
+from eosmirror.core.report import _table
+
+
+def iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ago(ms: int | None, now_ms: int) -> str:
+    if ms is None:
+        return "-"
+    seconds = max(0, now_ms - ms) / 1000
+    return f"{seconds:.0f} s ago" if seconds < 120 else (f"{seconds / 60:.0f} min ago" if seconds < 7200
+                                                         else f"{seconds / 3600:.1f} h ago")
+
+
+def document(statuses: list[MirrorStatus], now_ms: int) -> dict[str, Any]:
+    """`eosmirror lag --json`: the figures of every mirror at ``now_ms``."""
+    return {"time": iso(now_ms), "time_ms": now_ms, "mirrors": [s.to_json() for s in statuses],
+            "alerting": [s.mirror for s in statuses if s.alerting]}
+
+
+def slo_text(status: MirrorStatus) -> str:
+    if status.max_lag_seconds is None:
+        return "-"
+    return f"{'BREACHED' if status.breached else 'ok'} ({status.max_lag_seconds:g} s)"
+
+
+def last_run_text(status: MirrorStatus, now_ms: int) -> str:
+    run = status.last_run
+    return "-" if run is None else f"{run.status} {ago(run.finished_ms, now_ms)}"
+
+
+def mirrors_table(statuses: list[MirrorStatus], now_ms: int) -> str:
+    rows = [[s.mirror, s.status, s.record_lag, f"{s.time_lag_seconds:.1f} s", last_run_text(s, now_ms),
+             ago(s.last_commit_ms, now_ms), slo_text(s)] for s in statuses]
+    text = _table(["mirror", "status", "record lag", "time lag", "last run", "last commit", "SLO"], rows)
+    notes = [f"  {s.mirror}: {s.reason}" for s in statuses if s.reason and s.status != "OK"]
+    notes += [f"  {a}" for s in statuses for a in s.alerts() if "SLO" in a]
+    return text + ("\n" + "\n".join(notes) if notes else "")
+
+
+def partitions_table(status: MirrorStatus, now_ms: int) -> str:
+    rows = [[p.label, p.status, p.high_watermark, p.last_stable, "-" if p.progress is None else p.progress,
+             p.record_lag, f"{p.time_lag_seconds:.1f} s" + (" !" if p.breach else ""), ago(p.last_commit_ms, now_ms)]
+            for p in status.partitions]
+    return _table(["partition", "status", "high watermark", "last stable", "progress", "record lag", "time lag",
+                   "last commit"], rows)

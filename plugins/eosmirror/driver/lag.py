@@ -1,0 +1,148 @@
+"""Lag reports: sample a mirror (the I/O), evaluate it over its recorded history, record the sample.
+
+One function, :func:`report`, gives the figures that `eosmirror lag --json`, the `eosmirror_lag`
+DAG, the "Mirror lag" page and ``/eosmirror/metrics`` all show.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from eosmirror.core import lag
+from eosmirror.core.config import MirrorConfig, MirrorsFile
+from eosmirror.core.errors import EosMirrorError
+from eosmirror.kafka import lagstore, progress, readers
+from eosmirror.kafka.cluster import Cluster
+from eosmirror.kafka.offsets import list_offsets
+
+log = logging.getLogger(__name__)
+PARALLEL_MIRRORS = 8
+
+
+def policy_of(mirror: MirrorConfig) -> lag.Policy:
+    lag_interval = lag.schedule_interval_ms(mirror.lag.schedule) or 5 * 60_000
+    return lag.Policy(lag_interval_ms=lag_interval, mirror_interval_ms=lag.schedule_interval_ms(mirror.airflow.schedule),
+                      max_lag_seconds=mirror.max_lag_seconds)
+
+
+@dataclass
+class Clusters:
+    source: Cluster
+    target: Cluster
+
+    @classmethod
+    def of(cls, mirror: MirrorConfig) -> "Clusters":
+        return cls(Cluster.resolve("source", mirror.source, mirror.name),
+                   Cluster.resolve("target", mirror.target, mirror.name))
+
+
+def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int) -> lag.MirrorSample:
+    """The mirror's partitions now: source offsets, committed progress, the oldest pending record's time."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from eosmirror.driver import topics
+
+    source, target = clusters.source, clusters.target
+    pairs = topics.resolve(mirror, source)
+    keys = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
+    target_of = {pair.source: pair.target for pair in pairs}
+    starts = list_offsets(source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label)
+    highs = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label, read_committed=False)
+    stables = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)
+    committed = progress.read(target.settings, [(target_of[t], p) for t, p in keys], target.label,
+                              mirror.progress_group, stable=False)
+    done = {k: committed.get((target_of[k[0]], k[1])) for k in keys}
+    ranges = {k: (max(done[k].offset if done[k] else starts[k], starts[k]), stables[k]) for k in keys}
+    oldest = readers.first_timestamps(source.settings, ranges, source.label, f"eosmirror-{mirror.name}-lag",
+                                      group_id=mirror.progress_group)
+    parts = tuple(lag.PartitionSample(
+        source_topic=t, partition=p, high_watermark=highs[(t, p)], last_stable=stables[(t, p)],
+        progress=done[(t, p)].offset if done[(t, p)] else None, log_start=max(0, starts[(t, p)]),
+        oldest_pending_ms=oldest.get((t, p)),
+        last_commit_ms=(done[(t, p)].committed_ms or None) if done[(t, p)] else None) for t, p in keys)
+    return lag.MirrorSample(mirror=mirror.name, time_ms=now_ms, partitions=parts)
+
+
+def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False,
+           clusters: Clusters | None = None) -> lag.MirrorStatus:
+    """Sample the mirror, evaluate it over the window of recorded samples and run outcomes ending
+    now, and (``record``) append the sample to the lag topic. ``now_ms`` is injectable for tests."""
+    now_ms = now_ms if now_ms is not None else lagstore.now_ms()
+    clusters = clusters or Clusters.of(mirror)
+    policy = policy_of(mirror)
+    sample = collect(mirror, clusters, now_ms)
+    # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
+    # the evaluation keeps only the window by sample time.
+    lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
+    since = min(now_ms, lagstore.now_ms()) - 2 * lookback
+    history, runs = lagstore.read_since(clusters.target.settings, mirror.name, since, clusters.target.label,
+                                        mirror.progress_group)
+    sample = lag.with_run_history(sample, runs)
+    status = lag.evaluate(history, sample, policy)
+    if record:
+        lagstore.ensure_topic(clusters.target.admin, mirror.name, mirror.lag.history_days,
+                              mirror.target_replication_factor, clusters.target.label)
+        lagstore.append(clusters.target.settings, mirror.name, lag.SAMPLE_KEY, [sample.encode()],
+                        clusters.target.label)
+    return status
+
+
+def unavailable(mirror: MirrorConfig, exc: BaseException, now_ms: int) -> lag.MirrorStatus:
+    """What a mirror whose lag could not be read reports: ERROR, with the reason."""
+    return lag.MirrorStatus(mirror=mirror.name, time_ms=now_ms, status=lag.ERROR,
+                            reason=f"its lag could not be read: {exc}", record_lag=0, time_lag_seconds=0.0,
+                            last_run=None, last_success_ms=None, last_commit_ms=None,
+                            max_lag_seconds=mirror.max_lag_seconds, samples_in_window=0)
+
+
+def report_all(mirrors: MirrorsFile, name: str | None = None, now_ms: int | None = None,
+               record: bool = False) -> list[lag.MirrorStatus]:
+    """:func:`report` of every mirror (or the one named); a mirror that cannot be read is ERROR."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    now_ms = now_ms if now_ms is not None else lagstore.now_ms()
+    chosen = [mirrors.get(name)] if name else list(mirrors.mirrors)
+
+    def one(mirror: MirrorConfig) -> lag.MirrorStatus:
+        try:
+            return report(mirror, now_ms, record=record)
+        except EosMirrorError as exc:
+            log.error("mirror %s: %s", mirror.name, exc)
+            return unavailable(mirror, exc, now_ms)
+
+    if len(chosen) <= 1:
+        return [one(m) for m in chosen]
+    # Mirrors in parallel: the time goes into broker round trips (librdkafka releases the GIL).
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_MIRRORS, len(chosen))) as pool:
+        return list(pool.map(one, chosen))
+
+
+def history(mirror: MirrorConfig, since_ms: int, clusters: Clusters | None = None) -> list[lag.MirrorSample]:
+    """The recorded samples since ``since_ms`` (the page's charts)."""
+    clusters = clusters or Clusters.of(mirror)
+    samples, _ = lagstore.read_since(clusters.target.settings, mirror.name, since_ms, clusters.target.label,
+                                     mirror.progress_group)
+    return samples
+
+
+def record_run(mirror: MirrorConfig, result: dict[str, Any]) -> None:
+    """Best effort: the run's outcome on the mirror's lag topic (created when missing). Never raises:
+    a committed run must not fail because its outcome could not be recorded (e.g. a least-privilege
+    principal without Create/Write on the lag topic: then ERROR is not detected, STOPPED still is,
+    from the progress commit times)."""
+    outcome = lag.RunOutcome(run_id=str(result.get("run_id") or "?"), status="ok" if result.get("status") == "ok"
+                             else "failed", finished_ms=int(time.time() * 1000), records=int(result.get("records", 0)),
+                             seconds=float(result.get("seconds", 0.0)),
+                             error=(result.get("error") or "; ".join(result.get("errors", [])) or None))
+    try:
+        target = Cluster.resolve("target", mirror.target, mirror.name)
+        # Short timeouts: a run that failed because the target is unreachable must not wait long here.
+        lagstore.ensure_topic(target.admin, mirror.name, mirror.lag.history_days, mirror.target_replication_factor,
+                              target.label, timeout=5)
+        lagstore.append(target.settings, mirror.name, lag.RUN_KEY, [outcome.encode()], target.label, timeout=5)
+    except Exception as exc:  # noqa: BLE001 - best effort by design
+        log.warning("mirror %s: could not record the run's outcome on %s (%s); lag reports will not show it",
+                    mirror.name, f"eosmirror-lag.{mirror.name}.internal", exc)

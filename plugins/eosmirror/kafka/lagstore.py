@@ -1,0 +1,120 @@
+"""The mirror's lag topic on the target: lag samples and run outcomes, kept ``lag.history_days``.
+
+``eosmirror-lag.<mirror>.internal``: one partition, ``cleanup.policy=delete``, time-retained, so the
+history survives restarts of Airflow and of the brokers' clients, stays bounded without a clean-up
+job, and lives next to the data it describes (the target cluster), readable without Airflow. A
+window of it is read from the offset ``offsets_for_times`` gives for the window's start.
+
+Two record kinds, by key: ``sample`` (one per mirror and evaluation, see core/lag.MirrorSample)
+and ``run`` (one per mirror run, written by the run itself: its outcome).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from eosmirror.core import naming
+from eosmirror.core.lag import RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome
+from eosmirror.kafka import calls, clients, readers
+from eosmirror.kafka.retry import retry_until
+
+log = logging.getLogger(__name__)
+DAY_MS = 86_400_000
+
+
+def topic_config(history_days: int) -> dict[str, str]:
+    return {"cleanup.policy": "delete", "retention.ms": str(history_days * DAY_MS),
+            "segment.ms": str(min(history_days * DAY_MS, DAY_MS))}   # whole segments expire: keep them a day
+
+
+def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
+    """Asked through the admin client, whose metadata request never auto-creates the topic."""
+    meta = admin.list_topics(topic=topic, timeout=timeout)
+    found = meta.topics.get(topic)
+    return found is not None and found.error is None
+
+
+def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster: str,
+                 timeout: float = 10.0) -> None:
+    """Create the lag topic when missing (a concurrent creator is fine)."""
+    from confluent_kafka.admin import NewTopic
+
+    topic = naming.lag_topic(mirror)
+    if exists(admin, topic, timeout):
+        return
+    future = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor,
+                                           config=topic_config(history_days))],
+                                 request_timeout=calls.DEFAULT_TIMEOUT)[topic]
+    try:
+        future.result(timeout=calls.DEFAULT_TIMEOUT)
+        log.info("created lag topic %s (kept %d days)", topic, history_days)
+    except Exception as exc:  # noqa: BLE001
+        if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
+            raise calls.translate(exc, f"create the lag topic {topic}", cluster, f"Create on topic {topic}") from None
+    # A topic just created has no leader for a moment.
+    retry_until(15, lambda: _leader_or_raise(admin, topic), lambda exc: isinstance(exc, LookupError), pause=0.2)
+
+
+def _leader_or_raise(admin: Any, topic: str) -> None:
+    meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+    if meta is None or meta.error is not None or not meta.partitions or meta.partitions[0].leader < 0:
+        raise LookupError(topic)
+
+
+def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[bytes], cluster: str,
+           timeout: float = 15.0) -> None:
+    """Write records to the lag topic and wait until they are acknowledged."""
+    topic = naming.lag_topic(mirror)
+    errors: list[str] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err.str())
+
+    producer = clients.idempotent_producer(target_conf, {}, f"eosmirror-{mirror}-lag-writer",
+                                           where="lag writer", extra={"allow.auto.create.topics": False,
+                                                                          "compression.type": "lz4"})
+    for value in values:
+        producer.produce(topic, value=value, key=key, partition=0, on_delivery=on_delivery)
+    left = producer.flush(timeout)
+    if left or errors:
+        raise calls.translate(Exception(errors[0] if errors else f"{left} records unacknowledged after {timeout} s"),
+                              f"write to the lag topic {topic}", cluster, f"Write on topic {topic}")
+
+
+def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster: str,
+               group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
+    """Samples and run outcomes recorded at or after ``since_ms`` (by record timestamp), oldest first."""
+    from confluent_kafka import TopicPartition
+
+    topic = naming.lag_topic(mirror)
+    consumer = clients.plain_consumer(target_conf, f"eosmirror-{mirror}-lag-reader", group_id=group)
+    try:
+        found = consumer.offsets_for_times([TopicPartition(topic, 0, max(0, since_ms))], timeout=15)[0]
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15, cached=False)
+    except Exception as exc:  # noqa: BLE001
+        if calls.error_name(exc) in calls.MISSING_TOPIC:
+            return [], []
+        raise calls.translate(exc, f"read the lag topic {topic}", cluster, f"Read on topic {topic}") from None
+    finally:
+        consumer.close()
+    start = found.offset if found.offset >= 0 else high   # -1: nothing that recent
+    records = readers.read_range(target_conf, topic, 0, max(start, low), high, cluster,
+                                 client_id=f"eosmirror-{mirror}-lag-reader", group_id=group)
+    samples, runs = [], []
+    for record in records:
+        try:
+            if record.key == SAMPLE_KEY and record.value:
+                samples.append(MirrorSample.decode(record.value))
+            elif record.key == RUN_KEY and record.value:
+                runs.append(RunOutcome.decode(record.value))
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("%s: skipped record %d of %s that is not a lag record (%s)", cluster, record.offset,
+                        topic, exc)
+    return samples, runs
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

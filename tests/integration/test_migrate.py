@@ -1,0 +1,252 @@
+"""Moving onto eosmirror (issue 12) against real brokers: an imported MM2 configuration runs; audit
+records, reset and migrate from a group or from MirrorMaker 2 are exact and refuse what they cannot
+prove."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from eosmirror.core import config, mm2import
+from tests import helpers
+
+
+def test_a_mirror_imported_from_mm2_properties_runs(clusters, source_conf, target_conf, unique, tmp_path):
+    topic = helpers.create_topic(source_conf, unique("orders"), partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 30)
+    alias = "mm2src"
+    props = (f"clusters = {alias}, dst\n"
+             f"{alias}.bootstrap.servers = {source_conf['bootstrap.servers']}\n"
+             f"dst.bootstrap.servers = {target_conf['bootstrap.servers']}\n"
+             f"{alias}->dst.enabled = true\n"
+             f"{alias}->dst.topics = {topic}\n"
+             f"tasks.max = 2\nreplication.factor = 1\nemit.heartbeats.enabled = false\n")
+    rendered = mm2import.render(mm2import.translate(props), "mm2.properties")
+    path = tmp_path / "mirrors.yaml"
+    path.write_text(rendered)
+    mirror = config.load(path).get(f"{alias}-to-dst")
+    assert "emit.heartbeats.enabled = false" in rendered
+
+    report = helpers.run(mirror)
+
+    assert report["status"] == "ok", report
+    for partition in range(2):
+        copied = helpers.values(helpers.read_all(target_conf, f"{alias}.{topic}", partition))
+        assert copied == [f"{partition}-{n}".encode() for n in range(30)]
+
+
+# --- migrate --from group:, reset, history, translate -----------------------------------------------
+
+def commit_group(conf, group, topic, offsets):
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def home_made_copy(source_conf, target_conf, topic, upto):
+    """What a home-made copier did before the switch: the first ``upto`` records of each partition."""
+    out = helpers.producer(target_conf, **{"enable.idempotence": True})
+    for partition in range(2):
+        for r in helpers.read_all(source_conf, topic, partition)[:upto]:
+            out.produce(topic, value=r.value, key=r.key, partition=partition)
+    out.flush(30)
+
+
+def audit_records(target_conf, m):
+    from eosmirror.core import migration, naming
+
+    from eosmirror.kafka import readers
+
+    return [r for r in readers.read_all(target_conf, naming.state_topic(m.name), 0, "target", missing_ok=True)
+            if migration.is_audit_key(r.key)]
+
+
+def test_migrate_from_a_group_seeds_exactly_and_is_audited(clusters, source_conf, target_conf, unique, tmp_path):
+    from eosmirror.driver import takeover
+
+    topic = helpers.create_topic(source_conf, unique("legacy"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 20)
+    home_made_copy(source_conf, target_conf, topic, 12)
+    group = unique("copier-group")
+    commit_group(source_conf, group, topic, {0: 12, 1: 12})
+    m = helpers.mirror(unique("m"), [topic])
+    mirrors = helpers.write_mirror_file(tmp_path / "mirrors.yaml", m)
+
+    dry = helpers.cli("migrate", m.name, "--from", f"group:{group}", "--dry-run", "--config", str(mirrors))
+    assert dry.returncode == 0 and "DRY RUN" in dry.stdout, dry.stdout + dry.stderr
+    assert helpers.progress_of(target_conf, m, topic, 2) == {0: None, 1: None}   # a dry run writes nothing
+    assert audit_records(target_conf, m) == []
+
+    outcome = takeover.take_over(m, f"group:{group}", window=1.0)
+    assert [(c["partition"], c["old"], c["new"], c["target_end"]) for c in outcome["partitions"]] == [
+        (0, None, 12, 12), (1, None, 12, 12)]
+    assert {p: pr.offset for p, pr in helpers.progress_of(target_conf, m, topic, 2).items()} == {0: 12, 1: 12}
+
+    assert helpers.run(m)["status"] == "ok"
+    for partition in range(2):   # every source record exactly once, in order
+        assert helpers.values(helpers.read_all(target_conf, topic, partition)) == [
+            f"{partition}-{n}".encode() for n in range(20)]
+
+    history = helpers.cli("history", m.name, "--config", str(mirrors))
+    assert history.returncode == 0 and f"migrate from group:{group} by user:" in history.stdout, history.stdout
+    before = helpers.cli("translate", m.name, topic, "0", "5", "--config", str(mirrors))
+    assert before.returncode == 2 and "copied before eosmirror took over" in before.stderr, before.stderr
+    after = helpers.cli("translate", m.name, topic, "0", "15", "--config", str(mirrors))
+    assert after.returncode == 0 and after.stdout.strip().endswith(f"{topic}[0]@15"), after.stdout
+    verified = helpers.cli("verify", m.name, "--config", str(mirrors))   # the copier's 12 records are not foreign
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "12 earlier target record(s) were copied before eosmirror took over" in verified.stdout, verified.stdout
+
+
+def test_migrate_refuses_while_the_group_moves_and_writes_nothing(clusters, source_conf, target_conf, unique):
+    import threading
+
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    topic = helpers.create_topic(source_conf, unique("busy"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 50)
+    group = unique("busy-group")
+    commit_group(source_conf, group, topic, {0: 1, 1: 1})
+    stop = threading.Event()
+
+    def still_copying():
+        offset = 1
+        while not stop.is_set() and offset < 50:
+            offset += 1
+            commit_group(source_conf, group, topic, {0: offset, 1: offset})
+            stop.wait(0.2)
+
+    worker = threading.Thread(target=still_copying, daemon=True)
+    worker.start()
+    m = helpers.mirror(unique("m"), [topic])
+    try:
+        with __import__("pytest").raises(RefusedError, match="moved during the 2 s check"):
+            takeover.take_over(m, f"group:{group}", window=2.0)
+    finally:
+        stop.set()
+        worker.join(10)
+    assert helpers.progress_of(target_conf, m, topic, 2) == {0: None, 1: None}
+    assert audit_records(target_conf, m) == []
+
+
+def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(clusters, source_conf, target_conf,
+                                                                           unique, tmp_path):
+    import pytest
+
+    from eosmirror.driver import migrate, takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    topic = helpers.create_topic(source_conf, unique("reset"), partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 10)
+    m = helpers.mirror(unique("m"), [topic])
+    assert helpers.run(m)["status"] == "ok"
+    mirrors = helpers.write_mirror_file(tmp_path / "mirrors.yaml", m)
+
+    dry = helpers.cli("reset", m.name, "--to", f"{topic}:0=4", "--dry-run", "--config", str(mirrors))
+    assert dry.returncode == 0 and "DRY RUN" in dry.stdout, dry.stdout + dry.stderr
+    assert helpers.progress_of(target_conf, m, topic, 2)[0].offset == 10
+
+    held = helpers.producer(target_conf, **{"transactional.id": unique("intruder")})
+    held.init_transactions(30)
+    held.begin_transaction()
+    held.produce(topic, value=b"open", partition=1)
+    held.flush(10)
+    try:
+        with pytest.raises(RefusedError, match="a transaction is open on the target"):
+            takeover.reset(m, [f"{topic}:0=4"], window=0.5)
+    finally:
+        held.abort_transaction(30)
+    assert helpers.progress_of(target_conf, m, topic, 2)[0].offset == 10
+
+    bad = helpers.cli("reset", m.name, "--to", f"{topic}:0=99", "--config", str(mirrors))
+    assert bad.returncode == 2 and "outside the source partition's committed offsets" in bad.stderr, bad.stderr
+
+    outcome = takeover.reset(m, [f"{topic}:0=4"], window=0.5)
+    assert [(c["partition"], c["old"], c["new"]) for c in outcome["partitions"]] == [(0, 10, 4)]
+    assert helpers.progress_of(target_conf, m, topic, 2)[0].offset == 4
+    [record] = migrate.history(m)
+    assert (record.action, record.origin, record.who.startswith("user:")) == ("reset", "offsets", True)
+
+
+# --- migrate --from mm2 refusals, with MM2's offsets written as MM2 writes them -----------------------
+
+def fake_mm2_offsets(target_conf, alias, topic, last_copied):
+    """Records in MM2's Connect offsets topic, in MirrorSourceTask's format (see core/migration.py)."""
+    import json
+
+    offsets_topic = f"mm2-offsets.{alias}.internal"
+    helpers.create_topic(target_conf, offsets_topic, partitions=3, cleanup_policy="compact")
+    out = helpers.producer(target_conf)
+    for partition, offset in last_copied.items():
+        key = json.dumps(["MirrorSourceConnector", {"cluster": alias, "partition": partition, "topic": topic}])
+        out.produce(offsets_topic, key=key.encode(), value=json.dumps({"offset": offset}).encode(),
+                    partition=partition % 3)
+    out.flush(30)
+
+
+def test_migrate_from_mm2_refuses_duplicates_and_other_naming(clusters, source_conf, target_conf, unique):
+    import pytest
+
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    alias = "mm" + __import__("uuid").uuid4().hex[:8]
+    topic = helpers.create_topic(source_conf, unique("alo"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 10)
+    home_made_copy(source_conf, target_conf, topic, 10)
+    again = helpers.producer(target_conf)   # an at-least-once retry: record 9 of partition 1 twice
+    again.produce(topic, value=b"1-9", key=b"k4", partition=1)
+    again.flush(10)
+    fake_mm2_offsets(target_conf, alias, topic, {0: 9, 1: 9})
+    m = helpers.mirror(unique("m"), [topic], source_alias=alias)
+
+    with pytest.raises(RefusedError, match=r"source 10 vs target 11.*at-least-once.*--from target-end"):
+        takeover.take_over(m, "mm2", window=0.5)
+
+    prefixed = helpers.mirror(unique("m"), [topic], replication_policy="prefix", source_alias=alias)
+    with pytest.raises(RefusedError, match="MM2 named its target topics differently"):
+        takeover.take_over(prefixed, "mm2", window=0.5)
+    assert helpers.progress_of(target_conf, m, topic, 2) == {0: None, 1: None}
+
+
+def test_migrate_from_target_end_checks_the_seam_record_by_record(clusters, source_conf, target_conf, unique):
+    import pytest
+
+    from eosmirror.driver import takeover
+    from eosmirror.driver.migrate import RefusedError
+
+    topic = helpers.create_topic(source_conf, unique("te"), partitions=2)
+    helpers.create_topic(target_conf, topic, partitions=2)
+    helpers.seed_sequence(source_conf, topic, 2, 30)
+    copier = helpers.producer(target_conf, **{"enable.idempotence": True})
+    for partition in range(2):   # an at-least-once copier: 0..19, then 15..19 again (a retried batch)
+        records = helpers.read_all(source_conf, topic, partition)
+        for r in records[:20] + records[15:20]:
+            copier.produce(topic, value=r.value, key=r.key, partition=partition, timestamp=r.timestamp)
+    copier.flush(30)
+    m = helpers.mirror(unique("m"), [topic])
+
+    outcome = takeover.take_over(m, "target-end:5", window=0.5)
+    assert [(c["partition"], c["new"], c["target_end"]) for c in outcome["partitions"]] == [(0, 20, 25), (1, 20, 25)]
+    assert helpers.run(m)["status"] == "ok"
+    for partition in range(2):   # the seam is exact: 20..29 follow 19 once
+        assert helpers.values(helpers.read_all(target_conf, topic, partition))[25:] == [
+            f"{partition}-{n}".encode() for n in range(20, 30)]
+
+    other = helpers.create_topic(source_conf, unique("te2"), partitions=1)
+    helpers.create_topic(target_conf, other, partitions=1)
+    helpers.seed_sequence(source_conf, other, 1, 10)
+    stray = helpers.producer(target_conf)
+    stray.produce(other, value=b"not from the source", partition=0)
+    stray.flush(10)
+    with pytest.raises(RefusedError, match="not a run of consecutive committed source records"):
+        takeover.take_over(helpers.mirror(unique("m"), [other]), "target-end", window=0.5)
