@@ -167,18 +167,24 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int) -> str | None:
-    """When a migration set this partition's start: the records below it were copied by the copier
-    eosmirror took over from; their target offsets are that copier's, never a guessed number."""
+    """When a migration or reset set this partition's start (the last one, at ``first``): the records
+    below it were copied by the copier eosmirror took over from, or by this mirror before the reset
+    (the offset map restarts at a reset); never a guessed number."""
     from eosmirror.core import migration
     from eosmirror.driver import migrate
 
-    record = migration.taken_over_at(migrate.history(mirror), target_topic, partition)
-    if record is None:
+    found = migration.last_change(migrate.history(mirror), target_topic, partition)
+    if found is None or found[1].new != first:
         return None
-    change = next(c for c in record.partitions if c.target_topic == target_topic and c.partition == partition)
-    return (f"copied before eosmirror took over (migration from {record.origin}, by {record.who}: eosmirror "
-            f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
-            f"eosmirror has no exact offset map for earlier records, so it gives no number")
+    record, change = found
+    if record.action == "migrate":
+        return (f"copied before eosmirror took over (migration from {record.origin}, by {record.who}: eosmirror "
+                f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
+                f"eosmirror has no exact offset map for earlier records, so it gives no number")
+    old = "none" if change.old is None else change.old
+    return (f"before the last reset of this partition (by {record.who}: progress {old} -> {change.new}, mapped to "
+            f"target offset {change.target_end}); the offset map starts again there, and what was copied below "
+            f"it before the reset has no exact translation, so eosmirror gives no number")
 
 
 def _migrate(args: argparse.Namespace) -> int:

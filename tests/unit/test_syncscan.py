@@ -91,3 +91,82 @@ def test_an_overlap_found_while_deciding_how_far_back_to_read_is_reported_not_ra
     monkeypatch.setattr(syncstore, "latest", lambda *args, **kwargs: view)
     with pytest.raises(ProgressUnavailableError, match=r"target: t\[0\]: offset syncs overlap"):
         syncstore.load_needed({}, "m", "target", "g", {("t", 0): Need(source_offset=0)})
+
+
+# --- a migration/reset sync starts the partition's chain -------------------------------------------
+
+def _reset_history():
+    """Written order: a chain up to 10 (with an overlap inside it), a reset back to 4, a chain from 4."""
+    a = OffsetSync("t", 0, "s", 0, 10, 0, ((0, 10),))
+    clash = OffsetSync("t", 0, "s", 5, 12, 3, ((5, 7),))       # overlaps a: superseded by the reset below
+    reset = OffsetSync("t", 0, "s", 4, 4, 12, (), slot=-1)     # driver/migrate.py's empty sync
+    c = OffsetSync("t", 0, "s", 4, 8, 12, ((4, 4),), slot=0)
+    d = OffsetSync("t", 0, "s", 8, 10, 16, ((8, 2),), slot=1)
+    return a, clash, reset, c, d
+
+
+def test_the_last_reset_sync_starts_the_chain_and_positions_before_it_get_no_number():
+    from eosmirror.core.offsetsync import BeforeBoundary, BeforeFirstSync
+
+    a, clash, reset, c, d = _reset_history()
+    chain = syncscan.check_chain([a, clash, reset, c, d], "t[0]")   # the overlaps before the reset are ignored
+    assert chain == [reset, c, d]
+    syncs = PartitionSyncs(chain)
+    assert [syncs.translate(o) for o in (4, 6, 9, 10)] == [12, 14, 17, 18] and syncs.progress == 10
+    with pytest.raises(BeforeBoundary, match="before the last migration or reset") as raised:
+        syncs.translate(3)
+    assert (raised.value.first, raised.value.target) == (4, 12) and isinstance(raised.value, BeforeFirstSync)
+    assert gs.failover(3, syncs) == gs.Translation(gs.BEFORE_RANGE, records=1)
+    assert gs.failover(6, syncs) == gs.Translation(gs.EXACT, offset=14)
+    assert gs.failback(5, syncs).outcome == gs.BEFORE_RANGE      # a copy made before the reset
+    assert gs.failback(13, syncs) == gs.Translation(gs.EXACT, offset=5)
+    # A chain that starts at a migration/reset sync reaches back far enough for any position.
+    assert Need(source_offset=0).covered_by(chain) and Need(target_offset=0).covered_by(chain)
+    # Without a reset sync the same history still overlaps.
+    with pytest.raises(syncscan.ChainError, match="overlap"):
+        syncscan.check_chain([a, c, d], "t[0]")
+
+
+def test_an_overlap_after_the_last_reset_is_still_refused_and_the_last_of_several_resets_wins():
+    a, clash, reset, c, d = _reset_history()
+    with pytest.raises(syncscan.ChainError, match="overlap"):
+        syncscan.check_chain([a, reset, c, OffsetSync("t", 0, "s", 6, 9, 20, ((6, 3),))], "t[0]")
+    again = OffsetSync("t", 0, "s", 2, 2, 18, (), slot=-1)
+    e = OffsetSync("t", 0, "s", 2, 6, 18, ((2, 4),))
+    assert syncscan.check_chain([a, clash, reset, c, d, again, e], "t[0]") == [again, e]
+    assert PartitionSyncs([again, e]).translate(5) == 21
+    # The newest sync is the last written, not the one ending furthest (recovery after a reset: 4, not 10).
+    assert syncscan.newer(a, reset) is reset and syncscan.newer(reset, c) is c
+
+
+class _Record:
+    def __init__(self, offset, sync):
+        self.offset, self.key, self.value = offset, sync.key(), sync.encode()
+
+
+def test_the_backward_scan_stops_at_the_reset_sync_and_keeps_write_order(monkeypatch):
+    """load_needed for a position before the reset: reads back only until the reset sync, and answers
+    from the chain it starts (the older, overlapping chain is never read)."""
+    from eosmirror.kafka import syncstore
+
+    a, clash, reset, c, d = _reset_history()
+    filler = [OffsetSync("u", 1, "s", 10 * i, 10 * i + 10, 10 * i, ((10 * i, 10),)) for i in range(3000)]
+    topic = [a, clash] + filler + [reset] + filler[:1500] + [c] + filler[:10] + [d]   # offsets = positions
+    records = [_Record(i, s) for i, s in enumerate(topic)]
+    read = []
+
+    def iter_range(consumer, name, partition, start, end, cluster, timeout):
+        read.append((start, end))
+        return iter(records[start:end])
+
+    view = syncstore.View(newest={("t", 0): c}, chains={("t", 0): [c, d]}, low=0, end=len(topic),
+                          tail_start=len(topic) - 11)   # the snapshot's entry is c; the tail holds d
+    monkeypatch.setattr(syncstore, "latest", lambda *args, **kwargs: view)
+    monkeypatch.setattr(syncstore.clients, "plain_consumer", lambda *args, **kwargs: type("C", (), {
+        "close": lambda self: None})())
+    monkeypatch.setattr(syncstore.readers, "iter_range", iter_range)
+    stats = syncstore.ReadStats()
+    chains = syncstore.load_needed({}, "m", "target", "g", {("t", 0): Need(source_offset=0)}, stats)
+    assert chains[("t", 0)].ordered() == [reset, c, d]
+    assert min(start for start, _ in read) > 2, read          # the chain before the reset was not read
+    assert stats.backward_chunks == len(read) == 2

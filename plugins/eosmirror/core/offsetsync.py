@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 FORMAT_VERSION = 1
 MAX_RUNS_PER_RECORD = 20_000   # ~200 KB of JSON: far below the 1 MB default record limit
+BOUNDARY_SLOT = -1             # the slot of the empty sync a migration or reset writes (driver/migrate.py)
 
 
 class TranslationError(ValueError):
@@ -34,6 +35,17 @@ class BeforeFirstSync(TranslationError):
     def __init__(self, message: str, first: int):
         super().__init__(message)
         self.first = first
+
+
+class BeforeBoundary(BeforeFirstSync):
+    """The source offset lies below the position where the partition's LAST migration or reset set
+    the mirror's progress (``first``; mapped to target offset ``target``). The offset map restarts
+    there: what was copied below it (by another copier, or by this mirror before a reset) has no
+    exact translation, so none is given."""
+
+    def __init__(self, message: str, first: int, target: int):
+        super().__init__(message, first)
+        self.target = target
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,11 @@ class OffsetSync:
     created_ms: int = 0
     source_topic_id: str = ""
     target_topic_id: str = ""
+
+    @property
+    def is_boundary(self) -> bool:
+        """Written by a migration or reset (never by a copy): the partition's offset map restarts here."""
+        return self.slot == BOUNDARY_SLOT
 
     @property
     def count(self) -> int:
@@ -134,9 +151,26 @@ def split(sync: OffsetSync, max_runs: int = MAX_RUNS_PER_RECORD) -> list[OffsetS
     return parts
 
 
+def current_chain(written_order: list[OffsetSync]) -> list[OffsetSync]:
+    """The syncs from the partition's last migration/reset sync on (all of them if it has none),
+    given in the order they were WRITTEN to the sync topic.
+
+    A reset may move progress backwards (10 -> 4): the syncs the mirror writes after it cover source
+    offsets the older syncs cover too, on other target offsets, so the two chains overlap and a
+    position in between has two answers. The last boundary supersedes everything written before it:
+    translation, "newest" and failover/failback look only at the chain it starts. Only write order
+    can tell which boundary is last (target and source offsets repeat across resets)."""
+    last = max((i for i, s in enumerate(written_order) if s.is_boundary), default=0)
+    return written_order[last:]
+
+
 @dataclass
 class PartitionSyncs:
-    """All syncs of one target partition, in source order; answers translation queries."""
+    """The syncs of one target partition's chain; answers translation queries.
+
+    ``syncs`` is one chain (``current_chain`` of the written syncs, as ``syncscan.check_chain``
+    returns it); when it starts with a migration/reset sync, positions below that are reported as
+    ``BeforeBoundary``."""
 
     syncs: list[OffsetSync] = field(default_factory=list)
     # (len(syncs) it was computed for, syncs in source order, their starts, the progress): a group
@@ -175,6 +209,13 @@ class PartitionSyncs:
         ordered = self.ordered()
         if not ordered:
             raise TranslationError("nothing was mirrored for this partition yet")
+        if source_offset < ordered[0].source_start and ordered[0].is_boundary:
+            first = ordered[0]
+            raise BeforeBoundary(f"source offset {source_offset} lies before the last migration or reset of this "
+                                 f"partition, which set the mirror's progress to source offset {first.source_start} "
+                                 f"(target offset {first.target_base}): the offset map starts there, so no exact "
+                                 f"target offset exists for it and none is given", first.source_start,
+                                 first.target_base)
         if source_offset < ordered[0].source_start:
             raise BeforeFirstSync(f"source offset {source_offset} is before the first mirrored offset "
                                   f"{ordered[0].source_start}: those records were never copied",

@@ -20,8 +20,11 @@ the sync topic's layout (existing mirrors need no migration):
 Invariant that keeps translation exact: a partition's chain read this way is the same suffix of
 syncs the full read holds, in the same order (chunks are adjacent offset ranges of the topic, so no
 committed sync in between is missed), and it reaches at or below the asked position; a translation
-of a position within that suffix only ever looks at the suffix (see ``Need``). ``check_chain``
-refuses a chain whose syncs overlap (two syncs claiming the same source offsets).
+of a position within that suffix only ever looks at the suffix (see ``Need``). A partition's chain
+starts at its last migration/reset sync (``offsetsync.current_chain``): the scan stops there too, and
+the older syncs are superseded (a reset that moved progress backwards makes them overlap the newer
+ones). ``check_chain`` refuses a chain whose syncs overlap (two syncs claiming the same source
+offsets) after that boundary.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from eosmirror.core.offsetsync import OffsetSync
+from eosmirror.core.offsetsync import OffsetSync, current_chain
 
 FIRST_CHUNK = 1_000
 MAX_CHUNK = 256_000          # records per backward chunk at most (bounds the memory of one chunk)
@@ -69,8 +72,12 @@ class Need:
     target_offset: int | None = None
 
     def covered_by(self, oldest_first: list[OffsetSync]) -> bool:
+        """``oldest_first``: the partition's chain as ``check_chain`` returns it. A chain that starts
+        with a migration/reset sync is complete: nothing written before it is ever looked at."""
         if not oldest_first:
             return False
+        if oldest_first[0].is_boundary:
+            return True
         if self.source_offset is not None:
             return oldest_first[0].source_start <= self.source_offset
         if self.target_offset is not None:
@@ -95,23 +102,34 @@ def merge_needs(needs: list[tuple[tuple[str, int], Need]]) -> dict[tuple[str, in
 
 
 def check_chain(syncs: list[OffsetSync], where: str) -> list[OffsetSync]:
-    """The syncs in source order, without duplicates; raises ChainError if two overlap.
+    """The partition's current chain in source order, without duplicates; raises ChainError if two
+    of its syncs overlap.
 
+    ``syncs`` must be in the order they were written (topic order): the chain starts at the last
+    migration/reset sync (``offsetsync.current_chain``); syncs before it are superseded, so a reset
+    that moved progress backwards is no overlap. Within the chain an overlap stays an error.
     Gaps between syncs are allowed: a run with ``on_truncation: skip_to_log_start`` starts its next
     sync at the source's new log start, and nothing was copied in between."""
-    unique = sorted({(s.source_start, s.source_end, s.target_base): s for s in syncs}.values(),
+    unique = sorted({(s.source_start, s.source_end, s.target_base): s for s in current_chain(syncs)}.values(),
                     key=lambda s: (s.source_start, s.source_end))
     for before, after in zip(unique, unique[1:]):
         if after.source_start < before.source_end:
             raise ChainError(f"{where}: offset syncs overlap: source [{before.source_start}, {before.source_end}) "
                              f"and [{after.source_start}, {after.source_end}); only one mirror may write this "
-                             f"mirror's offset-sync topic, and progress must never be moved back by hand")
+                             f"mirror's offset-sync topic, and progress may be moved back only with `eosmirror reset` "
+                             f"(whose sync starts a new chain), never by hand")
     return unique
 
 
 def newer(a: OffsetSync | None, b: OffsetSync) -> OffsetSync:
-    """The newer of two syncs of one partition (the chain's newest ends last)."""
-    return b if a is None or (b.source_end, b.source_start) >= (a.source_end, a.source_start) else a
+    """The newer of two syncs of one partition, ``b`` written after ``a``: always ``b``.
+
+    A partition's syncs commit one after the other (one slot owns it at a time, a migration or reset
+    fences the slots first), so the last written is the newest. Comparing source ends instead is
+    wrong after a reset that moved progress backwards: the older chain ends further up, and the
+    reset sync (or the syncs after it) would lose to it."""
+    del a
+    return b
 
 
 def encode_entry(sync: OffsetSync, upto: int) -> bytes:
@@ -134,7 +152,7 @@ class Snapshot:
 
     @staticmethod
     def decode(records: list[tuple[bytes | None, bytes | None]]) -> "Snapshot":
-        snapshot = Snapshot({})
+        snapshot, folded_upto = Snapshot({}), {}
         for key, value in records:
             if value is None:
                 continue
@@ -144,9 +162,11 @@ class Snapshot:
             if key == MARKER_KEY:
                 snapshot.upto = d["upto"]     # the last marker wins: markers only move forward
             else:
+                # The entry folded furthest into the sync topic is the newest (ties: the later record).
                 sync = OffsetSync.decode(d["sync"].encode())
                 tp = (sync.target_topic, sync.partition)
-                snapshot.entries[tp] = newer(snapshot.entries.get(tp), sync)
+                if d["upto"] >= folded_upto.get(tp, d["upto"]):
+                    snapshot.entries[tp], folded_upto[tp] = sync, d["upto"]
         return snapshot
 
 

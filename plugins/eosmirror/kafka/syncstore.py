@@ -5,8 +5,9 @@
                   marker (progress recovery, fencing). Cost: the partitions, not the history.
 ``load_needed``   per asked partition, the chain of syncs from the one holding the asked position to the
                   newest (group failover/failback, ``translate``): ``latest`` and then a backward scan in
-                  doubling chunks that stops when every chain reaches back far enough. Cost: how far back
-                  the positions lie, not the history's length.
+                  doubling chunks that stops when every chain reaches back far enough, or back to the
+                  partition's last migration/reset sync (the chain starts there: ``offsetsync.current_chain``).
+                  Cost: how far back the positions lie, not the history's length.
 ``refresh_snapshot``  folds the syncs written since the snapshot's marker into the snapshot (the
                   driver calls it after every run). The snapshot is a cache, never part of a copy
                   transaction: a stale one costs a longer forward read, a missing one a full read.
@@ -79,7 +80,11 @@ def read_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, group:
 
 @dataclass
 class View:
-    """Each partition's newest sync, and for the kept partitions every sync from ``tail_start`` on."""
+    """Each partition's newest sync, and for the kept partitions every sync from ``tail_start`` on.
+
+    ``chains`` keep the order the syncs were written (the snapshot's entry, the newest below
+    ``tail_start``, comes before the tail; the backward scan puts each older chunk in front):
+    ``syncscan.check_chain`` needs it to find the partition's last migration/reset sync."""
 
     newest: dict[TP, OffsetSync] = field(default_factory=dict)
     chains: dict[TP, list[OffsetSync]] = field(default_factory=dict)
@@ -166,8 +171,9 @@ def _where(cluster: str, tp: TP) -> str:
 
 
 def _uncovered(view: View, needs: dict[TP, Need], cluster: str) -> dict[bytes, TP]:
-    """The asked partitions whose chain does not reach back far enough yet, by sync key. Raises
-    ChainError when a chain read so far overlaps (the caller reports it)."""
+    """The asked partitions whose chain does not reach back far enough yet, by sync key: not back to
+    the asked position, nor to a migration/reset sync (the chain starts there). Raises ChainError when
+    a chain read so far overlaps (the caller reports it)."""
     return {f"{tp[0]}\0{tp[1]}".encode(): tp for tp, need in needs.items()
             if tp in view.chains and not need.covered_by(syncscan.check_chain(view.chains[tp], _where(cluster, tp)))}
 
@@ -183,11 +189,14 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
     try:
         for start, end in syncscan.backward_chunks(view.low, view.tail_start):
             stats.backward_chunks += 1
+            older: dict[TP, list[OffsetSync]] = {}
             for record in readers.iter_range(consumer, topic, 0, start, end, cluster, timeout=300):
                 stats.sync_records += 1
                 tp = wanted.get(record.key or b"")   # the key names the partition: decode only the asked ones
                 if tp is not None and record.value is not None:
-                    view.chains[tp].append(_decode(record.value, record.offset, topic, cluster))
+                    older.setdefault(tp, []).append(_decode(record.value, record.offset, topic, cluster))
+            for tp, found in older.items():   # this chunk precedes what was read: chains stay in write order
+                view.chains[tp] = found + view.chains[tp]
             wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, cluster)
             if not wanted:
                 return
@@ -198,8 +207,9 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
 
 def load_needed(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, needs: dict[TP, Need],
                 stats: ReadStats | None = None) -> dict[TP, PartitionSyncs]:
-    """Per asked partition that was ever mirrored, its syncs from the one holding the asked position to the
-    newest: translating any position at or after the asked one gives what the full history gives."""
+    """Per asked partition that was ever mirrored, its syncs from the one holding the asked position (or
+    from its last migration/reset sync, when that comes later) to the newest: translating any position
+    at or after the asked one gives what the current chain of the full history gives."""
     stats = stats if stats is not None else ReadStats()
     view = latest(target_conf, mirror, cluster, group, keep=frozenset(needs), stats=stats)
     try:   # the backward scan checks the chains too: an overlap found there is reported the same way
