@@ -167,14 +167,14 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int) -> str | None:
-    """When a migration or reset set this partition's start (the last one, at ``first``): the records
-    below it were copied by the copier eosmirror took over from, or by this mirror before the reset
-    (the offset map restarts at a reset); never a guessed number."""
+    """When a migration or reset set this partition's start (the one its offset map restarts at,
+    ``first``: the last that moved progress back): the records below it were copied by the copier
+    eosmirror took over from, or by this mirror before the reset; never a guessed number."""
     from eosmirror.core import migration
     from eosmirror.driver import migrate
 
-    found = migration.last_change(migrate.history(mirror), target_topic, partition)
-    if found is None or found[1].new != first:
+    found = migration.last_change(migrate.history(mirror), target_topic, partition, new=first)
+    if found is None:
         return None
     record, change = found
     if record.action == "migrate":
@@ -182,9 +182,9 @@ def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int
                 f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
                 f"eosmirror has no exact offset map for earlier records, so it gives no number")
     old = "none" if change.old is None else change.old
-    return (f"before the last reset of this partition (by {record.who}: progress {old} -> {change.new}, mapped to "
-            f"target offset {change.target_end}); the offset map starts again there, and what was copied below "
-            f"it before the reset has no exact translation, so eosmirror gives no number")
+    return (f"before the last reset that moved this partition's progress back (by {record.who}: progress {old} -> "
+            f"{change.new}, mapped to target offset {change.target_end}); the offset map starts again there, and what "
+            f"was copied below it before the reset has no exact translation, so eosmirror gives no number")
 
 
 def _migrate(args: argparse.Namespace) -> int:

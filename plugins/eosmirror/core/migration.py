@@ -76,14 +76,14 @@ def taken_over_at(records: list[AuditRecord], target_topic: str, partition: int)
     return found
 
 
-def last_change(records: list[AuditRecord], target_topic: str, partition: int
+def last_change(records: list[AuditRecord], target_topic: str, partition: int, new: int | None = None
                 ) -> tuple[AuditRecord, PartitionChange] | None:
-    """The last migration or reset that set this partition's progress, and its change there (where
-    the partition's offset map restarts)."""
+    """The last migration or reset that set this partition's progress (to ``new``, when given: the
+    one where its offset map restarts), and its change there."""
     found = None
     for record in records:
         for change in record.partitions:
-            if change.target_topic == target_topic and change.partition == partition:
+            if change.target_topic == target_topic and change.partition == partition and new in (None, change.new):
                 found = (record, change)
     return found
 

@@ -38,10 +38,11 @@ class BeforeFirstSync(TranslationError):
 
 
 class BeforeBoundary(BeforeFirstSync):
-    """The source offset lies below the position where the partition's LAST migration or reset set
-    the mirror's progress (``first``; mapped to target offset ``target``). The offset map restarts
-    there: what was copied below it (by another copier, or by this mirror before a reset) has no
-    exact translation, so none is given."""
+    """The source offset lies below the position where the migration or reset that starts the
+    partition's chain (the last one that moved progress back, or the first sync of all) set the
+    mirror's progress (``first``; mapped to target offset ``target``). The offset map restarts there:
+    what was copied below it (by another copier, or by this mirror before a reset) has no exact
+    translation, so none is given. A forward reset or migration does not restart it (``last_cut``)."""
 
     def __init__(self, message: str, first: int, target: int):
         super().__init__(message, first)
@@ -62,6 +63,10 @@ class OffsetSync:
     created_ms: int = 0
     source_topic_id: str = ""
     target_topic_id: str = ""
+    # Migration/reset syncs only: the mirror's progress before the change (None: it had none, or the
+    # sync predates this field). Tells whether the boundary moved progress backwards without reading
+    # the syncs written before it (``last_cut``).
+    moved_from: int | None = None
 
     @property
     def is_boundary(self) -> bool:
@@ -86,12 +91,15 @@ class OffsetSync:
         for start, length in self.runs:
             flat += [start - previous_end, length]
             previous_end = start + length
-        return json.dumps({
+        d = {
             "v": FORMAT_VERSION, "tt": self.target_topic, "p": self.partition, "st": self.source_topic,
             "s": self.source_start, "e": self.source_end, "b": self.target_base, "r": flat,
             "g": self.generation, "k": self.slot, "ms": self.created_ms,
             "sid": self.source_topic_id, "tid": self.target_topic_id,
-        }, separators=(",", ":")).encode()
+        }
+        if self.moved_from is not None:   # optional: older readers ignore it, older syncs lack it
+            d["o"] = self.moved_from
+        return json.dumps(d, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(raw: bytes) -> "OffsetSync":
@@ -106,7 +114,7 @@ class OffsetSync:
         return OffsetSync(target_topic=d["tt"], partition=d["p"], source_topic=d["st"], source_start=d["s"],
                           source_end=d["e"], target_base=d["b"], runs=tuple(runs), generation=d.get("g", 0),
                           slot=d.get("k", 0), created_ms=d.get("ms", 0), source_topic_id=d.get("sid", ""),
-                          target_topic_id=d.get("tid", ""))
+                          target_topic_id=d.get("tid", ""), moved_from=d.get("o"))
 
 
 class RunBuilder:
@@ -151,17 +159,36 @@ def split(sync: OffsetSync, max_runs: int = MAX_RUNS_PER_RECORD) -> list[OffsetS
     return parts
 
 
-def current_chain(written_order: list[OffsetSync]) -> list[OffsetSync]:
-    """The syncs from the partition's last migration/reset sync on (all of them if it has none),
-    given in the order they were WRITTEN to the sync topic.
+def last_cut(written_order: list[OffsetSync]) -> int | None:
+    """Index (in ``written_order``) of the partition's last CUTTING migration/reset sync, where its
+    current chain starts; None when none cuts (the chain is all of them).
 
-    A reset may move progress backwards (10 -> 4): the syncs the mirror writes after it cover source
-    offsets the older syncs cover too, on other target offsets, so the two chains overlap and a
-    position in between has two answers. The last boundary supersedes everything written before it:
-    translation, "newest" and failover/failback look only at the chain it starts. Only write order
-    can tell which boundary is last (target and source offsets repeat across resets)."""
-    last = max((i for i, s in enumerate(written_order) if s.is_boundary), default=0)
-    return written_order[last:]
+    A migration/reset sync cuts when it moves progress backwards: its source position lies below the
+    end of the chain written before it (10 -> 4: the syncs the mirror writes after it cover source
+    offsets the older syncs cover too, on other target offsets, so a position in between would have
+    two answers). One at or beyond that end (a forward reset 10 -> 20, or a migration that does not
+    overlap) is only a gap in the chain: positions below it keep their exact answers, and one inside
+    the skipped range translates to the next copied record (the boundary's target base), as any gap.
+    Only write order can tell which boundary is last (target and source offsets repeat across
+    resets). The end before a boundary is that of the syncs before it in ``written_order``; for the
+    first one, which a backward read may not have reached the predecessors of, the progress it
+    recorded (``moved_from``; a boundary without it, first in the list, cuts nothing known)."""
+    cut, end = None, None
+    for i, sync in enumerate(written_order):
+        before = sync.moved_from if end is None else end
+        if sync.is_boundary and before is not None and sync.source_start < before:
+            cut, end = i, sync.source_end
+        else:
+            end = sync.source_end if end is None else max(end, sync.source_end)
+    return cut
+
+
+def current_chain(written_order: list[OffsetSync]) -> list[OffsetSync]:
+    """The syncs from the partition's last cutting migration/reset sync on (``last_cut``; all of
+    them if none cuts), given in the order they were WRITTEN to the sync topic. The cutting boundary
+    supersedes everything written before it: translation and failover/failback look only at the
+    chain it starts."""
+    return written_order[last_cut(written_order) or 0:]
 
 
 @dataclass
@@ -170,7 +197,8 @@ class PartitionSyncs:
 
     ``syncs`` is one chain (``current_chain`` of the written syncs, as ``syncscan.check_chain``
     returns it); when it starts with a migration/reset sync, positions below that are reported as
-    ``BeforeBoundary``."""
+    ``BeforeBoundary``. A migration/reset sync inside the chain (one that moved progress forwards)
+    is a gap like any other."""
 
     syncs: list[OffsetSync] = field(default_factory=list)
     # (len(syncs) it was computed for, syncs in source order, their starts, the progress): a group
@@ -211,11 +239,11 @@ class PartitionSyncs:
             raise TranslationError("nothing was mirrored for this partition yet")
         if source_offset < ordered[0].source_start and ordered[0].is_boundary:
             first = ordered[0]
-            raise BeforeBoundary(f"source offset {source_offset} lies before the last migration or reset of this "
-                                 f"partition, which set the mirror's progress to source offset {first.source_start} "
-                                 f"(target offset {first.target_base}): the offset map starts there, so no exact "
-                                 f"target offset exists for it and none is given", first.source_start,
-                                 first.target_base)
+            raise BeforeBoundary(f"source offset {source_offset} lies before the migration or reset this partition's "
+                                 f"offset map starts at (it set the mirror's progress to source offset "
+                                 f"{first.source_start}, target offset {first.target_base}, moving it back or "
+                                 f"setting it first): no exact target offset exists for it and none is given",
+                                 first.source_start, first.target_base)
         if source_offset < ordered[0].source_start:
             raise BeforeFirstSync(f"source offset {source_offset} is before the first mirrored offset "
                                   f"{ordered[0].source_start}: those records were never copied",

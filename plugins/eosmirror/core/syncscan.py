@@ -21,10 +21,11 @@ Invariant that keeps translation exact: a partition's chain read this way is the
 syncs the full read holds, in the same order (chunks are adjacent offset ranges of the topic, so no
 committed sync in between is missed), and it reaches at or below the asked position; a translation
 of a position within that suffix only ever looks at the suffix (see ``Need``). A partition's chain
-starts at its last migration/reset sync (``offsetsync.current_chain``): the scan stops there too, and
-the older syncs are superseded (a reset that moved progress backwards makes them overlap the newer
-ones). ``check_chain`` refuses a chain whose syncs overlap (two syncs claiming the same source
-offsets) after that boundary.
+starts at its last migration/reset sync that moved progress BACKWARDS (``offsetsync.current_chain``):
+the scan stops there too, and the older syncs are superseded (they overlap the newer ones). A
+migration/reset that moved progress forwards is only a gap: the scan goes on past it while older
+positions are asked. ``check_chain`` refuses a chain whose syncs overlap (two syncs claiming the
+same source offsets) after that boundary.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from eosmirror.core.offsetsync import OffsetSync, current_chain
+from eosmirror.core.offsetsync import OffsetSync, current_chain, last_cut
 
 FIRST_CHUNK = 1_000
 MAX_CHUNK = 256_000          # records per backward chunk at most (bounds the memory of one chunk)
@@ -71,12 +72,14 @@ class Need:
     source_offset: int | None = None
     target_offset: int | None = None
 
-    def covered_by(self, oldest_first: list[OffsetSync]) -> bool:
-        """``oldest_first``: the partition's chain as ``check_chain`` returns it. A chain that starts
-        with a migration/reset sync is complete: nothing written before it is ever looked at."""
+    def covered_by(self, oldest_first: list[OffsetSync], cut: bool = False) -> bool:
+        """``oldest_first``: the partition's chain as ``check_chain`` returns it; ``cut``: it starts at
+        a migration/reset sync that moved progress backwards (``cuts``), so it is complete: nothing
+        written before it is ever looked at. A boundary not known to cut (a forward move, or one whose
+        predecessors are not read yet) is no reason to stop."""
         if not oldest_first:
             return False
-        if oldest_first[0].is_boundary:
+        if cut and oldest_first[0].is_boundary:
             return True
         if self.source_offset is not None:
             return oldest_first[0].source_start <= self.source_offset
@@ -101,17 +104,34 @@ def merge_needs(needs: list[tuple[tuple[str, int], Need]]) -> dict[tuple[str, in
     return merged
 
 
+def cuts(written_order: list[OffsetSync]) -> bool:
+    """Whether these syncs (in write order) hold a migration/reset sync that cuts the chain: one that
+    moved progress backwards (``offsetsync.last_cut``)."""
+    return last_cut(written_order) is not None
+
+
+def covered(written_order: list[OffsetSync], need: Need, where: str) -> bool:
+    """Whether a partition's syncs read so far (in write order) reach back far enough for ``need``.
+    Raises ChainError when they overlap."""
+    return need.covered_by(check_chain(written_order, where), cut=cuts(written_order))
+
+
 def check_chain(syncs: list[OffsetSync], where: str) -> list[OffsetSync]:
     """The partition's current chain in source order, without duplicates; raises ChainError if two
     of its syncs overlap.
 
     ``syncs`` must be in the order they were written (topic order): the chain starts at the last
-    migration/reset sync (``offsetsync.current_chain``); syncs before it are superseded, so a reset
-    that moved progress backwards is no overlap. Within the chain an overlap stays an error.
+    migration/reset sync that moved progress backwards (``offsetsync.current_chain``); syncs before
+    it are superseded, so such a reset is no overlap. Within the chain an overlap stays an error.
     Gaps between syncs are allowed: a run with ``on_truncation: skip_to_log_start`` starts its next
-    sync at the source's new log start, and nothing was copied in between."""
-    unique = sorted({(s.source_start, s.source_end, s.target_base): s for s in current_chain(syncs)}.values(),
-                    key=lambda s: (s.source_start, s.source_end))
+    sync at the source's new log start, and a forward reset or migration skips to its position;
+    nothing was copied in between. Of identical syncs (one read twice, or a run's empty first sync
+    just after a migration/reset sync at the same place) the first written is kept, so the chain
+    still starts with the boundary."""
+    first: dict[tuple[int, int, int], OffsetSync] = {}
+    for s in current_chain(syncs):
+        first.setdefault((s.source_start, s.source_end, s.target_base), s)
+    unique = sorted(first.values(), key=lambda s: (s.source_start, s.source_end))
     for before, after in zip(unique, unique[1:]):
         if after.source_start < before.source_end:
             raise ChainError(f"{where}: offset syncs overlap: source [{before.source_start}, {before.source_end}) "

@@ -231,7 +231,7 @@ class Migration:
                                   source_start=c.new, source_end=c.new, target_base=c.target_end, runs=(),
                                   generation=number, slot=BOUNDARY_SLOT, created_ms=record.at_ms,
                                   source_topic_id=pair.source_topic_id,
-                                  target_topic_id=self.target_ids.get(c.target_topic, ""))
+                                  target_topic_id=self.target_ids.get(c.target_topic, ""), moved_from=c.old)
                 producer.produce(naming.offset_sync_topic(m.name), sync.encode(), sync.key(), 0)
             offsets = [TopicPartition(c.target_topic, c.partition, c.new, metadata=progress.encode_metadata(
                 c.source_topic, self.pair_of[c.source_topic].source_topic_id, number)) for c in changes]

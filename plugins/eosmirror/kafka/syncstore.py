@@ -6,7 +6,8 @@
 ``load_needed``   per asked partition, the chain of syncs from the one holding the asked position to the
                   newest (group failover/failback, ``translate``): ``latest`` and then a backward scan in
                   doubling chunks that stops when every chain reaches back far enough, or back to the
-                  partition's last migration/reset sync (the chain starts there: ``offsetsync.current_chain``).
+                  partition's last migration/reset sync that moved progress backwards (the chain starts
+                  there: ``offsetsync.current_chain``; a forward one is a gap, read past).
                   Cost: how far back the positions lie, not the history's length.
 ``refresh_snapshot``  folds the syncs written since the snapshot's marker into the snapshot (the
                   driver calls it after every run). The snapshot is a cache, never part of a copy
@@ -172,10 +173,10 @@ def _where(cluster: str, tp: TP) -> str:
 
 def _uncovered(view: View, needs: dict[TP, Need], cluster: str) -> dict[bytes, TP]:
     """The asked partitions whose chain does not reach back far enough yet, by sync key: not back to
-    the asked position, nor to a migration/reset sync (the chain starts there). Raises ChainError when
-    a chain read so far overlaps (the caller reports it)."""
+    the asked position, nor to a migration/reset sync that moved progress backwards (the chain starts
+    there). Raises ChainError when a chain read so far overlaps (the caller reports it)."""
     return {f"{tp[0]}\0{tp[1]}".encode(): tp for tp, need in needs.items()
-            if tp in view.chains and not need.covered_by(syncscan.check_chain(view.chains[tp], _where(cluster, tp)))}
+            if tp in view.chains and not syncscan.covered(view.chains[tp], need, _where(cluster, tp))}
 
 
 def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, view: View,
@@ -208,8 +209,9 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
 def load_needed(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, needs: dict[TP, Need],
                 stats: ReadStats | None = None) -> dict[TP, PartitionSyncs]:
     """Per asked partition that was ever mirrored, its syncs from the one holding the asked position (or
-    from its last migration/reset sync, when that comes later) to the newest: translating any position
-    at or after the asked one gives what the current chain of the full history gives."""
+    from its last migration/reset sync that moved progress back, when that comes later) to the newest:
+    translating any position at or after the asked one gives what the current chain of the full history
+    gives."""
     stats = stats if stats is not None else ReadStats()
     view = latest(target_conf, mirror, cluster, group, keep=frozenset(needs), stats=stats)
     try:   # the backward scan checks the chains too: an overlap found there is reported the same way
