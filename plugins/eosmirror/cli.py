@@ -142,7 +142,13 @@ def _translate(args: argparse.Namespace) -> int:
     mirror = _mirror(args)
     conf = connections.resolve(mirror.target, "target")
     target_topic = naming.policy_of(mirror).target_topic(args.topic)
-    syncs = syncstore.load(conf, mirror.name, cluster_label("target", mirror.target, conf), mirror.progress_group)
+    from eosmirror.core.syncscan import Need
+
+    # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).
+    needs = {(target_topic, args.partition): Need(source_offset=args.offset),
+             (args.topic, args.partition): Need(source_offset=args.offset)}
+    syncs = syncstore.load_needed(conf, mirror.name, cluster_label("target", mirror.target, conf),
+                                  mirror.progress_group, needs)
     history = syncs.get((target_topic, args.partition))
     if history is None:
         if target_topic != args.topic and any(t == args.topic for t, _ in syncs):
@@ -161,18 +167,24 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int) -> str | None:
-    """When a migration set this partition's start: the records below it were copied by the copier
-    eosmirror took over from; their target offsets are that copier's, never a guessed number."""
+    """When a migration or reset set this partition's start (the one its offset map restarts at,
+    ``first``: the last that moved progress back): the records below it were copied by the copier
+    eosmirror took over from, or by this mirror before the reset; never a guessed number."""
     from eosmirror.core import migration
     from eosmirror.driver import migrate
 
-    record = migration.taken_over_at(migrate.history(mirror), target_topic, partition)
-    if record is None:
+    found = migration.last_change(migrate.history(mirror), target_topic, partition, new=first)
+    if found is None:
         return None
-    change = next(c for c in record.partitions if c.target_topic == target_topic and c.partition == partition)
-    return (f"copied before eosmirror took over (migration from {record.origin}, by {record.who}: eosmirror "
-            f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
-            f"eosmirror has no exact offset map for earlier records, so it gives no number")
+    record, change = found
+    if record.action == "migrate":
+        return (f"copied before eosmirror took over (migration from {record.origin}, by {record.who}: eosmirror "
+                f"copies from source offset {change.new}, which it mapped to target offset {change.target_end}); "
+                f"eosmirror has no exact offset map for earlier records, so it gives no number")
+    old = "none" if change.old is None else change.old
+    return (f"before the last reset that moved this partition's progress back (by {record.who}: progress {old} -> "
+            f"{change.new}, mapped to target offset {change.target_end}); the offset map starts again there, and what "
+            f"was copied below it before the reset has no exact translation, so eosmirror gives no number")
 
 
 def _migrate(args: argparse.Namespace) -> int:

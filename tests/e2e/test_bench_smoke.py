@@ -81,3 +81,18 @@ def test_report_holds_ratios_targets_memory_and_mm2_exactly_once_evidence(bench)
         assert item["evidence"]["exactly_once_source_tasks"] and item["evidence"]["transactional_ids"]
     markdown = (out / "report.md").read_text()
     assert "| size | configuration |" in markdown and "All configurations verified" in markdown
+
+
+@pytest.mark.timeout(480)
+def test_translation_cost_vs_history_ran_exactly_at_two_sizes(bench):
+    done, out = bench
+    report = json.loads((out / "report.json").read_text())
+    sizes = report["translation"]["sizes"]
+    assert [row["records"] for row in sizes] == [20_000, 200_000]
+    for row in sizes:
+        assert row["plan"]["wrong_translations"] == 0 and row["plan"]["partitions"] == 20_000, row
+        assert row["recover"]["exact"] is True and row["recover"]["peak_rss_mb"], row
+        # the recovery read the snapshot and one run's syncs, not the history
+        assert row["recover"]["sync_records_read"] < 2_000, row
+    assert "full_read" in sizes[0] and "## Translation cost vs offset-sync history" in (out / "report.md").read_text()
+    assert {t["target"] for t in report["targets"]} >= {"plan at 200,000 syncs (s)", "recover: peak RSS (MB)"}

@@ -176,6 +176,103 @@ def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(cluste
     assert (record.action, record.origin, record.who.startswith("user:")) == ("reset", "offsets", True)
 
 
+def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_reset_starts(
+        clusters, source_conf, target_conf, unique, tmp_path):
+    """A reset 10 -> 4 makes the next run copy 4.. again: its syncs overlap the older ones. The reset's
+    sync starts the partition's chain, so positions after it translate exactly (to the NEW copies),
+    positions before it are named as such (no number), and recovery takes the reset as the newest."""
+    from eosmirror.core import groupsync
+    from eosmirror.driver import groups, takeover
+    from eosmirror.kafka import progress, syncstore
+
+    topic = helpers.create_topic(source_conf, unique("rs"), partitions=1)
+    helpers.seed_sequence(source_conf, topic, 1, 10)
+    m = helpers.mirror(unique("m"), [topic], groups={})
+    assert helpers.run(m)["records"] == 10
+    mirrors = helpers.write_mirror_file(tmp_path / "mirrors.yaml", m)
+    outcome = takeover.reset(m, [f"{topic}:0=4"], window=0.5)
+    [change] = outcome["partitions"]
+    assert (change["old"], change["new"]) == (10, 4) and change["target_end"] >= 10
+    # What progress recovery reads: the reset's sync, not the older sync that ends further up.
+    newest = syncstore.latest(target_conf, m.name, "target", m.progress_group).newest[(topic, 0)]
+    assert (newest.source_start, newest.source_end, newest.is_boundary) == (4, 4, True)
+
+    helpers.seed_sequence(source_conf, topic, 1, 5, prefix="b")
+    assert helpers.run(m)["records"] == 11                      # source 4..14 copied again after the reset
+    source = {r.offset: r for r in helpers.read_all(source_conf, topic, 0)}
+    target = {r.offset: r for r in helpers.read_all(target_conf, topic, 0)}
+    for offset in (4, 6, 9, 14):
+        done = helpers.cli("translate", m.name, topic, "0", str(offset), "--config", str(mirrors))
+        assert done.returncode == 0, done.stdout + done.stderr
+        translated = int(done.stdout.strip().rsplit("@", 1)[1])
+        assert translated == change["target_end"] + offset - 4, done.stdout   # one transaction: no marker within
+        assert target[translated].value == source[offset].value
+    before = helpers.cli("translate", m.name, topic, "0", "2", "--config", str(mirrors))
+    assert before.returncode == 2 and "before the last reset that moved this partition's progress back" in (
+        before.stderr), before.stderr
+    assert "progress 10 -> 4" in before.stderr and "gives no number" in before.stderr
+
+    after, early = unique("after"), unique("early")
+    commit_group(source_conf, after, topic, {0: 7})
+    commit_group(source_conf, early, topic, {0: 2})
+    report = groups.sync_groups(m, groups.GroupSyncOptions())
+    by_group = {g["group"]: g for g in report["groups"]}
+    [moved] = by_group[after]["partitions"]
+    assert (moved["outcome"], moved["decision"], moved["new_offset"]) == (
+        groupsync.EXACT, groupsync.WRITE, change["target_end"] + 3), report
+    [refused] = by_group[early]["partitions"]
+    assert refused["outcome"] == groupsync.BEFORE_RANGE and refused["new_offset"] is None, report
+    written = progress.read(target_conf, [(topic, 0)], "target", after, stable=False)
+    assert written[(topic, 0)].offset == change["target_end"] + 3
+
+
+def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
+        clusters, source_conf, target_conf, unique, tmp_path):
+    """A reset 10 -> 15 skips source 10..14; it overlaps nothing, so it is only a gap in the chain:
+    positions before it keep their exact translation, a skipped position goes to the first record
+    copied after the reset (the reset's target end), later ones are exact."""
+    from eosmirror.core import groupsync
+    from eosmirror.driver import groups, migrate, takeover
+    from eosmirror.kafka import syncstore
+
+    topic = helpers.create_topic(source_conf, unique("fw"), partitions=1)
+    helpers.seed_sequence(source_conf, topic, 1, 10)
+    m = helpers.mirror(unique("m"), [topic], groups={})
+    assert helpers.run(m)["records"] == 10
+    helpers.seed_sequence(source_conf, topic, 1, 10, prefix="b")
+    mirrors = helpers.write_mirror_file(tmp_path / "mirrors.yaml", m)
+    outcome = takeover.reset(m, [f"{topic}:0=15"], window=0.5)
+    [change] = outcome["partitions"]
+    assert (change["old"], change["new"]) == (10, 15)
+    newest = syncstore.latest(target_conf, m.name, "target", m.progress_group).newest[(topic, 0)]
+    assert (newest.source_start, newest.is_boundary, newest.moved_from) == (15, True, 10)
+    assert helpers.run(m)["records"] == 5                        # source 15..19; 10..14 are skipped
+    assert [(r.action, r.partitions[0].new) for r in migrate.history(m)] == [("reset", 15)]
+
+    source = {r.offset: r for r in helpers.read_all(source_conf, topic, 0)}
+    target = {r.offset: r for r in helpers.read_all(target_conf, topic, 0)}
+
+    def translate(offset):
+        done = helpers.cli("translate", m.name, topic, "0", str(offset), "--config", str(mirrors))
+        assert done.returncode == 0, done.stdout + done.stderr
+        return int(done.stdout.strip().rsplit("@", 1)[1])
+
+    for offset in (0, 3, 9, 15, 17, 19):                         # before and after the reset: exact
+        assert target[translate(offset)].value == source[offset].value, offset
+    assert translate(15) == change["target_end"]
+    assert {translate(offset) for offset in (10, 12, 14)} == {change["target_end"]}   # skipped: the next copy
+
+    before, skipped = unique("before"), unique("skipped")
+    commit_group(source_conf, before, topic, {0: 3})
+    commit_group(source_conf, skipped, topic, {0: 12})
+    report = groups.sync_groups(m, groups.GroupSyncOptions())
+    by_group = {g["group"]: g["partitions"][0] for g in report["groups"]}
+    assert (by_group[before]["outcome"], target[by_group[before]["new_offset"]].value) == (
+        groupsync.EXACT, source[3].value), report
+    assert (by_group[skipped]["outcome"], by_group[skipped]["new_offset"]) == (
+        groupsync.EXACT, change["target_end"]), report
+
+
 # --- migrate --from mm2 refusals, with MM2's offsets written as MM2 writes them -----------------------
 
 def fake_mm2_offsets(target_conf, alias, topic, last_copied):

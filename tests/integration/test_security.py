@@ -46,6 +46,7 @@ def least_privilege(name: str, topic: str) -> list[tuple]:
     """(cluster, resource type, name, pattern, operation, what the error must say when it is missing)."""
     group = f"eosmirror.{name}"
     state, syncs = f"eosmirror-state.{name}.internal", f"eosmirror-offset-syncs.{name}.internal"
+    snapshot = f"eosmirror-offset-sync-snapshot.{name}.internal"
     return [
         ("source", TOPIC, topic, LITERAL, Op.READ, "Describe on the topics"),
         ("source", TOPIC, topic, LITERAL, Op.DESCRIBE_CONFIGS, f"DescribeConfigs on topic {topic} (source"),
@@ -59,6 +60,9 @@ def least_privilege(name: str, topic: str) -> list[tuple]:
         ("target", TOPIC, syncs, LITERAL, Op.CREATE, f"Create on topic {syncs}"),
         ("target", TOPIC, syncs, LITERAL, Op.READ, f"Read on topic {syncs}"),
         ("target", TOPIC, syncs, LITERAL, Op.WRITE, f"Write on topic {syncs}"),
+        ("target", TOPIC, snapshot, LITERAL, Op.CREATE, f"Create on topic {snapshot}"),
+        ("target", TOPIC, snapshot, LITERAL, Op.READ, f"Read on topic {snapshot}"),
+        ("target", TOPIC, snapshot, LITERAL, Op.WRITE, f"Write on topic {snapshot}"),
         ("target", TXN, f"eosmirror.{name}.", PREFIXED, Op.WRITE, "Write on transactional id"),
         ("target", GROUP, group, LITERAL, Op.READ, f"Read on group {group}"),
     ]
@@ -132,7 +136,7 @@ def test_the_least_privilege_acl_set_is_enough(secure, monkeypatch):
         grant(secure, acls, revoke=True)
 
 
-@pytest.mark.parametrize("index", range(14), ids=lambda i: f"acl{i}")
+@pytest.mark.parametrize("index", range(17), ids=lambda i: f"acl{i}")
 def test_each_acl_is_needed_and_its_absence_is_named(secure, monkeypatch, index):
     name, topic, m, _ = fresh_mirror(secure, monkeypatch)
     acls = least_privilege(name, topic)

@@ -74,6 +74,13 @@ def test_a_migration_sync_makes_later_offsets_exact_and_earlier_ones_before_firs
     assert caught.value.first == 10
     record = AuditRecord("migrate", "m", "mm2:A", "u", 1, (PartitionChange("t", "t", 0, None, 10, 7),))
     assert migration.taken_over_at([record], "t", 0) is record and migration.taken_over_at([record], "t", 1) is None
+    reset = AuditRecord("reset", "m", "offsets", "u", 2, (PartitionChange("t", "t", 0, 14, 12, 10),))
+    assert migration.taken_over_at([record, reset], "t", 0) is record        # the last migration
+    assert migration.last_change([record, reset], "t", 0) == (reset, reset.partitions[0])   # the last of both
+    assert migration.last_change([record, reset], "t", 1) is None
+    # The one the offset map restarts at (a later forward reset does not restart it).
+    assert migration.last_change([record, reset], "t", 0, new=10) == (record, record.partitions[0])
+    assert migration.last_change([record, reset], "t", 0, new=11) is None
 
 
 def test_target_end_continues_after_the_one_run_of_source_records_that_matches_the_tail():

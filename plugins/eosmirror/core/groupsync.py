@@ -3,7 +3,9 @@
 Failover moves a group's committed SOURCE offsets to the same group on the TARGET; failback moves
 committed TARGET offsets back to the SOURCE. Both go through a partition's offset syncs
 (``offsetsync.PartitionSyncs``), which commit atomically with the mirrored data and cover the
-mirrored range without holes, so every answer is exact or an explicit refusal. Never invented:
+mirrored range without holes, so every answer is exact or an explicit refusal. Only the suffix of a
+partition's syncs that ``sync_needs`` asks for is read (``core.syncscan.Need`` says why a suffix
+answers exactly as the whole history would). Never invented:
 
 - failover, committed source offset C:
     C inside the mirrored range  -> the target offset of the first copied record at or after C
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.core.syncscan import Need, merge_needs
 
 FAILOVER, FAILBACK = "failover", "failback"
 DIRECTIONS = (FAILOVER, FAILBACK)
@@ -173,6 +176,20 @@ def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[
             outcome=translation.outcome, decision=decision, new_offset=translation.offset, current=now,
             records=translation.records))
     return plan
+
+
+def sync_needs(direction: str, committed: Iterable[Mapping[tuple[str, int], int]],
+               topic_map: Mapping[str, str]) -> dict[tuple[str, int], Need]:
+    """How far back each target partition's syncs must be read to plan these groups' offsets
+    (``committed``: each group's offsets on the side it is moved from; keyed like ``plan_group``'s)."""
+    needs = []
+    for offsets in committed:
+        for (from_topic, partition), offset in offsets.items():
+            if direction == FAILOVER:
+                needs.append(((topic_map[from_topic], partition), Need(source_offset=offset)))
+            else:
+                needs.append(((from_topic, partition), Need(target_offset=offset)))
+    return merge_needs(needs)
 
 
 def select_groups(groups: Iterable[str], include: Iterable[str], exclude: Iterable[str],

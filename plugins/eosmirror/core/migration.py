@@ -76,6 +76,18 @@ def taken_over_at(records: list[AuditRecord], target_topic: str, partition: int)
     return found
 
 
+def last_change(records: list[AuditRecord], target_topic: str, partition: int, new: int | None = None
+                ) -> tuple[AuditRecord, PartitionChange] | None:
+    """The last migration or reset that set this partition's progress (to ``new``, when given: the
+    one where its offset map restarts), and its change there."""
+    found = None
+    for record in records:
+        for change in record.partitions:
+            if change.target_topic == target_topic and change.partition == partition and new in (None, change.new):
+                found = (record, change)
+    return found
+
+
 def taken_over_below(records: list[AuditRecord], target_topic: str, partition: int, first_source: int | None
                      ) -> tuple[int, str] | None:
     """(target offset, origin) below which a partition's records were copied before eosmirror took

@@ -91,6 +91,17 @@ def offset_sync_topic(mirror: str) -> str:
     return f"eosmirror-offset-syncs.{mirror}.internal"
 
 
+def offset_sync_snapshot_topic(mirror: str) -> str:
+    """On the target, compacted: each partition's newest offset sync and the sync-topic offset it was
+    folded up to (a cache the driver rewrites after each run; see ``kafka.syncstore``)."""
+    return f"eosmirror-offset-sync-snapshot.{mirror}.internal"
+
+
+def snapshot_transactional_id(prefix: str, mirror: str) -> str:
+    """The transactional id that writes the offset-sync snapshot (serializes concurrent refreshes)."""
+    return f"{prefix}.{mirror}.snapshot"
+
+
 def lag_topic(mirror: str) -> str:
     """On the target, time-retained: the mirror's lag samples and run outcomes (see kafka/lagstore.py)."""
     return f"eosmirror-lag.{mirror}.internal"

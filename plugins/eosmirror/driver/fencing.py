@@ -24,7 +24,7 @@ from eosmirror.driver.run import cluster_label
 def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster: str) -> list[tuple[str, int]]:
     """Every target partition the mirror ever committed progress for: each such commit wrote an
     offset sync (read from the target only, so the source may be down)."""
-    return sorted(syncstore.load(conf, mirror.name, cluster, mirror.progress_group))
+    return sorted(syncstore.latest(conf, mirror.name, cluster, mirror.progress_group).newest)
 
 
 def open_transactions(admin: Any, partitions: list[tuple[str, int]], cluster: str) -> dict[tuple[str, int], tuple[int, int]]:

@@ -16,12 +16,14 @@ import concurrent.futures
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from eosmirror.core import groupsync, naming
 from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
 from eosmirror.core.config import GroupSettings, MirrorConfig
 from eosmirror.core.errors import ConfigError, EosMirrorError
+from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.core.syncscan import Need
 from eosmirror.driver import topics
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import syncstore
@@ -30,6 +32,9 @@ from eosmirror.kafka.cluster import Cluster
 log = logging.getLogger(__name__)
 
 READ_PARALLELISM = 8
+
+# Reads the syncs the given needs ask for (``syncstore.load_needed`` on the mirror's target).
+SyncLoader = Callable[[dict[tuple[str, int], Need]], dict[tuple[str, int], PartitionSyncs]]
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,11 @@ def _checkpoints(plan: groupsync.GroupPlan) -> list[Checkpoint]:
             for p in plan.partitions if p.decision == groupsync.WRITE]
 
 
-def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides,
-                syncs: dict[tuple[str, int], Any], allow_rewind: bool) -> tuple[list[groupsync.GroupPlan], list[str]]:
+def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides, load_syncs: SyncLoader,
+                allow_rewind: bool) -> tuple[list[groupsync.GroupPlan], list[str]]:
     """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
-    groups (``options.groups``) that are not there."""
+    groups (``options.groups``) that are not there. The groups' offsets are read first, so that
+    ``load_syncs`` reads only the syncs their positions need (``groupsync.sync_needs``)."""
     settings = mirror.groups or GroupSettings()
     existing = kafka_groups.list_groups(sides.read)
     selected = groupsync.select_groups(existing, settings.include, settings.exclude,
@@ -94,10 +100,18 @@ def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides,
     # coordinator round trips: a few groups are read at once.
     with concurrent.futures.ThreadPoolExecutor(max_workers=READ_PARALLELISM) as pool:
         offsets = dict(zip(selected, pool.map(offsets_of, selected)))
-    plans = [groupsync.plan_group(group, states.get(group, "DEAD"), options.direction, committed, current,
-                                  syncs, sides.topic_map, allow_rewind)
-             for group, (committed, current) in offsets.items() if committed]
-    return plans, missing
+    return plan_offsets(offsets, states, options.direction, sides.topic_map, load_syncs, allow_rewind), missing
+
+
+def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
+                 topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool) -> list[groupsync.GroupPlan]:
+    """The plans of groups whose offsets were read: {group: (committed on the from side, current on the to side)}.
+    The benchmark times this step (the part whose cost could grow with the sync history)."""
+    needs = groupsync.sync_needs(direction, [committed for committed, _ in offsets.values()], topic_map)
+    syncs = load_syncs(needs) if needs else {}
+    return [groupsync.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
+                                 syncs, topic_map, allow_rewind)
+            for group, (committed, current) in offsets.items() if committed]
 
 
 def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, Any]:
@@ -109,8 +123,11 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     sides = _sides(mirror, options.direction, source, target)
-    syncs = syncstore.load(target.settings, mirror.name, target.label, mirror.progress_group)
-    plans, missing = plan_groups(mirror, options, sides, syncs, allow_rewind)
+
+    def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
+        return syncstore.load_needed(target.settings, mirror.name, target.label, mirror.progress_group, needs)
+
+    plans, missing = plan_groups(mirror, options, sides, load_syncs, allow_rewind)
     errors = {} if options.dry_run else _write(mirror, sides, plans)
     return {
         "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,

@@ -31,7 +31,7 @@ from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import ConfigError, EosMirrorError, ProgressUnavailableError
 from eosmirror.core.migration import AuditRecord, PartitionChange, Refusal
-from eosmirror.core.offsetsync import OffsetSync
+from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
 from eosmirror.driver.run import MirrorRun
 from eosmirror.kafka import calls, clients, progress, readers, state
@@ -229,9 +229,9 @@ class Migration:
                 pair = self.pair_of[c.source_topic]
                 sync = OffsetSync(target_topic=c.target_topic, partition=c.partition, source_topic=c.source_topic,
                                   source_start=c.new, source_end=c.new, target_base=c.target_end, runs=(),
-                                  generation=number, slot=-1, created_ms=record.at_ms,
+                                  generation=number, slot=BOUNDARY_SLOT, created_ms=record.at_ms,
                                   source_topic_id=pair.source_topic_id,
-                                  target_topic_id=self.target_ids.get(c.target_topic, ""))
+                                  target_topic_id=self.target_ids.get(c.target_topic, ""), moved_from=c.old)
                 producer.produce(naming.offset_sync_topic(m.name), sync.encode(), sync.key(), 0)
             offsets = [TopicPartition(c.target_topic, c.partition, c.new, metadata=progress.encode_metadata(
                 c.source_topic, self.pair_of[c.source_topic].source_topic_id, number)) for c in changes]

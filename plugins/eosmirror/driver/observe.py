@@ -39,8 +39,9 @@ def mirrored_topics(pairs: list[TopicPair], committed: dict[tuple[str, int], Any
       sync, atomically, and a partition's first commit always writes one (even with no record), so
       "the mirror ever committed anything for this topic" <=> "an offset sync of the topic exists";
     * the offset-sync topic is kept forever (``retention.ms=-1``), so the evidence survives the
-      expiry of the member-less group's offsets; committed progress is only the cheap first look
-      (the syncs are loaded whenever some partition has no progress, which a new partition implies);
+      expiry of the member-less group's offsets, and each partition's newest sync is also kept in
+      the compacted snapshot topic; committed progress is only the cheap first look (the newest
+      syncs are read whenever some partition has no progress, which a new partition implies);
     * it needs no extra write in the planner (plans and dry runs write nothing) and it also covers
       topics mirrored before this rule existed.
     Consequence to know: a topic's first run that committed some partitions and failed before the
@@ -100,7 +101,9 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
     committed = progress.read(target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
                               target_label, mirror.progress_group, stable=False)
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
-    syncs = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group) if missing else {}
+    # Only each partition's newest sync matters here: the snapshot plus the syncs after its marker.
+    newest = syncstore.latest(target_conf, mirror.name, target_label, mirror.progress_group).newest if missing else {}
+    syncs = {tp: PartitionSyncs([sync]) for tp, sync in newest.items()}
     mirrored = mirrored_topics(pairs, committed, syncs)
 
     observations = []

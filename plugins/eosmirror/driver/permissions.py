@@ -8,8 +8,8 @@ the mirror needs and names every missing permission in one message.
 Needed (the README's least-privilege list; topics the mirror creates need Create first):
   source  topic:  Read (implies Describe), DescribeConfigs (for sync_topic_configs)
   target  topic:  Write, Read (transactional offset commits need it), DescribeConfigs
-  target  internal topics eosmirror-state.<mirror>.internal, eosmirror-offset-syncs.<mirror>.internal:
-                  Read, Write
+  target  internal topics eosmirror-state.<mirror>.internal, eosmirror-offset-syncs.<mirror>.internal,
+                  eosmirror-offset-sync-snapshot.<mirror>.internal: Read, Write
   target  transactional ids <prefix>.<mirror>.* and group <progress group>: checked by the first
           call that needs them (init_transactions, reading the progress), which fails before any write
 """
@@ -56,7 +56,8 @@ def check(mirror: MirrorConfig, pairs: list[TopicPair], targets: dict[str, Topic
     restricts the check to some target topics (those a run just created).
     """
     need = required(mirror)
-    internal = [naming.state_topic(mirror.name), naming.offset_sync_topic(mirror.name)]
+    internal = [naming.state_topic(mirror.name), naming.offset_sync_topic(mirror.name),
+                naming.offset_sync_snapshot_topic(mirror.name)]
     source_ops = {p.source: set(p.source_operations) for p in pairs if p.source_operations is not None}
     target_ops = {name: set(state.operations) for name, state in targets.items()
                   if state.operations is not None and (only is None or name in only)}

@@ -149,6 +149,21 @@ class MirrorRun:
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name)))
         return tasks
 
+    def refresh_sync_snapshot(self) -> None:
+        """Fold this run's offset syncs into the snapshot (a cache: a failure costs later readers a longer
+        read, never exactness, so it is logged as an error and the run's outcome stands)."""
+        from eosmirror.core.errors import EosMirrorError
+        from eosmirror.kafka import syncstore
+
+        try:
+            syncstore.refresh_snapshot(self.target.settings, self.mirror.name, self.target.label,
+                                       self.mirror.progress_group,
+                                       naming.snapshot_transactional_id(self.mirror.transactional_id_prefix,
+                                                                        self.mirror.name))
+        except EosMirrorError as exc:
+            log.error("%s: the offset-sync snapshot was not refreshed (progress recovery and group syncs will "
+                      "read more of the sync history until it is): %s", self.mirror.name, exc)
+
     def execute(self, prepared: Prepared, runner: SlotRunner) -> dict[str, Any]:
         if prepared.options.dry_run:
             results = [{"slot": s.slot, "transactional_id": s.transactional_id, "status": "dry-run", "records": 0,
@@ -160,6 +175,7 @@ class MirrorRun:
             results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
                 prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
                 "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
+            self.refresh_sync_snapshot()
         return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source.label, self.target.label,
                             self.target.first_bootstrap)
 

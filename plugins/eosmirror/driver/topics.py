@@ -136,11 +136,15 @@ def resolve(mirror: MirrorConfig, source: Cluster, only: list[str] | None = None
 
 
 def internal_topics(mirror: MirrorConfig) -> dict[str, dict[str, str]]:
-    """The mirror's state topic (compacted) and offset-sync topic (kept forever) on the target."""
+    """The mirror's state topic (compacted), offset-sync topic (kept forever) and offset-sync snapshot
+    (compacted, a cache of each partition's newest sync; segments roll hourly so compaction keeps it
+    about one record per partition) on the target."""
     return {
         naming.state_topic(mirror.name): {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
         naming.offset_sync_topic(mirror.name): {"cleanup.policy": "delete", "retention.ms": "-1",
                                                  "retention.bytes": "-1"},
+        naming.offset_sync_snapshot_topic(mirror.name): {"cleanup.policy": "compact", "min.compaction.lag.ms": "0",
+                                                          "segment.ms": "3600000"},
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.retry import retry_until
@@ -51,38 +51,49 @@ def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end
                read_committed: bool = True, client_id: str = "eosmirror-reader", timeout: float = 120.0,
                group_id: str | None = None) -> list[Record]:
     """The records with offsets in [start, end); ``end`` must not exceed the partition's end offset."""
-    from confluent_kafka import TopicPartition
-
     if end <= start:
         return []
     consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
-    records: list[Record] = []
     try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + timeout
-        reached = start
-        while reached < end:
-            if time.monotonic() > deadline:
-                raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster)
-            for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
-                err = m.error()
-                if err is not None:
-                    if calls.is_partition_eof(err):
-                        reached = max(reached, m.offset())
-                        continue
-                    if err.name() == "GROUP_AUTHORIZATION_FAILED":
-                        continue   # a coordinator lookup for group.id; reading with assign() needs no group
-                    raise calls.translate(Exception(err), f"read {topic}[{partition}]", cluster, f"Read on topic {topic}")
-                if m.offset() >= end:
-                    reached = end
-                    continue
-                records.append(_record(m))
-                reached = max(reached, m.offset() + 1)
-            position = consumer.position([TopicPartition(topic, partition)])[0].offset
-            reached = max(reached, position)
-        return records
+        return list(iter_range(consumer, topic, partition, start, end, cluster, timeout))
     finally:
         consumer.close()
+
+
+def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, cluster: str,
+               timeout: float = 120.0) -> Iterator[Record]:
+    """The records with offsets in [start, end), read by ``consumer`` (a ``plain_consumer``, reusable
+    for several ranges). ``end`` must not exceed the end offset (the LSO for read_committed). ``start``
+    may fall inside a transaction, aborted data or a marker: the consumer skips what is not committed
+    and its position moves past it, so the range ends even when its last offsets are not records."""
+    from confluent_kafka import TopicPartition
+
+    if end <= start:
+        return
+    consumer.assign([TopicPartition(topic, partition, start)])
+    deadline = time.monotonic() + timeout
+    reached = start
+    while reached < end:
+        if time.monotonic() > deadline:
+            raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster)
+        for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
+            err = m.error()
+            if err is not None:
+                if calls.is_partition_eof(err):
+                    reached = max(reached, m.offset())
+                    continue
+                if err.name() == "GROUP_AUTHORIZATION_FAILED":
+                    continue   # a coordinator lookup for group.id; reading with assign() needs no group
+                raise calls.translate(Exception(err), f"read {topic}[{partition}]", cluster, f"Read on topic {topic}")
+            if m.offset() < start:
+                continue   # fetched for an earlier range of a reused consumer (librdkafka drops most of these)
+            if m.offset() >= end:
+                reached = end
+                continue
+            yield _record(m)
+            reached = max(reached, m.offset() + 1)
+        position = consumer.position([TopicPartition(topic, partition)])[0].offset
+        reached = max(reached, position)
 
 
 def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,

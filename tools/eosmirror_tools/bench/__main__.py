@@ -3,7 +3,9 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2 (development)
+  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2,translation (development);
+                   translation: group-offset translation and progress recovery vs offset-sync history
+                   (1 M and 10 M sync records; --quick: 20 k and 200 k)
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable), e.g. a tuned MM2;

@@ -78,8 +78,16 @@ def targets(settings: BenchSettings, ratio_table: dict[str, dict[str, Any]],
     return rows
 
 
+def translation_verified(translation: dict[str, Any] | None) -> bool:
+    """Every translation of the translation-cost step was exact (True when the step did not run)."""
+    if translation is None:
+        return True
+    return all(row.get("plan", {}).get("wrong_translations") == 0 and row.get("recover", {}).get("exact") is True
+               for row in translation["sizes"])
+
+
 def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[str, Any], seconds: float,
-          profiles: dict[str, Any] | None = None) -> dict[str, Any]:
+          profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None) -> dict[str, Any]:
     rows = [r.as_dict() for r in results]
     by_key = {r["key"]: r for r in rows}
     ratio_table = ratios(settings, by_key)
@@ -103,7 +111,8 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                      "mm2_extra_properties": settings.mm2_properties},
         "configurations": rows,
         "ratios": ratio_table,
-        "targets": targets(settings, ratio_table, empty),
+        "targets": targets(settings, ratio_table, empty) + (translation or {}).get("targets", []),
+        "translation": translation,
         "slot_sweep": [{"slots": r["slots"], "master": r["details"].get("master"),
                         "records_per_second": r["records_per_second"],
                         "end_to_end_records_per_second": r["end_to_end_records_per_second"],
@@ -116,7 +125,8 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                               "transaction_markers": (r["offsets_on_target"] - r["target_count"])
                               if r["offsets_on_target"] is not None and r["target_count"] is not None else None}
                              for r in rows if r["kind"] == "mm2" and r["delivery"] == "exactly_once"],
-        "all_verified": bool(rows) and all(r["verified"] for r in rows),
+        "all_verified": (bool(rows) or translation is not None) and all(r["verified"] for r in rows)
+        and translation_verified(translation),
         "profiles": profiles or {},
     }
 
@@ -138,4 +148,5 @@ def write_all(document: dict[str, Any], out_dir: Path) -> list[Path]:
 def console_summary(document: dict[str, Any]) -> str:
     from eosmirror_tools.bench import markdown
 
-    return markdown.results_table(document) + "\n\n" + markdown.targets_table(document)
+    return (markdown.results_table(document) + "\n\n" + markdown.translation_table(document) + "\n\n"
+            + markdown.targets_table(document))

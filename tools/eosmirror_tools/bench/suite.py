@@ -123,6 +123,14 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
             result.details["load_average_1m"] = {"before": round(load_before, 2),
                                                  "after": round(os.getloadavg()[0], 2)}
         results.extend(produced)
+    translation_costs = None
+    if "translation" in settings.kinds:
+        from eosmirror_tools.bench import translation
+
+        emit(f"[translation] group-offset translation and progress recovery vs offset-sync history  "
+             f"({time.monotonic() - started:.0f} s since start)")
+        translation_costs = translation.run(target_conf, settings.quick, settings.keep_topics,
+                                            lambda text: emit("      " + text))
     profiles: dict[str, Any] = {}
     if settings.profile:
         from eosmirror_tools.bench import profiling
@@ -130,7 +138,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         emit("[profile] pyinstrument: one slot's copy loop in-process, and an empty run's driver")
         ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
         profiles = profiling.run_all(ctx)
-    document = report.build(settings, results, info, time.monotonic() - started, profiles)
+    document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs)
     written = report.write_all(document, settings.out_dir)
     emit(report.console_summary(document))
     emit("written: " + ", ".join(str(p) for p in written))
