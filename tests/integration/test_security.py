@@ -4,7 +4,9 @@ The least-privilege ACL set documented in the README is enough; each ACL in it i
 without it the run fails naming that permission, with no record and no progress written.
 """
 
+import contextlib
 import re
+import shutil
 import time
 import uuid
 
@@ -27,10 +29,15 @@ TOPIC, GROUP, TXN = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSAC
 Op = AclOperation
 
 
-@pytest.fixture(scope="module")
-def secure():
-    source = cluster.secure_cluster(PASSWORDS, name="acl-source", port=19492)
-    target = cluster.secure_cluster(PASSWORDS, name="acl-target", port=19592)
+@contextlib.contextmanager
+def secure_pair(prefix: str, source_port: int, target_port: int, fresh: bool = False):
+    """A running SASL source and target with ACLs enforced, stopped at the end; ``fresh``: empty storage
+    (no topic or ACL left by an earlier run)."""
+    source = cluster.secure_cluster(PASSWORDS, name=f"{prefix}-source", port=source_port)
+    target = cluster.secure_cluster(PASSWORDS, name=f"{prefix}-target", port=target_port)
+    for c in (source, target) if fresh else ():
+        cluster.stop(c)
+        shutil.rmtree(c.data_dir, ignore_errors=True)
     try:
         for c in (source, target):
             cluster.launch(c)
@@ -40,6 +47,12 @@ def secure():
     finally:
         for c in (source, target):
             cluster.stop(c)
+
+
+@pytest.fixture(scope="module")
+def secure():
+    with secure_pair("acl", 19492, 19592) as clusters:
+        yield clusters
 
 
 def least_privilege(name: str, topic: str) -> list[tuple]:

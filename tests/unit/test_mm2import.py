@@ -42,6 +42,7 @@ def test_kafka_sample_two_prefixed_flows_with_cycle_guard():
     assert (a_to_b.replication_policy, a_to_b.source_alias, a_to_b.target_alias) == ("prefix", "A", "B")
     assert (b_to_a.source_alias, b_to_a.target_alias) == ("B", "A")
     assert a_to_b.topics == (".*",) and a_to_b.slots == 1 and a_to_b.target_replication_factor == 1
+    assert a_to_b.sync_topic_acls is True   # MM2's default
 
 
 def test_strimzi_style_identity_secrets_as_env_and_groups_noted():
@@ -54,6 +55,7 @@ def test_strimzi_style_identity_secrets_as_env_and_groups_noted():
     assert m.source.config["sasl.username"] == "mm2-user"
     assert m.target.config["sasl.password"] == "${CLUSTER_B_SASL_PASSWORD}"
     assert "retention.bytes" not in m.sync_topic_configs and "retention.ms" in m.sync_topic_configs
+    assert m.sync_topic_acls is False   # sync.topic.acls.enabled = false
     for secret in ("s3cr3t-from-a-kubernetes-secret", "another-secret", "truststore-pass"):
         assert secret not in rendered
     assert "#   sync.group.offsets.enabled = true" in rendered
@@ -97,3 +99,10 @@ def test_cli_prints_a_loadable_file(tmp_path, capsys):
     assert config.parse(yaml.safe_load(printed), tmp_path / "m.yaml").names() == [
         "us-east-to-us-west", "us-west-to-us-east"]
     assert cli.main(["import-mm2", str(tmp_path / "missing.properties")]) == 2
+
+
+def test_topic_acl_sync_follows_mm2_per_flow_and_its_interval_is_explained():
+    out = mm2import.translate("clusters = A, B\nA->B.enabled = true\nB->A.enabled = true\n"
+                              "B->A.sync.topic.acls.enabled = false\nsync.topic.acls.interval.seconds = 60\n")
+    assert [m["sync_topic_acls"] for m in out.mirrors] == [True, False]
+    assert any("sync.topic.acls.interval.seconds" in u and "syncs topic ACLs" in u for u in out.unmapped)

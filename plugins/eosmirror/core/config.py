@@ -598,6 +598,10 @@ class MirrorConfig:
                  refused_why="these are owned by the target cluster or by the mirror"),
         "topic configs copied to target topics (never `message.timestamp.type`: target topics are "
         "CreateTime)", DEFAULT_SYNC_TOPIC_CONFIGS)
+    sync_topic_acls: bool = _field(
+        _Flag(), "copy the source's LITERAL topic ACLs of mirrored topics to the target topics, downgraded like "
+                 "MirrorMaker 2 (ALLOW WRITE dropped, ALLOW ALL becomes READ); needs Describe on the source "
+                 "cluster and Alter on the target cluster, else a warning and the run goes on", False)
     target_replication_factor: int = _field(
         _Int(low=-1, high=32), "replication factor of topics the mirror creates; -1 = the broker default", -1)
     transactional_id_prefix: str = _field(_Name(), "first part of the slots' transactional ids", "eosmirror")

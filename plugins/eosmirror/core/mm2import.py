@@ -36,8 +36,8 @@ NO_EQUIVALENT_WHY = {
     "offset.lag.max": "eosmirror's offset syncs are exact: every copied range has one",
     "refresh.topics": "each eosmirror run lists the source topics again",
     "refresh.groups": "group offsets are the groups section's job",
-    "sync.topic.acls": "ACL sync is not implemented yet (see the issue)",
     "sync.topic.configs.interval": "each eosmirror run syncs topic configs",
+    "sync.topic.acls.interval": "each eosmirror run syncs topic ACLs (with sync_topic_acls)",
     "offset.storage": "MM2's Connect internal topics; eosmirror keeps progress in a consumer group",
     "config.storage": "MM2's Connect internal topics",
     "status.storage": "MM2's Connect internal topics",
@@ -198,6 +198,8 @@ def config_sync_fields(props: _Props, source: str, target: str, default_configs:
         kept = [c for c in default_configs if not any(re.fullmatch(p, c) for p in excluded)]
         if len(kept) != len(default_configs):
             fields["sync_topic_configs"] = kept
+    acls = props.flow(source, target, "sync.topic.acls.enabled", "true")   # MM2's default: on
+    fields["sync_topic_acls"] = (acls or "true").lower() == "true"
     factor = props.flow(source, target, "replication.factor")
     if factor is not None and factor.lstrip("-").isdigit():
         fields["target_replication_factor"] = int(factor)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosmirror.driver import acls
 from eosmirror.kafka import calls
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import wait_until
@@ -41,15 +42,20 @@ class TopicSyncReport:
     target_topic_ids: dict[str, str] = field(default_factory=dict)
     max_message_bytes: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    acls_synced: int = 0
+    acl_warnings: list[str] = field(default_factory=list)   # also in warnings; shown in the run report
 
     def summary(self) -> str:
         parts = []
+        if self.acls_synced:
+            parts.append(f"synced {self.acls_synced} topic ACL(s) to the target (downgraded as MM2 does)")
         if self.created:
             parts.append(f"created {len(self.created)} target topic(s): {', '.join(self.created)}")
         for topic, (old, new) in self.grown.items():
             parts.append(f"grew {topic} from {old} to {new} partitions")
         for topic, changes in self.configs_changed.items():
             parts.append(f"synced configs of {topic}: {', '.join(sorted(changes))}")
+        parts += self.acl_warnings
         return "; ".join(parts) or "target topics already in sync"
 
 
@@ -204,6 +210,9 @@ def sync_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, 
         report.grown[pair.target] = (have, pair.partitions)
     existing.update(_describe_new(target, [t.topic for t in to_create] + list(report.grown)))
     _check_and_sync_configs(pairs, target, existing, wanted, report)
+    if mirror.sync_topic_acls:
+        report.acls_synced, report.acl_warnings = acls.sync(pairs, source, target)
+        report.warnings += report.acl_warnings
     for warning in report.warnings:
         log.warning("%s", warning)
     return report
