@@ -1,8 +1,8 @@
 """sync_topic_acls on SASL brokers with ACLs enforced: a source topic ACL shows up on the target,
 downgraded as MirrorMaker 2 does; without the permissions it needs, the run reports it and goes on.
 
-Own secure clusters on fixed ports 19692/19792 (+1 for their controllers), apart from test_security.py's
-19492/19592 and the default test clusters, so both modules can run side by side."""
+Own secure clusters on fixed ports 19892/19942 (+1 for their controllers), apart from test_security.py's
+pair and the default test clusters, so both modules can run side by side (tests/unit/test_test_ports.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
 @pytest.fixture(scope="module")
 def secure():
     # Fresh storage: cluster ACLs granted by an earlier run of this test would hide the warnings.
-    with secure_pair("aclsync", 19692, 19792, fresh=True) as clusters:
+    with secure_pair("aclsync", 19892, 19942, fresh=True) as clusters:
         yield clusters
 
 
