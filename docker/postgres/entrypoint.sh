@@ -8,7 +8,7 @@ data=/var/lib/postgresql/data
 if [ ! -s "$data/PG_VERSION" ]; then
   pwfile="$(mktemp)"
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
-  "$bin/initdb" -D "$data" -U postgres --auth-local=trust --auth-host=scram-sha-256 --pwfile="$pwfile" >/dev/null
+  "$bin/initdb" -D "$data" -U postgres --encoding=UTF8 --locale=C.UTF-8 --auth-local=trust --auth-host=scram-sha-256 --pwfile="$pwfile" >/dev/null
   rm -f "$pwfile"
   echo "host all all 0.0.0.0/0 scram-sha-256" >> "$data/pg_hba.conf"
   "$bin/pg_ctl" -D "$data" -o "-c listen_addresses=''" -w start >/dev/null

@@ -1,0 +1,144 @@
+"""The faults only a multi-host deployment can show, each while a run copies and production goes on.
+
+Per scenario: background production starts, a run is triggered, the fault is injected once a
+transaction of that run is open on the target (last stable offset below the high watermark), the run
+is waited for (Airflow's retries included), production stops, a clean catch-up run copies the rest,
+and the oracle checks everything ever written: 0 duplicates, losses, order violations, aborted
+records, hanging transactions. Whatever the fault stopped is started again before the next one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from eosmirror_tools.deploy import runs
+from eosmirror_tools.deploy.shell import DeployError, log, run, wait_for
+from eosmirror_tools.deploy.stack import NETWORK, Stack
+from eosmirror_tools.deploy.tester import Tester
+
+TOPIC, PARTITIONS = "orders", 6
+OUTAGE_SECONDS = 25       # how long a killed broker or cut-off worker stays away before it is back
+SLOT_ZERO_TXN_ID = "eosmirror.deploy.0"
+
+
+def docker(*args: str, what: str) -> str:
+    return run(["docker", *args], what, 180)
+
+
+def broker_service(cluster: str, broker_id: int) -> str:
+    return f"{'src' if cluster == 'source' else 'dst'}-kafka-{broker_id}"
+
+
+def kill_and_restart_later(stack: Stack, service: str) -> Callable[[], None]:
+    container = stack.container(service)
+    docker("kill", container, what=f"docker kill {service}")
+    return lambda: docker("start", container, what=f"docker start {service}")
+
+
+def target_leader(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    leader = tester.probe("leader", "target", TOPIC, 0)["leader"]
+    service = broker_service("target", leader)
+    return f"docker kill {service} (leader of target {TOPIC}[0])", kill_and_restart_later(stack, service)
+
+
+def target_coordinator(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    found = tester.probe("coordinator", SLOT_ZERO_TXN_ID)
+    service = broker_service("target", found["coordinator"])
+    return (f"docker kill {service} (transaction coordinator of {SLOT_ZERO_TXN_ID}, __transaction_state"
+            f"[{found['partition']}])", kill_and_restart_later(stack, service))
+
+
+def spark_partition(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    container = stack.container("spark-worker-1")
+    docker("network", "disconnect", NETWORK, container, what="network disconnect spark-worker-1")
+
+    def reconnect() -> None:
+        docker("network", "connect", "--alias", "spark-worker-1", NETWORK, container,
+               what="network connect spark-worker-1")
+    return "docker network disconnect spark-worker-1, reconnected after the outage", reconnect
+
+
+def spark_worker_kill(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    return "docker kill spark-worker-2 (its executor is lost)", kill_and_restart_later(stack, "spark-worker-2")
+
+
+def celery_copy_kill(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    state = tester.probe("run-state", runs.DAG_ID, run_id)
+    host = runs.task(state, "copy").get("hostname") or ""
+    service = next((s for s in ("airflow-worker-1", "airflow-worker-2") if host.startswith(s)), None)
+    if service is None:
+        raise DeployError(f"the copy task runs on an unknown host {host!r}")
+    return f"docker kill {service} (it ran copy; Airflow retries the task)", kill_and_restart_later(stack, service)
+
+
+def source_leader_restart(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
+    leader = tester.probe("leader", "source", TOPIC, 0)["leader"]
+    service = broker_service("source", leader)
+    docker("restart", "--time", "5", stack.container(service), what=f"docker restart {service}")
+    return f"docker restart {service} (leader of source {TOPIC}[0])", lambda: None
+
+
+FAULTS: dict[str, Callable[..., tuple[str, Callable[[], None]]]] = {
+    "target-leader": target_leader, "target-coordinator": target_coordinator, "spark-partition": spark_partition,
+    "spark-worker-kill": spark_worker_kill, "celery-copy-kill": celery_copy_kill,
+    "source-leader-restart": source_leader_restart}
+
+
+def wait_open_transaction(tester: Tester, run_id: str, budget: float = 300) -> dict[str, Any]:
+    """Until a transaction of the run is open on the target: the fault then hits mid-transaction."""
+    def check():
+        state = tester.probe("run-state", runs.DAG_ID, run_id, timeout=60)
+        if state["state"] in ("success", "failed"):
+            raise DeployError(f"run {run_id} ended ({state['state']}) before a transaction was seen open")
+        seen = tester.probe("open-transactions", TOPIC, PARTITIONS, check=False)
+        return bool(seen.get("open")), seen
+    return wait_for(check, f"an open transaction of {run_id} on the target", budget, 1)
+
+
+def scenario(stack: Stack, tester: Tester, name: str) -> dict[str, Any]:
+    tag = f"{name}-{int(time.time())}"
+    tester.start_production(TOPIC, PARTITIONS, tag)
+    restore: Callable[[], None] | None = None
+    result: dict[str, Any] = {"name": name}
+    try:
+        run_id = runs.trigger(tester)
+        runs.wait_copy_running(tester, run_id)
+        result["open_at_fault"] = wait_open_transaction(tester, run_id)
+        result["fault"], restore = FAULTS[name](stack, tester, run_id)
+        log.info("%s: %s", name, result["fault"])
+        time.sleep(OUTAGE_SECONDS)
+        restore()
+        restore = None
+        faulted = runs.wait_finished(tester, run_id)
+        result.update(run_id=run_id, state=faulted["state"], seconds=faulted["seconds"], tasks=faulted["tasks"])
+    finally:
+        if restore:
+            restore()
+        result["produced"] = tester.stop_production(tag)
+    stack.wait_healthy(300)
+    catch_up = runs.run_once(tester)
+    result["catch_up"] = {k: catch_up.get(k) for k in ("run_id", "state", "seconds", "tasks", "copy")}
+    result["verdict"] = tester.probe("verify", "deploy", TOPIC, PARTITIONS, timeout=600)
+    result["ok"] = result["state"] == "success" and catch_up["state"] == "success" and result["verdict"]["ok"]
+    log.info("%s: faulted run %s, catch-up %s, oracle %s", name, result["state"], catch_up["state"],
+             result["verdict"]["counts"])
+    return result
+
+
+def run_all(stack: Stack, tester: Tester, report: dict[str, Any], selection: str) -> None:
+    names = list(FAULTS) if selection == "all" else [n.strip() for n in selection.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(FAULTS))
+    if unknown:
+        raise DeployError(f"unknown fault(s) {unknown}; known: {sorted(FAULTS)}")
+    for name in names:
+        try:
+            report["scenarios"].append(scenario(stack, tester, name))
+        except DeployError as exc:
+            log.error("%s: %s", name, exc)
+            report["scenarios"].append({"name": name, "ok": False, "error": str(exc)[-3000:]})
+            stack.wait_healthy(300)
+    final = runs.run_once(tester)
+    final["verdict"] = tester.probe("verify", "deploy", TOPIC, PARTITIONS, timeout=600)
+    report["scenarios"].append({"name": "final clean run", **final,
+                                "ok": final["state"] == "success" and final["verdict"]["ok"]})
