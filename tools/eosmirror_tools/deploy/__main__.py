@@ -109,6 +109,14 @@ def teardown(stack: Stack | None, tester: Tester | None, dockerd: Any, keep: boo
                 log.error("teardown %s: %s", step, exc)
 
 
+def hosts(scenario: dict[str, Any]) -> str:
+    """Where copy and publish ran, and their tries: whether the run crossed hosts or was retried."""
+    tasks = {t["task_id"]: t for t in scenario.get("tasks") or []}
+    parts = [f"{tid}@{t.get('hostname') or '?'} try {t.get('try_number')}" for tid, t in sorted(tasks.items())
+             if tid in ("copy", "publish")]
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
 def summary(report: dict[str, Any]) -> str:
     lines = [f"deploy-test: {'PASSED' if report['ok'] else 'FAILED'} in {report['wall_seconds']:.0f} s",
              f"  build {report.get('build_seconds', '-')} s (images {report.get('image_seconds', {})}), "
@@ -119,7 +127,7 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: run {s.get('state')} "
                      f"({s.get('seconds', '-')} s), {counts.get('records_checked', 0)} records checked"
                      f"{', ' + str(bad) if bad else ', 0 duplicates/losses/order/aborted/hanging'}"
-                     f"{'; ' + s['fault'] if s.get('fault') else ''}")
+                     f"{'; ' + s['fault'] if s.get('fault') else ''}{hosts(s)}")
     if report.get("error"):
         lines.append(f"  error: {report['error'][-1500:]}")
     lines.append(f"  report: {BUILD_DIR / 'report.json'}")

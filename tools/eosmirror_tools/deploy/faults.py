@@ -18,7 +18,11 @@ from eosmirror_tools.deploy.stack import NETWORK, Stack
 from eosmirror_tools.deploy.tester import Tester
 
 TOPIC, PARTITIONS = "orders", 6
-OUTAGE_SECONDS = 25       # how long a killed broker or cut-off worker stays away before it is back
+OUTAGE_SECONDS = 25       # how long a killed broker or worker stays away before it is back
+# A cut-off Spark worker stays away longer than the job's spark.network.timeout (tester.py sets 40 s):
+# the driver then declares its executors lost and runs their slots elsewhere while the cut-off
+# executors still hold open transactions (zombies, fenced by the new attempts).
+PARTITION_SECONDS = 60
 SLOT_ZERO_TXN_ID = "eosmirror.deploy.0"
 
 
@@ -49,18 +53,39 @@ def target_coordinator(stack: Stack, tester: Tester, run_id: str) -> tuple[str, 
             f"[{found['partition']}])", kill_and_restart_later(stack, service))
 
 
+SPARK_WORKERS = ("spark-worker-1", "spark-worker-2")
+
+
+def busy_spark_worker(tester: Tester, run_id: str, fallback: str) -> tuple[str, str]:
+    """The Spark worker whose executors run the most tasks of the run right now (asked of the driver,
+    on the Celery worker that runs copy), so that the fault hits a slot at work; ``fallback`` when the
+    driver does not answer. Returns (service, what the driver said)."""
+    host = runs.task(tester.probe("run-state", runs.DAG_ID, run_id), "copy").get("hostname") or ""
+    seen = tester.probe("spark-executors", host, check=False) if host else {"error": "no copy host"}
+    busy: dict[str, int] = {}
+    for executor in seen.get("executors", []):
+        worker = next((w for w in SPARK_WORKERS if executor["host"].startswith(w)), None)
+        if worker:
+            busy[worker] = busy.get(worker, 0) + executor["active_tasks"]
+    if not busy or max(busy.values()) == 0:
+        return fallback, f"no busy executor seen ({seen.get('error') or busy}); {fallback} by default"
+    worker = max(sorted(busy), key=busy.get)
+    return worker, f"active tasks per worker {busy}"
+
+
 def spark_partition(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
-    container = stack.container("spark-worker-1")
-    docker("network", "disconnect", NETWORK, container, what="network disconnect spark-worker-1")
+    service, why = busy_spark_worker(tester, run_id, "spark-worker-1")
+    container = stack.container(service)
+    docker("network", "disconnect", NETWORK, container, what=f"network disconnect {service}")
 
     def reconnect() -> None:
-        docker("network", "connect", "--alias", "spark-worker-1", NETWORK, container,
-               what="network connect spark-worker-1")
-    return "docker network disconnect spark-worker-1, reconnected after the outage", reconnect
+        docker("network", "connect", "--alias", service, NETWORK, container, what=f"network connect {service}")
+    return f"docker network disconnect {service} ({why}), reconnected after the outage", reconnect
 
 
 def spark_worker_kill(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
-    return "docker kill spark-worker-2 (its executor is lost)", kill_and_restart_later(stack, "spark-worker-2")
+    service, why = busy_spark_worker(tester, run_id, "spark-worker-2")
+    return f"docker kill {service} ({why}; its executors are lost)", kill_and_restart_later(stack, service)
 
 
 def celery_copy_kill(stack: Stack, tester: Tester, run_id: str) -> tuple[str, Callable[[], None]]:
@@ -96,22 +121,44 @@ def wait_open_transaction(tester: Tester, run_id: str, budget: float = 300) -> d
     return wait_for(check, f"an open transaction of {run_id} on the target", budget, 1)
 
 
+def outage(tester: Tester, run_id: str, until: float) -> float | None:
+    """Wait out the outage, watching the run: when it ended before the outage is over, that moment
+    (the fault's effect on the run's duration is measured, not hidden behind the outage)."""
+    ended = None
+    while time.monotonic() < until:
+        if ended is None:
+            state = tester.probe("run-state", runs.DAG_ID, run_id, timeout=60, check=False)
+            if state.get("state") in ("success", "failed"):
+                ended = time.monotonic()
+        time.sleep(min(5.0, max(0.0, until - time.monotonic())))
+    return ended
+
+
 def scenario(stack: Stack, tester: Tester, name: str) -> dict[str, Any]:
     tag = f"{name}-{int(time.time())}"
     tester.start_production(TOPIC, PARTITIONS, tag)
     restore: Callable[[], None] | None = None
     result: dict[str, Any] = {"name": name}
     try:
+        triggered = time.monotonic()
         run_id = runs.trigger(tester)
         runs.wait_copy_running(tester, run_id)
         result["open_at_fault"] = wait_open_transaction(tester, run_id)
         result["fault"], restore = FAULTS[name](stack, tester, run_id)
+        faulted_at = time.monotonic()
+        result["fault_after_trigger_seconds"] = round(faulted_at - triggered, 1)
         log.info("%s: %s", name, result["fault"])
-        time.sleep(OUTAGE_SECONDS)
+        away = PARTITION_SECONDS if name == "spark-partition" else OUTAGE_SECONDS
+        ended = outage(tester, run_id, faulted_at + away)
         restore()
         restore = None
         faulted = runs.wait_finished(tester, run_id)
-        result.update(run_id=run_id, state=faulted["state"], seconds=faulted["seconds"], tasks=faulted["tasks"])
+        ended = ended or time.monotonic()
+        # seconds: trigger to the run's end (the fault's outage included); end_after_fault: from the fault.
+        result.update(run_id=run_id, state=faulted["state"], seconds=round(ended - triggered, 1),
+                      end_after_fault_seconds=round(ended - faulted_at, 1), tasks=faulted["tasks"])
+        if faulted["state"] == "success":
+            result["copy"] = tester.probe("copy-report", runs.DAG_ID, run_id, check=False)
     finally:
         if restore:
             restore()
