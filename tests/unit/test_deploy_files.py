@@ -49,27 +49,25 @@ def test_apt_mirror_is_read_from_the_machines_sources(tmp_path, monkeypatch):
 
 
 class FakeTester:
-    def __init__(self, executors):
-        self.executors = executors
-
     def probe(self, command, *args, **kwargs):
-        if command == "run-state":
-            return {"state": "running", "tasks": [{"task_id": "copy", "hostname": "airflow-worker-2"}]}
-        assert command == "spark-executors" and args == ("airflow-worker-2",)
-        return self.executors
+        assert command == "run-state"
+        return {"state": "running", "tasks": [{"task_id": "copy", "hostname": "airflow-worker-2"}]}
 
 
 def test_spark_faults_hit_the_worker_whose_executors_are_busy():
     from eosmirror_tools.deploy import faults
 
-    tester = FakeTester({"executors": [{"id": "0", "host": "spark-worker-1", "active_tasks": 0},
-                                       {"id": "1", "host": "spark-worker-2", "active_tasks": 1},
-                                       {"id": "2", "host": "spark-worker-2", "active_tasks": 1}]})
-    assert faults.busy_spark_worker(tester, "run", "spark-worker-1")[0] == "spark-worker-2"
+    def fetch(stack, host):
+        assert host == "airflow-worker-2"
+        return [{"host": "spark-worker-1", "active_tasks": 0}, {"host": "spark-worker-2", "active_tasks": 1},
+                {"host": "spark-worker-2", "active_tasks": 1}]
+    assert faults.busy_spark_worker(None, FakeTester(), "run", "spark-worker-1", fetch)[0] == "spark-worker-2"
 
 
 def test_spark_faults_fall_back_when_the_driver_does_not_answer():
     from eosmirror_tools.deploy import faults
 
-    service, why = faults.busy_spark_worker(FakeTester({"error": "connection refused"}), "run", "spark-worker-1")
+    def fetch(stack, host):
+        raise faults.DeployError("connection refused")
+    service, why = faults.busy_spark_worker(None, FakeTester(), "run", "spark-worker-1", fetch)
     assert service == "spark-worker-1" and "connection refused" in why

@@ -152,21 +152,6 @@ def copy_report(dag_id: str, run_id: str) -> dict[str, Any]:
     return {k: value.get(k) for k in ("status", "records", "bytes", "errors")} if isinstance(value, dict) else {}
 
 
-def spark_executors(driver_host: str) -> dict[str, Any]:
-    """The running Spark application's executors, from its driver's REST API (port 4040 on the
-    Celery worker that runs copy): which Spark worker hosts a task right now."""
-    base = f"http://{driver_host}:4040/api/v1/applications"
-    with urllib.request.urlopen(base, timeout=10) as response:
-        apps = json.loads(response.read())
-    if not apps:
-        return {"app": None, "executors": []}
-    with urllib.request.urlopen(f"{base}/{apps[0]['id']}/executors", timeout=10) as response:
-        executors = json.loads(response.read())
-    return {"app": apps[0]["id"],
-            "executors": [{"id": e["id"], "host": e["hostPort"].rsplit(":", 1)[0], "active_tasks": e["activeTasks"]}
-                          for e in executors if e["id"] != "driver" and e.get("isActive", True)]}
-
-
 def verify(mirror_name: str, topic: str, partitions: int) -> dict[str, Any]:
     """The chaos suite's oracle, with its own read_committed reads of both clusters."""
     import random
@@ -181,7 +166,7 @@ def verify(mirror_name: str, topic: str, partitions: int) -> dict[str, Any]:
 
 COMMANDS = {"open-transactions": open_transactions, "brokers": brokers, "seed": seed, "produce": produce, "leader": leader, "coordinator": coordinator,
             "dag-ready": dag_ready, "trigger": trigger, "run-state": run_state, "copy-report": copy_report,
-            "verify": verify, "spark-executors": spark_executors}
+            "verify": verify}
 
 
 def main() -> None:

@@ -75,7 +75,8 @@ def write_mirrors_file(path: Path, topic: str) -> Path:
                              "spark.executor.cores": "1", "spark.cores.max": "3",
                              # A cut-off executor is declared lost after 40 s (default 120 s), so the
                              # network-partition fault makes Spark run its slot elsewhere in the test.
-                             "spark.network.timeout": "40s", "spark.executor.heartbeatInterval": "5s",
+                             "spark.network.timeout": "40s", "spark.network.timeoutInterval": "10s",
+                             "spark.executor.heartbeatInterval": "5s",
                              # Pacing, test only: every transaction stays open a few seconds after its
                              # first records, so that a fault lands inside a transaction.
                              "spark.executorEnv.EOSMIRROR_FAULTS": json.dumps(
