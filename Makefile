@@ -15,7 +15,7 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit bench chaos airflow down status clean browser lagbench
+.PHONY: help setup demo test test-unit bench chaos airflow deploy-test down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
 	@echo "make airflow the Airflow UI (airflow standalone) on this project's home, http://localhost:8080"
+	@echo "make deploy-test  the multi-host deployment of docker/ (Docker), faulted and verified"
 	@echo "make down    stop the embedded Kafka clusters"
 
 # uv itself lives in a private venv so the project's own .venv stays exactly what uv.lock says.
@@ -71,6 +72,11 @@ chaos: setup
 airflow: setup
 	$(BIN)/eosmirror local up
 	$(BIN)/eosmirror airflow standalone
+
+# Needs root (it installs docker.io/debootstrap and starts dockerd when missing); images stay as a cache.
+# DEPLOY_ARGS: e.g. --faults none (only the first run), --keep (leave the deployment up).
+deploy-test: setup
+	$(BIN)/python -m eosmirror_tools.deploy $(DEPLOY_ARGS)
 
 status:
 	@$(BIN)/eosmirror local status

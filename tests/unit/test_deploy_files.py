@@ -1,0 +1,73 @@
+"""docker/compose.yaml and the deployment test's helpers, checked without Docker."""
+
+from pathlib import Path
+
+import yaml
+
+from eosmirror_tools.deploy import images
+
+COMPOSE = Path(__file__).resolve().parents[2] / "docker" / "compose.yaml"
+
+
+def services():
+    return yaml.safe_load(COMPOSE.read_text())["services"]
+
+
+def test_every_long_running_service_has_a_healthcheck():
+    missing = [name for name, s in services().items() if name != "airflow-init" and "healthcheck" not in s]
+    assert not missing
+
+
+def test_no_port_is_published_on_the_host():
+    assert not [name for name, s in services().items() if "ports" in s]
+
+
+def test_the_deployment_has_the_hosts_the_issue_asks_for():
+    names = set(services())
+    assert {f"{c}-kafka-{i}" for c in ("src", "dst") for i in (1, 2, 3)} <= names
+    assert {"spark-master", "spark-worker-1", "spark-worker-2", "postgres", "redis", "airflow-api-server",
+            "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer", "airflow-worker-1",
+            "airflow-worker-2"} <= names
+
+
+def test_no_secret_is_written_in_the_compose_file():
+    text = COMPOSE.read_text()
+    for variable in ("EOSMIRROR_POSTGRES_PASSWORD", "EOSMIRROR_FERNET_KEY", "EOSMIRROR_JWT_SECRET"):
+        assert f"${{{variable}:?}}" in text
+
+
+def test_apt_mirror_is_read_from_the_machines_sources(tmp_path, monkeypatch):
+    sources = tmp_path / "sources.list"
+    sources.write_text("deb http://mirror.example/debian-security bookworm-security main\n"
+                       "deb [arch=amd64] http://mirror.example/debian/ bookworm main\n")
+    real_path = images.Path
+
+    def fake_path(p):
+        return sources if p == "/etc/apt/sources.list" else real_path(tmp_path / "none")
+    monkeypatch.setattr(images, "Path", fake_path)
+    assert images.apt_mirror() == "http://mirror.example/debian"
+
+
+class FakeTester:
+    def probe(self, command, *args, **kwargs):
+        assert command == "run-state"
+        return {"state": "running", "tasks": [{"task_id": "copy", "hostname": "airflow-worker-2"}]}
+
+
+def test_spark_faults_hit_the_worker_whose_executors_are_busy():
+    from eosmirror_tools.deploy import faults
+
+    def fetch(stack, host):
+        assert host == "airflow-worker-2"
+        return [{"host": "spark-worker-1", "active_tasks": 0}, {"host": "spark-worker-2", "active_tasks": 1},
+                {"host": "spark-worker-2", "active_tasks": 1}]
+    assert faults.busy_spark_worker(None, FakeTester(), "run", "spark-worker-1", fetch)[0] == "spark-worker-2"
+
+
+def test_spark_faults_fall_back_when_the_driver_does_not_answer():
+    from eosmirror_tools.deploy import faults
+
+    def fetch(stack, host):
+        raise faults.DeployError("connection refused")
+    service, why = faults.busy_spark_worker(None, FakeTester(), "run", "spark-worker-1", fetch)
+    assert service == "spark-worker-1" and "connection refused" in why
