@@ -83,14 +83,38 @@ def standalone(tmp_path):
     yield state
     proc = state["proc"]
     if proc is not None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(60)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        stop_process_group(proc.pid)
+
+
+def stop_process_group(pgid: int, grace: float = 45.0) -> None:
+    """SIGTERM to every process of the group, SIGKILL to whatever is left after ``grace`` seconds.
+
+    Waiting for the standalone parent is not enough: its scheduler once outlived the SIGTERM (left
+    behind with its LocalExecutor workers, re-parented to init, for the rest of the session)."""
+    import psutil
+
+    def alive() -> bool:   # a member that is not a zombie (init may be slow to reap re-parented ones)
+        for process in psutil.process_iter(["status"]):
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+                if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
+                    return True
+            except (ProcessLookupError, psutil.Error):
+                continue
+        return False
+
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while alive() and time.monotonic() < deadline:
+        try:
+            os.waitpid(-pgid, os.WNOHANG)   # reap our own child, the standalone parent
+        except ChildProcessError:
+            pass
+        time.sleep(0.5)
+    if alive():
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def start_standalone(state, config_file: Path) -> None:

@@ -328,9 +328,12 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
         source_conf, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
     """dag.test() runs the copy task in this process with an execution_timeout: when it strikes,
     Airflow's task runner raises AirflowTaskTimeout in execute and calls the operator's on_kill, the
-    same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The timeout
-    (75 s after the copy task starts) falls inside the slots' held transactions, which begin once
-    Spark is up (~10-30 s) and last HOLD_SECONDS; the test checks that it did."""
+    same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The slots' held
+    transactions begin once Spark is up (10-30 s on a quiet machine, over 75 s at load 30) and last
+    HOLD_SECONDS. So that the timeout strikes inside them whatever the load, a watcher brings
+    Airflow's own timeout alarm (SIGALRM, armed by its task runner for execution_timeout) forward
+    to the moment every target partition has an open transaction; execution_timeout itself (140 s)
+    is only the fallback, still inside HOLD_SECONDS. The test checks that it struck there."""
     from confluent_kafka.admin import AdminClient
 
     from eosmirror.airflow import tasks
@@ -351,7 +354,7 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
         monkeypatch.setenv(key, value)   # spark-submit inherits this process's environment
     admin = AdminClient(target_conf)
     dag = dagbag().get_dag(f"eosmirror__{name}")
-    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=75)
+    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=HOLD_SECONDS - 10)
 
     # Measured from the moment on_kill starts, in a thread: dag.test() returns only after the task failed.
     operator = tasks.operator_class()
@@ -368,11 +371,29 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
         kill["on_kill_seconds"] = round(time.monotonic() - started, 2)
 
     monkeypatch.setattr(operator, "on_kill", timed_on_kill)
+    watching = threading.Event()
+
+    def strike_when_all_blocked():
+        while watching.is_set() and "at" not in kill:
+            try:
+                blocked = blocked_partitions(admin, topic)
+            except Exception:  # noqa: BLE001 - the run has not created the target topic yet
+                blocked = {}
+            if len(blocked) == PARTITIONS:
+                kill["struck_early"] = True
+                signal.setitimer(signal.ITIMER_REAL, 0.05)   # Airflow's timeout alarm, due now
+                return
+            time.sleep(0.5)
+
+    watching.set()
+    watcher = threading.Thread(target=strike_when_all_blocked, daemon=True)
+    watcher.start()
     try:
         dr = dag.test()
         assert "at" in kill, f"on_kill was never called; task states: {task_states(dr)}"
         kill["measuring"].join(UNBLOCK_BUDGET + PROCESS_BUDGET + 5)
     finally:
+        watching.clear()
         kill_leftovers(mark)
     task_logs = task_log_text(capfd, caplog)   # read before printing the times
     states = task_states(dr)
@@ -380,7 +401,8 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
     assert len(kill["blocked_before"]) == PARTITIONS, (
         f"the timeout did not strike while every slot was inside its transaction: open transactions "
         f"(partition: (LSO, HW)) when on_kill started: {kill['blocked_before']}")
-    print(f"\n[Airflow on_kill] on_kill took {kill['on_kill_seconds']} s")
+    print(f"\n[Airflow on_kill] on_kill took {kill['on_kill_seconds']} s; timeout brought forward to the open "
+          f"transactions: {kill.get('struck_early', False)}")
     assert_within_budgets(kill["times"], "Airflow copy task timed out")
     logged = [line for line in task_logs.splitlines() if "on_kill:" in line]
     assert any("Spark application stopped" in line for line in logged), logged or task_logs[-3000:]
