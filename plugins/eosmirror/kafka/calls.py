@@ -65,8 +65,10 @@ def translate(exc: BaseException, what: str, cluster: str, needs: str | None = N
         return AuthorizationError(f"{cluster}: not authorized to {what} ({name}): the principal needs "
                                   f"{permission}. Grant that ACL and run again")
     if name in _UNREACHABLE or isinstance(exc, (concurrent.futures.TimeoutError, TimeoutError)):
+        # A future's TimeoutError has no text of its own (it once printed "(timeout: )").
         return ClusterUnreachableError(f"{cluster}: no answer while trying to {what} ({name or 'timeout'}: "
-                                       f"{detail}). Check that the cluster is up and reachable from this host")
+                                       f"{detail or 'no reply within the time allowed'}). Check that the "
+                                       f"cluster is up and reachable from this host")
     if name == "_UNSUPPORTED_FEATURE" and "metadata" in detail.lower():
         # A KRaft controller listener accepts the connection but serves no client Metadata request.
         return ClusterUnreachableError(f"{cluster}: the address answers but does not serve Kafka clients while "
