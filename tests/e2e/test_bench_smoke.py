@@ -23,11 +23,11 @@ RATE_FIELDS = ("records_per_second", "mb_per_second", "end_to_end_records_per_se
 def bench(clusters, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     done = subprocess.run([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=420)
+                          capture_output=True, text=True, timeout=480)
     return done, out
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(540)
 def test_quick_bench_writes_three_files_and_exits_zero(bench):
     done, out = bench
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
@@ -36,7 +36,7 @@ def test_quick_bench_writes_three_files_and_exits_zero(bench):
     assert "[1/" in done.stdout and "verified:" in done.stdout          # progress was shown while it ran
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(540)
 def test_every_configuration_ran_and_verified_with_an_exact_count(bench):
     done, out = bench
     report = json.loads((out / "report.json").read_text())
@@ -60,7 +60,7 @@ def test_every_configuration_ran_and_verified_with_an_exact_count(bench):
     assert report["all_verified"] is True
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(540)
 def test_report_holds_ratios_targets_memory_and_mm2_exactly_once_evidence(bench):
     done, out = bench
     report = json.loads((out / "report.json").read_text())
@@ -83,7 +83,7 @@ def test_report_holds_ratios_targets_memory_and_mm2_exactly_once_evidence(bench)
     assert "| size | configuration |" in markdown and "All configurations verified" in markdown
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(540)
 def test_translation_cost_vs_history_ran_exactly_at_two_sizes(bench):
     done, out = bench
     report = json.loads((out / "report.json").read_text())
@@ -96,3 +96,19 @@ def test_translation_cost_vs_history_ran_exactly_at_two_sizes(bench):
         assert row["recover"]["sync_records_read"] < 2_000, row
     assert "full_read" in sizes[0] and "## Translation cost vs offset-sync history" in (out / "report.md").read_text()
     assert {t["target"] for t in report["targets"]} >= {"plan at 200,000 syncs (s)", "recover: peak RSS (MB)"}
+
+
+@pytest.mark.timeout(540)
+def test_rereads_after_failover_eosmirror_zero_and_mm2_counted(bench):
+    done, out = bench
+    section = json.loads((out / "report.json").read_text())["rereads"]
+    assert section["groups"] == 6 and section["partitions"] == 4 and section["records_per_partition"] == 1_000
+    ours = section["systems"]["eosmirror"]["result"]
+    assert (ours["groups_synced"], ours["rereads"], ours["skips"], ours["not_synced"]) == (6, 0, 0, []), ours
+    theirs = section["systems"]["mm2"]
+    assert "result" in theirs, theirs.get("note")       # MM2 ran and its group offsets were read
+    result = theirs["result"]
+    assert all(isinstance(result[k], int) for k in ("groups_synced", "rereads", "skips", "max_rereads_per_partition"))
+    assert result["groups_synced"] + len(result["not_synced"]) == 6
+    assert "## Re-reads after failover" in (out / "report.md").read_text()
+    assert "re-reads total" in done.stdout

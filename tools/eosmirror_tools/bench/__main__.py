@@ -3,9 +3,11 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2,translation (development);
+  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2,translation,rereads (development);
                    translation: group-offset translation and progress recovery vs offset-sync history
-                   (1 M and 10 M sync records; --quick: 20 k and 200 k)
+                   (1 M and 10 M sync records; --quick: 20 k and 200 k); rereads: re-reads and skips
+                   of consumer groups after failover, eosmirror vs MirrorMaker 2's group offset sync
+                   (20 groups on 4 x 5,000 records; --quick: 6 groups on 4 x 1,000)
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable), e.g. a tuned MM2;

@@ -116,6 +116,25 @@ def translation_table(doc: dict[str, Any]) -> str:
                    "old full read (s)", "RSS MB"], rows, "r" * 10)
 
 
+def rereads_table(doc: dict[str, Any]) -> str:
+    """Re-reads and skips after failover per system, side by side."""
+    section = doc.get("rereads")
+    if not section:
+        return ""
+    rows = []
+    for name, label in (("eosmirror", "eosmirror (groups sync)"), ("mm2", "MirrorMaker 2 (sync.group.offsets)")):
+        run, result = section["systems"].get(name) or {}, (section["systems"].get(name) or {}).get("result")
+        if not result:
+            rows.append([label, "-", "-", "-", "-", "-", "-", run.get("note") or run.get("status") or "did not run"])
+            continue
+        not_synced = ", ".join(result["not_synced"]) or "-"
+        rows.append([label, f"{result['groups_synced']}/{result['groups']}", f"{result['rereads']:,}",
+                     f"{result['max_rereads_per_partition']:,}", f"{result['skips']:,}", _n(run.get("copy_seconds"), 1),
+                     _n(run.get("sync_seconds"), 2), f"not synced: {not_synced}"])
+    return _table(["system", "groups synced", "re-reads total", "max per partition", "skips", "copy (s)",
+                   "group offsets (s, after copy)", "note"], rows, "lrrrrrrl")
+
+
 def _errors(doc: dict[str, Any]) -> str:
     lines = [f"- `{r['key']}`: {r['error']}" for r in doc["configurations"] if r.get("error")]
     return "\n".join(lines)
@@ -150,6 +169,16 @@ def render(doc: dict[str, Any]) -> str:
          "partition's progress expired. The snapshot is one mirror run stale. Each step runs in a fresh process "
          "(its peak RSS). Old full read: `syncstore.load`, what every call did before.") if doc.get("translation")
         else "",
+        "## Re-reads after failover" if doc.get("rereads") else "",
+        rereads_table(doc),
+        (f"Same source data and group positions for both: {doc['rereads']['partitions']} partitions x "
+         f"{doc['rereads']['records_per_partition']:,} committed records (every third transaction aborted), "
+         f"{doc['rereads']['groups']} groups ({doc['rereads']['positions']}). Per group and partition, the first "
+         "record a read_committed consumer of the group receives on the target is compared with the next record "
+         "it had not consumed on the source: re-reads = records received again, skips = records never received. "
+         "MirrorMaker 2: dedicated mode, at-least-once, `sync.group.offsets.enabled=true`, checkpoints and syncs "
+         "every 1 s, `offset.lag.max` 100 (default); its group offsets are read once they stop changing.")
+        if doc.get("rereads") else "",
         "## Ratios (same run)",
         _ratios(doc),
         "## Targets",

@@ -87,7 +87,10 @@ def translation_verified(translation: dict[str, Any] | None) -> bool:
 
 
 def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[str, Any], seconds: float,
-          profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None) -> dict[str, Any]:
+          profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None,
+          rereads: dict[str, Any] | None = None) -> dict[str, Any]:
+    from eosmirror_tools.bench.rereads import targets as rereads_targets, verified as rereads_verified
+
     rows = [r.as_dict() for r in results]
     by_key = {r["key"]: r for r in rows}
     ratio_table = ratios(settings, by_key)
@@ -111,8 +114,10 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                      "mm2_extra_properties": settings.mm2_properties},
         "configurations": rows,
         "ratios": ratio_table,
-        "targets": targets(settings, ratio_table, empty) + (translation or {}).get("targets", []),
+        "targets": targets(settings, ratio_table, empty) + (translation or {}).get("targets", [])
+        + rereads_targets(rereads),
         "translation": translation,
+        "rereads": rereads,
         "slot_sweep": [{"slots": r["slots"], "master": r["details"].get("master"),
                         "records_per_second": r["records_per_second"],
                         "end_to_end_records_per_second": r["end_to_end_records_per_second"],
@@ -125,8 +130,8 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                               "transaction_markers": (r["offsets_on_target"] - r["target_count"])
                               if r["offsets_on_target"] is not None and r["target_count"] is not None else None}
                              for r in rows if r["kind"] == "mm2" and r["delivery"] == "exactly_once"],
-        "all_verified": (bool(rows) or translation is not None) and all(r["verified"] for r in rows)
-        and translation_verified(translation),
+        "all_verified": (bool(rows) or translation is not None or rereads is not None)
+        and all(r["verified"] for r in rows) and translation_verified(translation) and rereads_verified(rereads),
         "profiles": profiles or {},
     }
 
@@ -149,4 +154,4 @@ def console_summary(document: dict[str, Any]) -> str:
     from eosmirror_tools.bench import markdown
 
     return (markdown.results_table(document) + "\n\n" + markdown.translation_table(document) + "\n\n"
-            + markdown.targets_table(document))
+            + markdown.rereads_table(document) + "\n\n" + markdown.targets_table(document))

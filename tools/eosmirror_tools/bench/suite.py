@@ -131,6 +131,14 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
              f"({time.monotonic() - started:.0f} s since start)")
         translation_costs = translation.run(target_conf, settings.quick, settings.keep_topics,
                                             lambda text: emit("      " + text))
+    rereads_section = None
+    if "rereads" in settings.kinds:
+        from eosmirror_tools.bench import rereads
+
+        emit(f"[rereads] consumer-group re-reads after failover, eosmirror vs MirrorMaker 2  "
+             f"({time.monotonic() - started:.0f} s since start)")
+        rereads_section = rereads.run(source_conf, target_conf, settings.quick, settings.keep_topics,
+                                      settings.mm2_dir / f"{settings.run_id}-rereads", lambda text: emit("      " + text))
     profiles: dict[str, Any] = {}
     if settings.profile:
         from eosmirror_tools.bench import profiling
@@ -138,7 +146,8 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         emit("[profile] pyinstrument: one slot's copy loop in-process, and an empty run's driver")
         ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
         profiles = profiling.run_all(ctx)
-    document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs)
+    document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs,
+                            rereads_section)
     written = report.write_all(document, settings.out_dir)
     emit(report.console_summary(document))
     emit("written: " + ", ".join(str(p) for p in written))
