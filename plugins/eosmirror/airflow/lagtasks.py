@@ -45,7 +45,7 @@ def call_hooks(mirrors: Any, alerting: list[dict[str, Any]]) -> list[str]:
 
 def evaluate(mirror: str, config_path: str | None = None) -> dict[str, Any]:
     """Sample every mirror (or ``mirror``), record the samples, evaluate; fail on an alert."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from eosmirror.airflow.tasks import fail_without_retry
     from eosmirror.core import config, lagview
