@@ -11,9 +11,8 @@ Which processes belong to a run: every process whose environment carries this te
 the daemon puts the workers in a process group of their own, so they survive a killpg of the run).
 Both measured times are printed (run pytest with -s to see them).
 
-The first tests need no broker: they run the lifeline on a fake process tree (a "java" that is a
-Python started through a symlink named java, a "daemon", a "worker") to prove it fires when the JVM
-dies or SIGHUP arrives, and never when only the daemon dies or nothing happens.
+The lifeline alone, on a fake process tree without broker or Spark, is tested in
+tests/unit/test_lifeline_tree.py.
 """
 
 from __future__ import annotations
@@ -163,121 +162,6 @@ def kill_leftovers(mark: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-# --- the lifeline on a fake process tree (no broker, no Spark: fast) --------------------------------------
-# "java" (a Python started through a symlink named java, so its command name is java, like a JVM)
-#   -> "daemon" (waits for the worker and records how it ended, like pyspark.daemon forks workers)
-#     -> "worker" (a slot: lifeline.watch() with a producer that records abort_transaction, then a copy
-#        loop calling lifeline.check() for WORK_SECONDS; writes "finished" if it gets to the end)
-
-WORK_SECONDS = 6.0
-
-JVM = """import subprocess, sys, time
-subprocess.Popen(sys.argv[1:])
-time.sleep(600)
-"""
-DAEMON = """import subprocess, sys
-worker = subprocess.Popen([sys.executable, *sys.argv[2:]])
-open(sys.argv[1], "w").write(str(worker.wait()))
-"""
-WORKER = """import os, sys, time
-from eosmirror.slot import lifeline
-out = sys.argv[1]
-lifeline.in_spark_task = lambda: True   # what a pyspark TaskContext says in a real worker
-
-class Producer:
-    def abort_transaction(self, timeout):
-        open(os.path.join(out, "aborted"), "w").write(str(time.time()))
-
-class Copier:
-    producer, exactly_once = Producer(), True
-
-copier = Copier()   # the lifeline holds slots weakly: a running slot is referenced by its own frame
-lifeline.watch(copier)
-open(os.path.join(out, "worker.pid"), "w").write(str(os.getpid()))
-deadline = time.monotonic() + float(sys.argv[2])
-while time.monotonic() < deadline:
-    lifeline.check()
-    time.sleep(0.05)
-open(os.path.join(out, "finished"), "w").write("yes")
-"""
-
-
-@pytest.fixture
-def fake_tree(tmp_path):
-    """Starts java -> daemon -> worker; yields (java process, path); kills what is left at the end."""
-    import sys
-
-    for name, text in (("jvm.py", JVM), ("daemon.py", DAEMON), ("worker.py", WORKER)):
-        (tmp_path / name).write_text(text)
-    (tmp_path / "java").symlink_to(sys.executable)
-    java = subprocess.Popen([str(tmp_path / "java"), str(tmp_path / "jvm.py"), sys.executable,
-                             str(tmp_path / "daemon.py"), str(tmp_path / "exit"), str(tmp_path / "worker.py"),
-                             str(tmp_path), str(WORK_SECONDS)], start_new_session=True)
-    deadline = time.monotonic() + 20
-    while not (tmp_path / "worker.pid").exists():
-        assert time.monotonic() < deadline and java.poll() is None, "the fake worker did not start within 20 s"
-        time.sleep(0.05)
-    yield java, tmp_path
-    for pid in (java.pid, int((tmp_path / "worker.pid").read_text())):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    java.wait(10)
-
-
-def wait_for_file(path: Path, budget: float) -> float | None:
-    """Seconds until ``path`` exists, or None after ``budget`` seconds."""
-    started = time.monotonic()
-    while time.monotonic() - started < budget:
-        if path.exists() and path.read_text():
-            return round(time.monotonic() - started, 2)
-        time.sleep(0.02)
-    return None
-
-
-def test_lifeline_aborts_and_exits_when_the_jvm_dies(fake_tree):
-    java, out = fake_tree
-    from eosmirror.slot import lifeline
-
-    os.kill(java.pid, signal.SIGKILL)   # nothing signals the worker: only the lifeline's polling sees it
-    seconds = wait_for_file(out / "exit", WORK_SECONDS - 1)
-    assert seconds is not None, "the worker was still running when its task would have finished"
-    assert (out / "exit").read_text() == str(lifeline.EXIT_CODE) and (out / "aborted").exists()
-    assert not (out / "finished").exists()
-    print(f"\n[fake JVM SIGKILLed] worker aborted and exited after {seconds} s")
-    assert seconds < 2 * lifeline.POLL_SECONDS + lifeline.PARK_SECONDS + 1
-
-
-def test_lifeline_turns_sighup_into_abort_and_exit(fake_tree):
-    java, out = fake_tree
-    from eosmirror.slot import lifeline
-
-    os.kill(int((out / "worker.pid").read_text()), signal.SIGHUP)   # what pyspark.daemon sends at shutdown
-    assert wait_for_file(out / "exit", WORK_SECONDS - 1) is not None
-    assert (out / "exit").read_text() == str(lifeline.EXIT_CODE), "died of SIGHUP without aborting"
-    assert (out / "aborted").exists() and java.poll() is None
-
-
-def test_lifeline_is_not_cut_when_only_the_daemon_dies_or_nothing_happens(fake_tree):
-    """No false alarm: a worker whose daemon dies still talks to its JVM, so its task goes on."""
-    java, out = fake_tree
-    daemon = [p for p in Path(f"/proc/{java.pid}/task/{java.pid}/children").read_text().split()]
-    assert len(daemon) == 1, daemon
-    os.kill(int(daemon[0]), signal.SIGKILL)
-    assert wait_for_file(out / "finished", WORK_SECONDS + 10) is not None
-    assert not (out / "aborted").exists() and java.poll() is None
-
-
-def test_lifeline_is_inert_outside_a_spark_worker():
-    """On the driver (run_in_process: slots are threads of the driver) watch() arms nothing."""
-    from eosmirror.slot import lifeline
-
-    lifeline.watch(object())
-    assert not [t for t in threading.enumerate() if t.name == "eosmirror-lifeline"]
-    lifeline.check()   # returns at once
 
 
 # --- spark-submit killed -------------------------------------------------------------------------------

@@ -284,8 +284,8 @@ def test_mm2_remote_cluster_utils_translates_to_the_offsets_eosmirror_wrote(sour
 
     from eosmirror_tools.local import runtime
 
-    if not shutil.which("javac"):
-        pytest.skip("no javac on PATH: the MM2 client check needs a JDK")
+    assert shutil.which("javac"), ("no javac on PATH: this check compiles a small program against MM2's client jar; "
+                                   "install a JDK 17 (the README's prerequisites: Java 17 and Maven need one)")
     topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
     seed_with_aborts(source_conf, topic, unique("tx"), rounds=3)
     group = unique("app")
