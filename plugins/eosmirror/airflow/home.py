@@ -16,6 +16,13 @@ from pathlib import Path
 from eosmirror import paths
 
 
+# SQLite allows one writer at a time; pysqlite gives up on a locked database after 5 s. With the
+# scheduler, DAG processor, API server and a CLI call writing at once on a busy 2-core machine, 5 s
+# is not enough (`airflow backfill create` failed "database is locked" in CI), so wait up to 60 s.
+# Airflow imports this dict by its dotted path (database.sql_alchemy_connect_args).
+SQLITE_CONNECT_ARGS = {"timeout": 60}
+
+
 def airflow_home() -> Path:
     return paths.under_home("airflow")
 
@@ -48,6 +55,7 @@ def airflow_environ() -> dict[str, str]:
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": f"{__name__}.SQLITE_CONNECT_ARGS",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
