@@ -130,3 +130,44 @@ def test_lifeline_is_inert_outside_a_spark_worker():
     lifeline.watch(object())
     assert not [t for t in threading.enumerate() if t.name == "eosmirror-lifeline"]
     lifeline.check()   # returns at once
+
+
+# --- the watchdog itself, in process -----------------------------------------------------------------------
+
+def test_an_unreadable_or_short_proc_stat_counts_as_gone(monkeypatch):
+    """A process being reaped can give a short /proc/<pid>/stat; that must read as "not alive",
+    never raise inside the watchdog."""
+    import io
+
+    from eosmirror.slot import lifeline
+
+    me = lifeline._stat(os.getpid())
+    assert me is not None and lifeline.Process(os.getpid(), me[1], me[3]).alive()
+    for text in (b"", b"1234 (java", b"1234 (java) S"):
+        monkeypatch.setattr(lifeline, "open", lambda *a, _t=text, **k: io.BytesIO(_t), raising=False)
+        assert lifeline._stat(os.getpid()) is None, text
+        assert not lifeline.Process(os.getpid(), me[1], me[3]).alive()
+
+
+def test_the_watchdog_outlives_an_error_and_still_cuts_when_the_jvm_dies(monkeypatch):
+    from eosmirror.slot import lifeline
+
+    class FlakyJvm:
+        name, pid, calls = "java", 4242, 0
+
+        def alive(self):
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("unexpected /proc content")
+            return self.calls < 3          # alive once more, then gone
+
+    cut: list[str] = []
+    monkeypatch.setattr(lifeline, "_cut", threading.Event())
+    monkeypatch.setattr(lifeline, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(lifeline, "_cut_lifeline", cut.append)
+    monkeypatch.setitem(lifeline._state, "jvm", FlakyJvm())
+    thread = threading.Thread(target=lifeline._watchdog, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive(), "the watchdog did not cut the lifeline within 5 s of the JVM's death"
+    assert cut == ["the JVM that runs this worker's tasks (java, pid 4242) is gone"]

@@ -77,11 +77,12 @@ def _stat(pid: int) -> tuple[int, int, str, str] | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read().decode(errors="replace")
-    except OSError:
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()   # the name may contain spaces and parentheses
+        return int(fields[1]), int(fields[19]), fields[0], name
+    except (OSError, ValueError, IndexError):
+        # Gone, or a process being reaped whose stat reads short: either way it is not alive.
         return None
-    name = text[text.index("(") + 1:text.rindex(")")]
-    fields = text[text.rindex(")") + 2:].split()   # the name may contain spaces and parentheses
-    return int(fields[1]), int(fields[19]), fields[0], name
 
 
 def jvm_ancestor(pid: int | None = None) -> Process | None:
@@ -164,14 +165,23 @@ def run_slot(task: Any) -> dict[str, Any]:
 
 
 def _watchdog() -> None:
+    """Never returns. An unexpected error must not end this thread quietly: the slot's thread may be
+    blocked (a fault hold, librdkafka) and would then outlive its run with the transaction open; so
+    the watchdog goes on after logging it (seen once in ~10 loaded runs: a worker outlived its killed
+    run by more than 15 s with SIGHUP caught but no exit)."""
     jvm: Process | None = _state["jvm"]
+    reason = "the lifeline's watchdog failed"
     while True:
-        if _cut.wait(POLL_SECONDS):
-            reason = "SIGHUP from pyspark.daemon (its JVM closed the daemon's stdin or stopped it)"
-            break
-        if jvm is not None and not jvm.alive():
-            reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
-            break
+        try:
+            if _cut.wait(POLL_SECONDS):
+                reason = "SIGHUP from pyspark.daemon (its JVM closed the daemon's stdin or stopped it)"
+                break
+            if jvm is not None and not jvm.alive():
+                reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
+                break
+        except Exception:  # noqa: BLE001 - logged; looking again is the only safe reaction
+            log.exception("lifeline: checking the JVM failed; checking again")
+            time.sleep(POLL_SECONDS)
     _cut_lifeline(reason)
 
 
