@@ -39,3 +39,17 @@ def test_airflow_reads_the_connect_args_from_the_project_home():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == str(home.SQLITE_CONNECT_ARGS["timeout"]), done.stdout
+
+
+def test_a_short_jwt_secret_is_replaced_by_a_64_byte_one_and_a_strong_one_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(home, "airflow_home", lambda: tmp_path)
+    assert home.strengthen_jwt_secret() is False                     # no airflow.cfg yet: nothing to do
+    cfg = tmp_path / "airflow.cfg"
+    cfg.write_text("[api_auth]\n# the secret\njwt_secret = Ursabqn7tx1oHtCBGFIkRg==\njwt_algorithm =\n")
+    assert home.strengthen_jwt_secret() is True
+    lines = cfg.read_text().splitlines()
+    secret = next(line for line in lines if line.startswith("jwt_secret = ")).split(" = ", 1)[1]
+    assert len(secret.encode()) >= 64 and secret != "Ursabqn7tx1oHtCBGFIkRg==", secret
+    assert lines[:2] == ["[api_auth]", "# the secret"] and lines[3] == "jwt_algorithm ="   # nothing else changed
+    assert cfg.stat().st_mode & 0o077 == 0
+    assert home.strengthen_jwt_secret() is False and secret in cfg.read_text()     # kept from now on

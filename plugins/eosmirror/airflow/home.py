@@ -107,6 +107,7 @@ def migrate() -> bool:
 
     stamp = airflow_home() / f".migrated-{version('apache-airflow-core')}"
     if stamp.exists() and (airflow_home() / "airflow.db").exists():
+        strengthen_jwt_secret()
         return False
     env = {**os.environ, **airflow_environ()}
     done = subprocess.run([airflow_cli(), "db", "migrate"], env=env, capture_output=True, text=True)
@@ -114,4 +115,28 @@ def migrate() -> bool:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
         raise RuntimeError(f"`airflow db migrate` failed (exit {done.returncode}):\n{tail}")
     stamp.write_text("ok\n")
+    strengthen_jwt_secret()
+    return True
+
+
+JWT_SECRET_BYTES = 64   # RFC 7518 3.2: an HS512 key of at least 64 bytes (PyJWT warns below that)
+
+
+def strengthen_jwt_secret() -> bool:
+    """Airflow writes a 24-character ``[api_auth] jwt_secret`` into a new airflow.cfg, which PyJWT
+    flags as too short for HS512 on every token. Replace a short one with 86 random URL-safe
+    characters (64 bytes of entropy); keep the file private to its owner. True if it changed."""
+    import re
+    import secrets
+
+    cfg = airflow_home() / "airflow.cfg"
+    if not cfg.exists():
+        return False
+    text = cfg.read_text()
+    found = re.search(r"^jwt_secret = (.*)$", text, flags=re.MULTILINE)
+    if found is None or len(found.group(1).strip()) >= JWT_SECRET_BYTES:
+        return False
+    strong = secrets.token_urlsafe(JWT_SECRET_BYTES)
+    cfg.write_text(text[:found.start(1)] + strong + text[found.end(1):])
+    cfg.chmod(0o600)
     return True
