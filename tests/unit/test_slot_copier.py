@@ -285,6 +285,31 @@ def run(io: FakeIO, task: SlotTask | None = None):
 
 # --- the protocol, end to end over the seam ---------------------------------------------------------
 
+def test_progress_is_published_to_the_source_group_after_the_commit(clock):
+    io = FakeIO(clock, {SRC: values(5)}, per_consume=5)
+    result = run(io, slot_task(end=5))
+    assert result.status == "committed" and io.published == [{SRC: 5}] and result.source_commit_error is None
+
+
+def test_a_source_that_refused_the_group_while_reading_is_not_asked_again_at_publish(clock):
+    """Asking again costs librdkafka's close() a wait for a coordinator it will never find (45 s per
+    slot and run with the default session timeout); the refusal seen while reading is the answer."""
+    io = FakeIO(clock, {SRC: values(5)}, per_consume=5)
+    consume = io.consumer.consume
+    refusal = [Msg(None, -1, -1, error=KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))]
+
+    def refused_first(num_messages, timeout):
+        batch = refusal + consume(num_messages, timeout)
+        refusal.clear()
+        return batch
+
+    io.consumer.consume = refused_first
+    result = run(io, slot_task(end=5))
+    assert result.status == "committed" and io.target.values(TGT) == values(5)      # reading needs no group
+    assert io.published == []
+    assert "GROUP_AUTHORIZATION_FAILED" in result.source_commit_error and "eosmirror-m" in result.source_commit_error
+
+
 def test_every_record_is_committed_once_with_exact_offset_syncs_and_progress(clock):
     io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
     result = run(io)

@@ -208,6 +208,9 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     return Producer(_with_logger(conf, client_id))
 
 
+MEMBERLESS_CLOSE_MS = 6000   # session.timeout.ms of consumers that never join: bounds their close()
+
+
 def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True,
                     on_commit: Any = None) -> Any:
     """A never-assigned consumer of the progress group on the target.
@@ -221,7 +224,11 @@ def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, s
 
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
     conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
-                 "enable.auto.commit": False, "enable.auto.offset.store": False})
+                 "enable.auto.commit": False, "enable.auto.offset.store": False,
+                 # It never joins the group, so the session timeout means nothing to the broker; but
+                 # librdkafka's close() waits up to this long for a coordinator it cannot find (no
+                 # Read on the group: 45 s per slot and run with the default, measured on the ACL tests).
+                 "session.timeout.ms": MEMBERLESS_CLOSE_MS})
     if on_commit is not None:   # publishing progress to the source group commits asynchronously
         conf["on_commit"] = on_commit
     return Consumer(_with_logger(conf, client_id))

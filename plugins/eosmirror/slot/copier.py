@@ -122,6 +122,7 @@ class SlotCopier:
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.delivery_errors: list[str] = []
         self.bytes_copied = 0
+        self.source_group_refused = False   # the source refused Read on the progress group (seen while reading)
         self._last_log = self._last_activity = time.monotonic()
         self.producer = self.consumer = self.reader = None
 
@@ -428,8 +429,8 @@ class SlotCopier:
         if name == "GROUP_AUTHORIZATION_FAILED":
             # Reading with assign() needs no group; only publishing progress to the source group
             # (best effort, for lag tools) does. Say so once; publish_to_source reports the failure.
-            if not getattr(self, "_warned_group", False):
-                self._warned_group = True
+            if not self.source_group_refused:
+                self.source_group_refused = True
                 log.warning("slot %d: %s: no Read on group %s on the source; the mirror's progress will not be "
                             "visible to lag tools there", self.task.slot, where, self.task.progress_group)
             return
@@ -591,7 +592,12 @@ class SlotCopier:
     def _publish_to_source(self) -> None:
         """Step 5: best effort; a failure is reported in the result, never fails the slot."""
         offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
-        error = self.io.publish_to_source(offsets)
+        if self.source_group_refused:
+            # Already known: trying would only wait for a coordinator the source will never grant.
+            error = (f"GROUP_AUTHORIZATION_FAILED: the source refused Read on group {self.task.progress_group} "
+                     f"while this slot read; progress not published there")
+        else:
+            error = self.io.publish_to_source(offsets)
         if error:
             self.result.source_commit_error = error
             log.warning("slot %d: publishing progress to the source group %s failed (not fatal): %s",
