@@ -250,7 +250,7 @@ def _format_if_needed(cluster: LocalCluster) -> None:
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     # --cluster-id=<id>, not "-t <id>": a base64 id can start with '-' and would be parsed as an option.
     cmd = runtime.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                               f"--config={cluster.config_file}", heap="256m")
+                               f"--config={cluster.config_file}", heap="256m", short_lived=True)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
@@ -289,7 +289,7 @@ def launch(cluster: LocalCluster) -> int:
             f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
     _write_config(cluster)
     _format_if_needed(cluster)
-    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file))
+    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file), short_lived=True)
     with open(cluster.log_file, "ab") as out:
         _log_offsets[str(cluster.log_file)] = out.tell()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
