@@ -220,6 +220,8 @@ def _log_tail(cluster: LocalCluster, lines: int = 25) -> str:
 def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
     from eosmirror.kafka import clients  # local import: keeps `local status` cheap when nothing runs
 
+    if not _port_in_use(cluster.port):
+        return False   # nothing listens: say so at once instead of after the admin call's timeout
     try:
         # log_level 2: "connection refused" while the broker starts is expected, not worth a stderr line
         admin = clients.admin_client({**cluster.client_config(), "log_level": 2}, role_hint=f"local-{cluster.name}")
