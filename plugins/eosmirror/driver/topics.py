@@ -103,13 +103,28 @@ def describe(cluster: Cluster, names: list[str]) -> dict[str, TopicState]:
     return out
 
 
+FIRST_CONTACT_SECONDS = 15.0   # how long a cluster may take to answer a run's first request
+FIRST_CONTACT_SLICE = 2.0
+
+
 def list_topic_names(cluster: Cluster) -> list[str]:
     """The cluster's topic names; the first call of a run, so it also proves the cluster answers."""
+    import time
+
     from eosmirror.core.errors import ClusterUnreachableError
+    from eosmirror.kafka.retry import retry_until
+
+    # Asked in slices of FIRST_CONTACT_SLICE seconds: after each, calls.call looks at the client's
+    # error events, so a refused login fails within seconds ("authentication failed", not retried),
+    # while an unreachable cluster still gets FIRST_CONTACT_SECONDS in all.
+    deadline = time.monotonic() + FIRST_CONTACT_SECONDS
+
+    def ask() -> Any:
+        return calls.call(cluster.admin.list_topics, "list topics", cluster.label, "Describe on the topics",
+                          timeout=max(0.5, min(FIRST_CONTACT_SLICE, deadline - time.monotonic())))
 
     try:
-        metadata = calls.call(cluster.admin.list_topics, "list topics", cluster.label, "Describe on the topics",
-                              timeout=15)
+        metadata = retry_until(FIRST_CONTACT_SECONDS, ask, lambda exc: isinstance(exc, ClusterUnreachableError))
     except ClusterUnreachableError as exc:
         if cluster.ref.local:   # the embedded clusters of the demo and the tests: say how to start them
             raise ClusterUnreachableError(f"{exc}. It is a local cluster: start it with `eosmirror local up`"
