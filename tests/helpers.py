@@ -22,7 +22,11 @@ def create_topic(conf: dict[str, Any], name: str, partitions: int = 1, **topic_c
 def producer(conf: dict[str, Any], **extra: Any):
     from confluent_kafka import Producer
 
-    return Producer({**conf, "linger.ms": 2, **extra})
+    from eosmirror.kafka import clients
+
+    # eosmirror's librdkafka log level (EOSMIRROR_KAFKA_LOG_LEVEL): a producer still alive when a
+    # worker's brokers stop printed 154 `Connection refused` lines into one suite's output.
+    return Producer({**conf, "linger.ms": 2, "log_level": clients.librdkafka_log_level(), **extra})
 
 
 def read_all(conf: dict[str, Any], topic: str, partition: int = 0, read_committed: bool = True) -> list[readers.Record]:

@@ -60,7 +60,9 @@ def seed(conf: dict[str, Any], records: int = 2000, cluster: str = "source") -> 
     ensure_topics(conf, TOPICS, cluster)
     out = Seeded()
     run = uuid.uuid4().hex[:6]
-    plain = Producer({**conf, "enable.idempotence": True, "linger.ms": 5})
+    # librdkafka's own lines at the level eosmirror's clients use (a retry such as "GETPID Coordinator
+    # load in progress" on a fresh cluster is not news for the demo's reader).
+    plain = Producer({**conf, "enable.idempotence": True, "linger.ms": 5, "log_level": clients.librdkafka_log_level()})
     for i in range(records):
         plain.produce("demo.orders", key=f"customer-{i % 97}".encode(), value=f'{{"order":"{run}-{i}","qty":{i % 5 + 1}}}'.encode(),
                       partition=i % 6, headers=[("source", b"shop"), ("trace", f"{run}-{i}".encode()), ("source", b"web")])
@@ -82,7 +84,8 @@ def transactional_payments(conf: dict[str, Any], records: int, run: str, topic: 
     """Write ``records`` committed records in transactions, aborting every third transaction."""
     from confluent_kafka import Producer
 
-    producer = Producer({**conf, "transactional.id": f"eosmirror-demo-payments-{run}", "linger.ms": 5})
+    producer = Producer({**conf, "transactional.id": f"eosmirror-demo-payments-{run}", "linger.ms": 5,
+                         "log_level": clients.librdkafka_log_level()})
     producer.init_transactions(30)
     committed = aborted = 0
     txn = 0

@@ -13,7 +13,11 @@ import threading
 import time
 from typing import Any
 
-from eosmirror.kafka import calls
+from eosmirror.kafka import calls, clients
+
+# Brokers restart under these producers on purpose: librdkafka's per-retry lines at eosmirror's
+# level (EOSMIRROR_KAFKA_LOG_LEVEL); the errors that matter are counted in Workload.errors.
+_QUIET = {"log_level": clients.librdkafka_log_level()}
 
 
 def create_topic(conf: dict[str, Any], topic: str, partitions: int) -> None:
@@ -43,7 +47,7 @@ class Workload:
         from confluent_kafka import Producer
 
         if self._plain is None:
-            self._plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 5})
+            self._plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 5, **_QUIET})
         return self._plain
 
     def _txn_producer(self) -> Any:
@@ -51,7 +55,7 @@ class Workload:
 
         if self._txn is None:
             self._txn = Producer({**self.conf, "transactional.id": self.txn_id, "linger.ms": 5,
-                                  "transaction.timeout.ms": 30000})
+                                  "transaction.timeout.ms": 30000, **_QUIET})
             self._txn.init_transactions(60)
         return self._txn
 
