@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from eosmirror.slot import lifeline
 from eosmirror.spark import submit
 from tests.helpers import create_topic, faults_env, mirror, mirrors_file, read_all, run, seed_sequence, values
 
@@ -155,6 +156,19 @@ def copy_everything_once(m, target_conf, topic: str) -> None:
     assert {k: values(read_all(target_conf, topic, k)) for k in range(PARTITIONS)} == expected()
 
 
+def leftover_stacks(pids, folder: Path) -> str:
+    """Every Python thread's stack of the leftover workers (SIGUSR2 -> the lifeline's faulthandler)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGUSR2)
+        except ProcessLookupError:
+            pass
+    time.sleep(1)
+    return "\n".join(f"--- stacks of {path.name}\n{path.read_text()[-6000:]}"
+                     for path in sorted(folder.glob("worker-*.stacks"))
+                     if int(path.stem.split("-")[1]) in pids and path.read_text())
+
+
 def kill_leftovers(mark: str) -> None:
     """Cleanup after a failed assertion: nothing of this test may outlive it."""
     for pid in run_processes(mark):
@@ -180,7 +194,7 @@ def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
     mark = uuid.uuid4().hex
     cmd = submit.command("local[2]", submit.job_arguments(m.name, config_path=str(config_file)),
                          submit.spark_conf({"spark.ui.enabled": "false"}, f"test-{m.name}"))
-    env = {**submit.process_env(), **hold_rules(tmp_path), RUN_MARK: mark}
+    env = {**submit.process_env(), **hold_rules(tmp_path), RUN_MARK: mark, lifeline.STACK_DUMP_ENV: str(tmp_path)}
     log = open(tmp_path / "spark.log", "w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     admin = AdminClient(target_conf)
@@ -196,6 +210,8 @@ def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         times = measure_after_kill(killed_at, mark, admin, topic)
+        if times["no_process"] is None:   # where is each thread of a worker that outlived its run?
+            times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), tmp_path)}"
         assert_within_budgets(times, f"SIGKILL of the {target} ({len(before)} processes, {len(workers)} pyspark)")
     finally:
         kill_leftovers(mark)

@@ -171,3 +171,19 @@ def test_the_watchdog_outlives_an_error_and_still_cuts_when_the_jvm_dies(monkeyp
     thread.join(5)
     assert not thread.is_alive(), "the watchdog did not cut the lifeline within 5 s of the JVM's death"
     assert cut == ["the JVM that runs this worker's tasks (java, pid 4242) is gone"]
+
+
+def test_sigusr2_dumps_every_threads_stack_when_asked(tmp_path):
+    """The kill tests' view into a worker that outlives its run: EOSMIRROR_STACK_DUMP_DIR + SIGUSR2."""
+    code = ("import os, signal, threading, time\n"
+            "from eosmirror.slot import lifeline\n"
+            "lifeline._register_stack_dump()\n"
+            "threading.Thread(target=time.sleep, args=(30,), name='sleeper', daemon=True).start()\n"
+            "os.kill(os.getpid(), signal.SIGUSR2)\n"
+            "time.sleep(0.5)\n")
+    env = {**os.environ, "EOSMIRROR_STACK_DUMP_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (dump,) = tmp_path.glob("worker-*.stacks")
+    text = dump.read_text()
+    assert "Thread 0x" in text and "Current thread 0x" in text and "<string>" in text, text

@@ -128,6 +128,7 @@ def watch(copier: Any) -> None:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGHUP, _on_sighup)
         if _state["thread"] is None:
+            _register_stack_dump()
             _state["jvm"] = jvm_ancestor()
             if _state["jvm"] is None:
                 log.warning("lifeline: no JVM among the ancestors of Python worker %d; only SIGHUP from "
@@ -135,6 +136,26 @@ def watch(copier: Any) -> None:
             thread = threading.Thread(target=_watchdog, name="eosmirror-lifeline", daemon=True)
             _state["thread"] = thread
             thread.start()
+
+
+STACK_DUMP_ENV = "EOSMIRROR_STACK_DUMP_DIR"
+
+
+def _register_stack_dump() -> None:
+    """With EOSMIRROR_STACK_DUMP_DIR set: SIGUSR2 writes every thread's Python stack to
+    <dir>/worker-<pid>.stacks (faulthandler: works even when a thread holds the GIL). For a worker
+    that outlives its run: `kill -USR2 <pid>` shows where each thread is (the kill tests do)."""
+    folder = os.environ.get(STACK_DUMP_ENV)
+    if not folder:
+        return
+    import faulthandler
+
+    try:
+        out = open(os.path.join(folder, f"worker-{os.getpid()}.stacks"), "w")  # noqa: SIM115 - lives with the process
+        faulthandler.register(signal.SIGUSR2, file=out, all_threads=True)
+        _state["stack_file"] = out
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.warning("lifeline: no stack dump on SIGUSR2 (%s)", exc)
 
 
 def _on_sighup(signum: int, frame: Any) -> None:
