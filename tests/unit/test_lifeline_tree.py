@@ -187,3 +187,35 @@ def test_sigusr2_dumps_every_threads_stack_when_asked(tmp_path):
     (dump,) = tmp_path.glob("worker-*.stacks")
     text = dump.read_text()
     assert "Thread 0x" in text and "Current thread 0x" in text and "<string>" in text, text
+
+
+def test_a_sighup_inside_a_sighup_handler_neither_deadlocks_nor_is_lost():
+    """Stacks of a leftover worker: a second SIGHUP came while the first handler was inside
+    Event.set(); the handler then waited forever on the Event's lock, and so did the watchdog. The
+    handler now takes no lock; this runs it with that lock held, in a child with a time limit."""
+    code = ("from eosmirror.slot import lifeline\n"
+            "with lifeline._cut._cond:          # what the interrupted first handler held\n"
+            "    lifeline._on_sighup(1, None)\n"
+            "print('returned', lifeline._sighup[0])\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the SIGHUP handler deadlocked on a lock its own thread held")
+    assert done.returncode == 0 and done.stdout.strip() == "returned True", done.stderr
+
+
+def test_the_watchdog_turns_a_recorded_sighup_into_a_cut(monkeypatch):
+    from eosmirror.slot import lifeline
+
+    cut: list[str] = []
+    monkeypatch.setattr(lifeline, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(lifeline, "_cut_lifeline", cut.append)
+    monkeypatch.setattr(lifeline, "_sighup", [False])
+    monkeypatch.setitem(lifeline._state, "jvm", None)
+    thread = threading.Thread(target=lifeline._watchdog, daemon=True)
+    thread.start()
+    time.sleep(0.1)
+    assert cut == [] and thread.is_alive()          # nothing happened: no cut
+    lifeline._on_sighup(1, None)
+    thread.join(5)
+    assert not thread.is_alive() and cut and cut[0].startswith("SIGHUP from pyspark.daemon"), cut

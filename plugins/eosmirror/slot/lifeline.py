@@ -56,7 +56,13 @@ EXIT_CODE = 69         # EX_UNAVAILABLE: the run this worker served is gone
 
 _lock = threading.Lock()
 _copiers: "weakref.WeakSet[Any]" = weakref.WeakSet()   # slots of this process whose transaction to abort
-_cut = threading.Event()        # set once: by the watchdog (JVM gone) or by SIGHUP
+_cut = threading.Event()        # set once, by the watchdog thread only (JVM gone, or SIGHUP seen)
+# Set by the SIGHUP handler: a plain list item, because a signal handler must take no lock. It once
+# called _cut.set(): a second SIGHUP arrived while the first handler was inside Event.set(), the
+# handler blocked on the Event's own lock in the main thread, and the watchdog blocked on the same
+# lock in _cut.wait() - a worker alive, its transaction open, long after its run was killed
+# (stacks from the kill test under load, about 1 run in 8).
+_sighup = [False]
 _parked = threading.Event()     # a slot's thread reached check() after the cut: it produces nothing more
 _state: dict[str, Any] = {"thread": None, "jvm": None}
 
@@ -159,7 +165,7 @@ def _register_stack_dump() -> None:
 
 
 def _on_sighup(signum: int, frame: Any) -> None:
-    _cut.set()   # the watchdog thread does the rest; a signal handler must stay short
+    _sighup[0] = True   # no lock, no call: the watchdog thread sees it within POLL_SECONDS and does the rest
 
 
 def check() -> None:
@@ -186,20 +192,20 @@ def run_slot(task: Any) -> dict[str, Any]:
 
 
 def _watchdog() -> None:
-    """Never returns. An unexpected error must not end this thread quietly: the slot's thread may be
-    blocked (a fault hold, librdkafka) and would then outlive its run with the transaction open; so
-    the watchdog goes on after logging it (seen once in ~10 loaded runs: a worker outlived its killed
-    run by more than 15 s with SIGHUP caught but no exit)."""
+    """Never returns. It takes no lock the main thread may hold (see _sighup), and an unexpected
+    error does not end it quietly: the slot's thread may be blocked (a fault hold, librdkafka) and
+    would then outlive its run with the transaction open; so it logs the error and looks again."""
     jvm: Process | None = _state["jvm"]
     reason = "the lifeline's watchdog failed"
     while True:
         try:
-            if _cut.wait(POLL_SECONDS):
+            if _sighup[0]:
                 reason = "SIGHUP from pyspark.daemon (its JVM closed the daemon's stdin or stopped it)"
                 break
             if jvm is not None and not jvm.alive():
                 reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
                 break
+            time.sleep(POLL_SECONDS)
         except Exception:  # noqa: BLE001 - logged; looking again is the only safe reaction
             log.exception("lifeline: checking the JVM failed; checking again")
             time.sleep(POLL_SECONDS)
