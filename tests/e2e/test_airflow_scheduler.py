@@ -137,9 +137,19 @@ def wait_for(predicate, seconds, what, state, budget: Budget, seen=lambda: ""):
                          f"--- standalone log tail\n{state['log'].read_text()[-4000:]}")
 
 
-def airflow_cli(env, *args, timeout=120):
-    done = subprocess.run([AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"airflow {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+def airflow_cli(env, *args, timeout=120, attempts=3):
+    """The Airflow CLI against the standalone's SQLite database. SQLite answers "database is locked"
+    at once, whatever the busy timeout, when a transaction that has read must upgrade to write while
+    the scheduler writes (it refuses to wait there, to avoid a deadlock): CI and a loaded run hit it
+    in `backfill create`. That transaction rolled back, so the command is run again, as an operator
+    would; any other failure fails at once."""
+    for attempt in range(1, attempts + 1):
+        done = subprocess.run([AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=timeout)
+        if done.returncode == 0 or "database is locked" not in done.stderr or attempt == attempts:
+            break
+        time.sleep(2)
+    assert done.returncode == 0, (f"airflow {' '.join(args)} failed (attempt {attempt}):\n"
+                                  f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return done.stdout
 
 

@@ -18,7 +18,9 @@ from eosmirror import paths
 
 # SQLite allows one writer at a time; pysqlite gives up on a locked database after 5 s. With the
 # scheduler, DAG processor, API server and a CLI call writing at once on a busy 2-core machine, 5 s
-# is not enough (`airflow backfill create` failed "database is locked" in CI), so wait up to 60 s.
+# is not enough for a waiting writer, so wait up to 60 s. (A transaction that read and then must
+# write still gets "database is locked" at once: SQLite does not wait there. PostgreSQL, as in
+# docker/, has neither limit.)
 # Airflow imports this dict by its dotted path (database.sql_alchemy_connect_args).
 SQLITE_CONNECT_ARGS = {"timeout": 60}
 
