@@ -71,3 +71,28 @@ def test_spark_faults_fall_back_when_the_driver_does_not_answer():
         raise faults.DeployError("connection refused")
     service, why = faults.busy_spark_worker(None, FakeTester(), "run", "spark-worker-1", fetch)
     assert service == "spark-worker-1" and "connection refused" in why
+
+
+def _ran(copy_host: str, publish_host: str, state: str = "success") -> dict:
+    return {"state": state, "tasks": [{"task_id": "copy", "hostname": copy_host},
+                                      {"task_id": "preflight", "hostname": "airflow-worker-9"},
+                                      {"task_id": "publish", "hostname": publish_host}]}
+
+
+def test_cross_host_check_counts_faulted_catch_up_first_and_final_runs():
+    from eosmirror_tools.deploy import runs
+
+    scenarios = [{"name": "first run", **_ran("w1", "w1")},
+                 {"name": "target-leader", **_ran("w2", "w2"), "catch_up": _ran("w1", "w2")},
+                 {"name": "celery-copy-kill", **_ran("w1", "w2", state="failed")},
+                 {"name": "final clean run", **_ran("w2", "w2")}]
+    check = runs.cross_host_check(scenarios, required=True)
+    assert check["ok"] and check["runs"] == 4 and check["crossed"] == ["target-leader catch-up"]
+
+
+def test_cross_host_check_fails_only_when_required_and_never_seen():
+    from eosmirror_tools.deploy import runs
+
+    same = [{"name": "first run", **_ran("w1", "w1")}, {"name": "final clean run", **_ran("w2", "w2")}]
+    assert not runs.cross_host_check(same, required=True)["ok"]
+    assert runs.cross_host_check(same, required=False)["ok"]

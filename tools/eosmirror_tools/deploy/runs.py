@@ -56,3 +56,27 @@ def run_once(tester: Tester) -> dict[str, Any]:
     if state["state"] == "success":
         state["copy"] = tester.probe("copy-report", DAG_ID, run_id, check=False)
     return state
+
+
+def copy_and_publish_hosts(scenarios: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(run, copy host, publish host) of every successful run in the report: faulted, catch-up, first
+    and final runs alike."""
+    found = []
+    for scenario in scenarios:
+        for label, ran in ((scenario["name"], scenario), (f"{scenario['name']} catch-up", scenario.get("catch_up"))):
+            if not ran or ran.get("state") != "success":
+                continue
+            copy, publish = task(ran, "copy").get("hostname"), task(ran, "publish").get("hostname")
+            if copy and publish:
+                found.append((label, copy, publish))
+    return found
+
+
+def cross_host_check(scenarios: list[dict[str, Any]], required: bool) -> dict[str, Any]:
+    """Did copy and publish of one run ever land on different Celery hosts? Nothing forces it (Celery
+    hands tasks to whichever worker is free), so it is checked: with every fault run there are 14
+    runs, and a run where they share a host is at most about as likely as not."""
+    hosts = copy_and_publish_hosts(scenarios)
+    crossed = [run for run, copy, publish in hosts if copy != publish]
+    return {"name": "copy and publish on different hosts", "state": "checked", "runs": len(hosts),
+            "crossed": crossed, "ok": bool(crossed) or not required}
