@@ -273,9 +273,9 @@ def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
         groupsync.EXACT, change["target_end"]), report
 
 
-# --- migrate --from mm2 refusals, with MM2's offsets written as MM2 writes them -----------------------
+# --- migrate --from mm2 refusals, with offsets written in MM2's format (test_migrate_mm2.py runs MM2) ---
 
-def fake_mm2_offsets(target_conf, alias, topic, last_copied):
+def write_mm2_style_offsets(target_conf, alias, topic, last_copied):
     """Records in MM2's Connect offsets topic, in MirrorSourceTask's format (see core/migration.py)."""
     import json
 
@@ -303,7 +303,7 @@ def test_migrate_from_mm2_refuses_duplicates_and_other_naming(clusters, source_c
     again = helpers.producer(target_conf)   # an at-least-once retry: record 9 of partition 1 twice
     again.produce(topic, value=b"1-9", key=b"k4", partition=1)
     again.flush(10)
-    fake_mm2_offsets(target_conf, alias, topic, {0: 9, 1: 9})
+    write_mm2_style_offsets(target_conf, alias, topic, {0: 9, 1: 9})
     m = helpers.mirror(unique("m"), [topic], source_alias=alias)
 
     with pytest.raises(RefusedError, match=r"source 10 vs target 11.*at-least-once.*--from target-end"):
