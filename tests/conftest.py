@@ -74,12 +74,21 @@ def clusters():
 
 @pytest.fixture(scope="session")
 def source_conf(clusters):
-    return clusters["source"].client_config()
+    return _quiet(clusters["source"].client_config())
 
 
 @pytest.fixture(scope="session")
 def target_conf(clusters):
-    return clusters["target"].client_config()
+    return _quiet(clusters["target"].client_config())
+
+
+def _quiet(conf: dict) -> dict:
+    """The tests' own clients log librdkafka at eosmirror's level, as eosmirror's clients do: an
+    AdminClient that a test's frame keeps alive past the session would otherwise print "Connection
+    refused" once a second after the brokers stop. The product's clients set the same level."""
+    from eosmirror.kafka import clients
+
+    return {**conf, "log_level": clients.librdkafka_log_level()}
 
 
 @pytest.fixture
