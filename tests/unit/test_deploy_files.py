@@ -96,3 +96,25 @@ def test_cross_host_check_fails_only_when_required_and_never_seen():
     same = [{"name": "first run", **_ran("w1", "w1")}, {"name": "final clean run", **_ran("w2", "w2")}]
     assert not runs.cross_host_check(same, required=True)["ok"]
     assert runs.cross_host_check(same, required=False)["ok"]
+
+
+def test_faults_argument_accepts_all_none_and_known_names():
+    from eosmirror_tools.deploy import faults
+
+    assert faults.fault_names("all") == list(faults.FAULTS) and faults.fault_names("none") == []
+    assert faults.fault_names(" target-leader, celery-copy-kill ") == ["target-leader", "celery-copy-kill"]
+
+
+def test_an_unknown_fault_is_refused_before_anything_is_installed_or_started(monkeypatch, capsys):
+    import pytest
+
+    from eosmirror_tools.deploy import __main__ as deploy
+    from eosmirror_tools.deploy import engine
+
+    def must_not_run():
+        raise AssertionError("packages were looked at before the arguments were checked")
+    monkeypatch.setattr(engine, "ensure_packages", must_not_run)
+    with pytest.raises(SystemExit) as exited:
+        deploy.main(["--faults", "target-leader,kill-everything"])
+    assert exited.value.code == 2
+    assert "unknown fault(s) ['kill-everything']" in capsys.readouterr().err

@@ -63,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the deployment running (debugging)")
     parser.add_argument("--faults", default="all", help="comma-separated fault names, 'all' or 'none'")
     ns = parser.parse_args(argv)
+    from eosmirror_tools.deploy import faults
+
+    try:   # checked before anything is installed, built or started
+        fault_names = faults.fault_names(ns.faults)
+    except ValueError as exc:
+        parser.error(f"--faults: {exc}")
     # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so the teardown in `finally` still runs.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt("SIGTERM")))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -78,12 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         tester = Tester(stack)
         deploy(stack, tester, report)
         basic_path(tester, report)
-        if ns.faults != "none":
-            from eosmirror_tools.deploy import faults
-
-            faults.run_all(stack, tester, report, ns.faults)
+        if fault_names:
+            faults.run_all(stack, tester, report, fault_names)
         # A hard check only when every fault ran (14 runs); with fewer it is reported, not required.
-        report["scenarios"].append(runs.cross_host_check(report["scenarios"], required=ns.faults == "all"))
+        every_fault = len(fault_names) == len(faults.FAULTS)
+        report["scenarios"].append(runs.cross_host_check(report["scenarios"], required=every_fault))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, then everything is torn down
         report["error"] = f"{type(exc).__name__}: {exc}"
         log.error("deploy-test failed: %s\n%s", exc, traceback.format_exc())

@@ -196,11 +196,19 @@ def scenario(stack: Stack, tester: Tester, name: str) -> dict[str, Any]:
     return result
 
 
-def run_all(stack: Stack, tester: Tester, report: dict[str, Any], selection: str) -> None:
-    names = list(FAULTS) if selection == "all" else [n.strip() for n in selection.split(",") if n.strip()]
+def fault_names(selection: str) -> list[str]:
+    """--faults: 'all', 'none' or comma-separated names; an unknown name is refused before anything
+    is built or started."""
+    if selection in ("all", "none"):
+        return list(FAULTS) if selection == "all" else []
+    names = [n.strip() for n in selection.split(",") if n.strip()]
     unknown = sorted(set(names) - set(FAULTS))
-    if unknown:
-        raise DeployError(f"unknown fault(s) {unknown}; known: {sorted(FAULTS)}")
+    if unknown or not names:
+        raise ValueError(f"unknown fault(s) {unknown or [selection]}; known: all, none, {', '.join(FAULTS)}")
+    return names
+
+
+def run_all(stack: Stack, tester: Tester, report: dict[str, Any], names: list[str]) -> None:
     for name in names:
         try:
             report["scenarios"].append(scenario(stack, tester, name))
