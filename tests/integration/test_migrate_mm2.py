@@ -9,6 +9,7 @@ source record exactly once, in order. Heavy (a JVM): run under flock /tmp/eosmir
 from __future__ import annotations
 
 import re
+import signal
 import threading
 import time
 import uuid
@@ -42,7 +43,13 @@ def start_mm2(tmp_path, source_conf, target_conf, topic, alias, target_alias):
                            re.escape(topic), exactly_once=True, rest_port=mm2.free_port(), tasks=2)
     props_path, log4j_path = mm2.write_files(tmp_path / "mm2", props)
     cmd = runtime.java_command(mm2.MAIN_CLASS, str(props_path), extra_jvm=(f"-Dlog4j2.configurationFile={log4j_path}",))
-    return ChildProcess(cmd, tmp_path / "mm2" / "mm2.log", cwd=tmp_path / "mm2")
+    return ChildProcess(cmd, tmp_path / "mm2" / "mm2.log", cwd=tmp_path / "mm2", grace=MM2_STOP_GRACE)
+
+
+# SIGTERM lets MM2 stop cleanly, which marks its tasks UNASSIGNED in its status topic (what the
+# migration checks). Stopped a few seconds after its tasks started, MM2 once needed more than the
+# usual 20 s (its herder still busy after five quick rebalances) and was SIGKILLed, leaving RUNNING.
+MM2_STOP_GRACE = 120.0
 
 
 def keep_writing(source_conf, topic, stop):
@@ -91,6 +98,12 @@ def test_take_over_from_exactly_once_mm2(clusters, source_conf, target_conf, uni
         # Let MM2 copy the live records, then stop it.
         source_now = committed_on(source_conf, topic)
         wait_until(120, lambda: committed_on(target_conf, topic), lambda got: got == source_now)
+        stopping = time.monotonic()
+        mm2_process.stop()
+        stop_seconds = time.monotonic() - stopping
+    assert mm2_process.proc.returncode != -signal.SIGKILL, (
+        f"MM2 did not stop within {MM2_STOP_GRACE:.0f} s of SIGTERM and was killed, so its status topic still "
+        f"says RUNNING; see {tmp_path / 'mm2' / 'mm2.log'}")
     evidence = (tmp_path / "mm2" / "mm2.log").read_text(errors="replace")
     assert "ExactlyOnceWorkerSourceTask" in evidence   # MM2 really ran exactly-once
     assert helpers.progress_of(target_conf, m, topic, PARTITIONS) == {0: None, 1: None}   # refused: nothing written
@@ -116,7 +129,8 @@ def test_take_over_from_exactly_once_mm2(clusters, source_conf, target_conf, uni
     assert verified.returncode == 0 and "copied before eosmirror took over" in verified.stdout, verified.stdout
     history = helpers.cli("history", m.name, "--config", str(mirrors))
     assert f"migrate from mm2:{alias}" in history.stdout, history.stdout
-    print(f"MM2 first copy visible after {first_copy_seconds:.1f} s; migrate took {migrate_seconds:.1f} s "
+    print(f"MM2 first copy visible after {first_copy_seconds:.1f} s; stopped in {stop_seconds:.1f} s; "
+          f"migrate took {migrate_seconds:.1f} s "
           f"(CLI, 3 s check window); committed records per partition {len(source[0])}; refused with: "
           f"{idle.stderr.strip()[:250]} / {refused.stderr.strip()[:250]}")
 
