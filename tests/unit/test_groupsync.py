@@ -88,6 +88,81 @@ def test_decide_never_moves_backwards_unless_allowed(current, allow, expected):
     assert gs.decide(gs.Translation(gs.EXACT, 10), current, allow) == expected
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_failback_past_the_last_copy_is_exact_when_the_target_holds_no_data_record_there(seed):
+    syncs, copied, targets = mirrored(seed, start=20, target_start=3)
+    end = gs.copies_end(syncs)
+    assert end == targets[-1] + 1
+    # A consumer that read to the end commits past the mirror's last commit marker: no data in between.
+    markers_only = gs.LogRead(start=end, reached=end + 3, data_offsets=())
+    assert gs.failback(end + 1, syncs, markers_only) == gs.Translation(gs.EXACT, syncs.progress)
+    assert gs.failback(end + 3, syncs, markers_only) == gs.Translation(gs.EXACT, syncs.progress)
+    # Records someone else produced to the target are reported with their count (not offsets).
+    foreign = gs.LogRead(start=end, reached=end + 10, data_offsets=(end + 2, end + 5))
+    assert gs.failback(end + 2, syncs, foreign) == gs.Translation(gs.EXACT, syncs.progress)
+    assert gs.failback(end + 3, syncs, foreign) == gs.Translation(gs.BEYOND_MIRROR, records=1)
+    assert gs.failback(end + 10, syncs, foreign) == gs.Translation(gs.BEYOND_MIRROR, records=2)
+    # Unread (the read stopped short of the committed offset) or read from elsewhere: never EXACT.
+    assert gs.failback(end + 11, syncs, foreign) == gs.Translation(gs.BEYOND_MIRROR, records=11)
+    assert gs.failback(end + 2, syncs, gs.LogRead(start=end + 1, reached=end + 9)).outcome == gs.BEYOND_MIRROR
+    assert gs.failback(end + 2, syncs).outcome == gs.BEYOND_MIRROR
+
+
+def test_a_backward_move_across_markers_only_is_no_move_and_a_real_one_stays_refused():
+    # the group sits at 92 on the target (past the last copy at 89 and two markers), failover gives 90
+    committed = {("orders", 0): 100, ("orders", 1): 100, ("orders", 2): 60}
+    current = {("dc1.orders", 0): 92, ("dc1.orders", 1): 92, ("dc1.orders", 2): 92}
+    plan = gs.plan_group("g", "EMPTY", gs.FAILOVER, committed, current, simple_syncs(), {"orders": "dc1.orders"},
+                         allow_rewind=False)
+    assert [p.decision for p in plan.partitions] == [gs.REWIND_REFUSED] * 3
+    assert gs.backward_ranges([plan]) == {("dc1.orders", 0): (90, 92), ("dc1.orders", 1): (90, 92),
+                                          ("dc1.orders", 2): (50, 92)}
+    gs.settle_equivalent([plan], {("dc1.orders", 0): gs.LogRead(90, 92),               # two markers
+                                  ("dc1.orders", 1): gs.LogRead(90, 92, (91,)),        # a foreign record
+                                  ("dc1.orders", 2): gs.LogRead(50, 92, tuple(range(50, 90)))})
+    assert [p.decision for p in plan.partitions] == [gs.UNCHANGED, gs.REWIND_REFUSED, gs.REWIND_REFUSED]
+    assert plan.writes() == {} and plan.left() == {gs.REWIND_REFUSED: 2}
+
+
+def test_failback_tail_ranges_read_each_partition_once_to_the_furthest_group():
+    syncs = simple_syncs()     # 90 copies per partition: target offsets 0..89, last copy ends at 90
+    ranges = gs.failback_tail_ranges([{("dc1.orders", 0): 95, ("dc1.orders", 1): 40},
+                                      {("dc1.orders", 0): 92, ("dc1.orders", 2): 90, ("dc1.orders", 3): 91},
+                                      {("dc1.other", 0): 500}], syncs)
+    assert ranges == {("dc1.orders", 0): (90, 95), ("dc1.orders", 3): (90, 91)}
+
+
+def test_a_failback_that_leaves_partitions_says_how_many_and_why():
+    from eosmirror.core import report
+    from eosmirror.driver.groups import exit_code
+
+    tails = {("dc1.orders", 1): gs.LogRead(90, 100, (90, 91, 92)), ("dc1.orders", 2): gs.LogRead(90, 100)}
+    plan = gs.plan_group("g", "EMPTY", gs.FAILBACK, {("dc1.orders", 0): 40, ("dc1.orders", 1): 99,
+                                                     ("dc1.orders", 2): 99}, {}, simple_syncs(),
+                         {"dc1.orders": "orders"}, allow_rewind=False, tails=tails)
+    assert plan.writes() == {("orders", 0): 50, ("orders", 2): 100}
+    assert plan.left() == {gs.BEYOND_MIRROR: 1}
+    caught_up = gs.plan_group("h", "EMPTY", gs.FAILBACK, {("dc1.orders", 2): 99}, {("orders", 2): 100},
+                              simple_syncs(), {"dc1.orders": "orders"}, allow_rewind=False, tails=tails)
+    assert caught_up.left() == {} and caught_up.partitions[0].decision == gs.UNCHANGED
+
+    def result(direction, *plans):
+        return {"mirror": "m", "direction": direction, "dry_run": False, "read_from": "T", "written_to": "S",
+                "checkpoints_topic": "c", "groups": [{**p.as_dict(), "written": bool(p.writes()), "error": None,
+                                                      "left": p.left()} for p in plans]}
+
+    text = report.groups_table(result(gs.FAILBACK, plan, caught_up))
+    assert "wrote 2 partition(s); LEFT 1 partition(s) unmoved: 1 with target records that are not copies" in text
+    assert "3 target records after the mirrored range are not copies" in text
+    assert "group h (state EMPTY where written): nothing to write" in text
+    assert exit_code(result(gs.FAILBACK, plan, caught_up)) == 4
+    assert exit_code(result(gs.FAILBACK, caught_up)) == 0
+    waiting = gs.plan_group("w", "EMPTY", gs.FAILOVER, {("orders", 0): 120}, {}, simple_syncs(),
+                            {"orders": "dc1.orders"}, allow_rewind=False)
+    assert "): LEFT 1 partition(s) unmoved: 1 waiting for" in report.groups_table(result(gs.FAILOVER, waiting))
+    assert exit_code(result(gs.FAILOVER, waiting)) == 0   # failover on a schedule: waiting is normal
+
+
 def simple_syncs():
     return {("dc1.orders", p): PartitionSyncs([OffsetSync("dc1.orders", p, "orders", 0, 100, 0, ((10, 90),))])
             for p in range(4)}

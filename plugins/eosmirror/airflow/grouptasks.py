@@ -44,7 +44,7 @@ def group_options(mirror: config.MirrorConfig, context: dict[str, Any]) -> Any:
 def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
     """Plan and (unless a dry run) write; the report is the return value (XCom)."""
     from eosmirror.airflow.tasks import fail_without_retry
-    from eosmirror.core.errors import ConfigError
+    from eosmirror.core.errors import EXIT_GROUPS_LEFT, ConfigError, EosMirrorError
     from eosmirror.driver import groups
 
     try:
@@ -54,8 +54,16 @@ def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, An
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
     result = groups.sync_groups(mirror, options)
-    log.info("consumer groups of mirror %s:\n%s", mirror_name, report.groups_table(result))
-    if groups.exit_code(result):
+    table = report.groups_table(result)
+    log.info("consumer groups of mirror %s:\n%s", mirror_name, table)
+    code = groups.exit_code(result)
+    if code == EXIT_GROUPS_LEFT:
+        # A failback is an operator's one-time act: a retry would leave the same partitions again.
+        left = [f"{g['group']} ({sum(g['left'].values())})" for g in result["groups"] if g["left"]]
+        raise fail_without_retry(EosMirrorError(
+            f"mirror {mirror_name}: the failback left partitions of {', '.join(left)} unmoved (what was writable was "
+            f"written); the table says which and why:\n{table}"))
+    if code:
         failed = [g["group"] for g in result["groups"] if g["error"]]
         raise RuntimeError(f"mirror {mirror_name}: writing the offsets of {', '.join(failed)} failed and was rolled "
                            f"back; the retry writes them again (every write is one transaction)")

@@ -4,6 +4,9 @@ Exit codes used by the CLI and the Spark entry point:
   0  every slot committed or had nothing to do
   1  the run failed (a slot failed, a cluster is unreachable, data was lost on the source ...)
   2  the configuration or the command line is wrong; nothing was written
+  3  `eosmirror verify`: no difference found, but part of the ranges could no longer be checked
+  4  `eosmirror groups ... --direction failback` left partitions of a group where they were (target
+     records that are not copies, nothing mirrored, a refused rewind): the table says which and why
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_INCOMPLETE = 3
+EXIT_GROUPS_LEFT = 4
 
 
 class EosMirrorError(Exception):

@@ -15,18 +15,25 @@ answers exactly as the whole history would). Never invented:
 - failback, committed target offset T:
     T on a copied record            -> the source offset of the record copied to T
     T at the end of the mirrored target range -> the mirror's progress (the next source offset to copy)
-    T beyond it                     -> BEYOND_MIRROR (records written on the target, not copies)
+    T beyond it, with no committed data record between the last copy and T (only the transaction
+      markers the mirror's own commits leave, or aborted records: where a consumer that read to the
+      end commits) -> the mirror's progress as well. Decided by READING the target (``LogRead``),
+      never by counting offsets: a marker and a record both take one offset.
+    T beyond it, past committed data records that are not copies -> BEYOND_MIRROR, with their count
     T before the first copy         -> BEFORE_RANGE
 
 A group is written only when it is empty or does not exist (an active group is SKIPPED whole), and a
-partition's offset never moves backwards unless the operator allows it (REWIND_REFUSED).
+partition's offset never moves backwards unless the operator allows it (REWIND_REFUSED). A position
+below the group's current one with no committed data record between them (only markers or aborted
+records, read on the written side) is the same position: UNCHANGED, neither a rewind nor a write
+(a group that read to the end on the target sits past the mirror's last commit marker).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from eosmirror.core.offsetsync import PartitionSyncs
@@ -67,6 +74,34 @@ def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation
     return Translation(EXACT, offset=syncs.translate(committed_source))
 
 
+@dataclass(frozen=True)
+class LogRead:
+    """A range of one partition read ``read_committed`` (``kafka.readers.data_offsets``): every offset
+    in [``start``, ``reached``) was read, and ``data_offsets`` are those of the committed data records
+    among them (ascending). Transaction markers and aborted records are not data: no consumer ever
+    receives them, so two positions with only those between them are the same position."""
+
+    start: int
+    reached: int
+    data_offsets: tuple[int, ...] = ()
+
+    def records_between(self, low: int, high: int) -> int | None:
+        """Committed data records in [low, high); None when the read did not cover that range."""
+        if low < self.start or high > self.reached:
+            return None
+        return bisect.bisect_left(self.data_offsets, high) - bisect.bisect_left(self.data_offsets, low)
+
+
+def copies_end(syncs: PartitionSyncs) -> int:
+    """The target offset right after the mirror's last copy of the partition (the end of the mirrored
+    target range; a transaction marker usually lies there)."""
+    return _end(syncs, _copies(syncs)[1])
+
+
+def _end(syncs: PartitionSyncs, runs: list[tuple[int, int, int]]) -> int:
+    return runs[-1][0] + runs[-1][2] if runs else syncs.ordered()[-1].target_next
+
+
 def _copies(syncs: PartitionSyncs) -> tuple[list[int], list[tuple[int, int, int]]]:
     """Every run of copies as (target offset of its first copy, source offset, length), target-ordered."""
     runs = []
@@ -79,17 +114,21 @@ def _copies(syncs: PartitionSyncs) -> tuple[list[int], list[tuple[int, int, int]
     return [r[0] for r in runs], runs
 
 
-def failback(committed_target: int, syncs: PartitionSyncs | None) -> Translation:
-    """Where a group committed at target offset ``committed_target`` resumes on the source."""
+def failback(committed_target: int, syncs: PartitionSyncs | None, tail: LogRead | None = None) -> Translation:
+    """Where a group committed at target offset ``committed_target`` resumes on the source. ``tail``:
+    the target read after the last copy (needed only when ``committed_target`` lies past it)."""
     if syncs is None or not syncs.syncs:
         return Translation(NOT_MIRRORED)
     firsts, runs = _copies(syncs)
-    last = syncs.ordered()[-1]
-    target_end = runs[-1][0] + runs[-1][2] if runs else last.target_next
+    target_end = _end(syncs, runs)
     if committed_target >= target_end:
         if committed_target == target_end:
             return Translation(EXACT, offset=syncs.progress)
-        return Translation(BEYOND_MIRROR, records=committed_target - target_end)
+        foreign = tail.records_between(target_end, committed_target) if tail is not None else None
+        if foreign == 0:   # only markers or aborted records after the last copy: the group is caught up
+            return Translation(EXACT, offset=syncs.progress)
+        # unread (the log ends before the committed offset): the offsets, as no record count is known
+        return Translation(BEYOND_MIRROR, records=committed_target - target_end if foreign is None else foreign)
     first_copy = runs[0][0] if runs else target_end
     if committed_target < first_copy:
         return Translation(BEFORE_RANGE, records=first_copy - committed_target)
@@ -140,6 +179,18 @@ class GroupPlan:
             return {}
         return {(p.to_topic, p.partition): p.new_offset for p in self.partitions if p.decision == WRITE}
 
+    def left(self) -> dict[str, int]:
+        """Partitions not moved (neither written nor already there), by reason: the outcome, or
+        REWIND_REFUSED. Empty for a skipped group (it is reported whole)."""
+        reasons: dict[str, int] = {}
+        if self.skipped:
+            return reasons
+        for p in self.partitions:
+            reason = p.outcome if p.outcome != EXACT else p.decision if p.decision == REWIND_REFUSED else ""
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return reasons
+
     def count(self, what: str) -> int:
         return sum(1 for p in self.partitions if what in (p.outcome, p.decision))
 
@@ -155,20 +206,24 @@ def is_writable(state: str) -> bool:
 
 def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[str, int], int],
                current: Mapping[tuple[str, int], int], syncs: Mapping[tuple[str, int], PartitionSyncs],
-               topic_map: Mapping[str, str], allow_rewind: bool) -> GroupPlan:
+               topic_map: Mapping[str, str], allow_rewind: bool,
+               tails: Mapping[tuple[str, int], LogRead] | None = None) -> GroupPlan:
     """The plan for one group.
 
     ``committed``: the group's offsets on the side it is moved FROM, keyed by that side's topic;
     ``current``: its offsets on the side it is moved TO; ``syncs``: keyed by (target topic, partition);
     ``topic_map``: from-side topic -> to-side topic (source -> target names for failover, the
-    reverse for failback).
+    reverse for failback); ``tails``: failback only, the target read after the last copy, keyed
+    by (target topic, partition) (``failback_tail_ranges`` says which ranges to read).
     """
     plan = GroupPlan(group=group, state=state, skipped=not is_writable(state))
-    translate = failover if direction == FAILOVER else failback
+    tails = tails or {}
     for (from_topic, partition), offset in sorted(committed.items()):
         to_topic = topic_map[from_topic]
-        target_topic = to_topic if direction == FAILOVER else from_topic
-        translation = translate(offset, syncs.get((target_topic, partition)))
+        if direction == FAILOVER:
+            translation = failover(offset, syncs.get((to_topic, partition)))
+        else:
+            translation = failback(offset, syncs.get((from_topic, partition)), tails.get((from_topic, partition)))
         now = current.get((to_topic, partition))
         decision = decide(translation, now, allow_rewind) if translation.outcome == EXACT else ""
         plan.partitions.append(PartitionPlan(
@@ -176,6 +231,47 @@ def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[
             outcome=translation.outcome, decision=decision, new_offset=translation.offset, current=now,
             records=translation.records))
     return plan
+
+
+def backward_ranges(plans: Iterable[GroupPlan]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Ranges of the written side to read so that ``settle_equivalent`` can tell a real backward move
+    from an equivalent position: per (to-side topic, partition), [lowest new offset, highest current)."""
+    ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    for plan in plans:
+        for p in plan.partitions:
+            if p.outcome == EXACT and p.current is not None and p.new_offset is not None and p.new_offset < p.current:
+                key = (p.to_topic, p.partition)
+                low, high = ranges.get(key, (p.new_offset, p.current))
+                ranges[key] = (min(low, p.new_offset), max(high, p.current))
+    return ranges
+
+
+def settle_equivalent(plans: Iterable[GroupPlan], reads: Mapping[tuple[str, int], LogRead]) -> None:
+    """A backward move across no committed data record is no move: its decision becomes UNCHANGED."""
+    for plan in plans:
+        for i, p in enumerate(plan.partitions):
+            read = reads.get((p.to_topic, p.partition))
+            if (read is None or p.outcome != EXACT or p.current is None or p.new_offset is None
+                    or p.new_offset >= p.current):
+                continue
+            if read.records_between(p.new_offset, p.current) == 0:
+                plan.partitions[i] = replace(p, decision=UNCHANGED)
+
+
+def failback_tail_ranges(committed: Iterable[Mapping[tuple[str, int], int]],
+                         syncs: Mapping[tuple[str, int], PartitionSyncs]) -> dict[tuple[str, int], tuple[int, int]]:
+    """The target ranges a failback must read: per target partition where some group committed past
+    the mirror's last copy, [end of the last copy, the highest such committed offset)."""
+    ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    for offsets in committed:
+        for tp, offset in offsets.items():
+            partition_syncs = syncs.get(tp)
+            if partition_syncs is None or not partition_syncs.syncs:
+                continue
+            end = copies_end(partition_syncs)
+            if offset > end:
+                ranges[tp] = (end, max(offset, ranges.get(tp, (end, end))[1]))
+    return ranges
 
 
 def sync_needs(direction: str, committed: Iterable[Mapping[tuple[str, int], int]],

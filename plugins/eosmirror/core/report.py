@@ -109,6 +109,15 @@ def parse_result_line(line: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_LEFT_REASONS = {
+    "beyond_mirror": "with target records that are not copies",
+    "waiting": "waiting for the mirror",
+    "before_range": "before the mirror's start",
+    "not_mirrored": "with nothing mirrored yet",
+    "rewind_refused": "refused: would move backwards (allow_rewind)",
+}
+
+
 def _group_result(p: dict[str, Any], skipped: bool) -> str:
     """One partition of a group sync report, in words."""
     outcome, decision, records = p["outcome"], p["decision"], p["records"]
@@ -134,10 +143,15 @@ def groups_table(report: dict[str, Any]) -> str:
         lines.append(f"\ngroup {name}: not found (no such group, or excluded by groups.include/exclude)")
     for g in report["groups"]:
         writes = sum(1 for p in g["partitions"] if p["decision"] == "write")
+        left = g.get("left") or {}
         status = ("SKIPPED: active (has members), untouched" if g["skipped"]
                   else f"FAILED, rolled back: {g['error']}" if g["error"]
                   else f"wrote {writes} partition(s)" if g["written"]
-                  else f"would write {writes} partition(s)" if writes else "nothing to write")
+                  else f"would write {writes} partition(s)" if writes
+                  else "nothing to write" if not left else "")
+        if left:
+            why = ", ".join(f"{n} {_LEFT_REASONS.get(reason, reason)}" for reason, n in sorted(left.items()))
+            status = (f"{status}; " if status else "") + f"LEFT {sum(left.values())} partition(s) unmoved: {why}"
         lines.append(f"\ngroup {g['group']} (state {g['state']} where written): {status}")
         rows = [[f"{p['from_topic']}[{p['partition']}]" + (f" -> {p['to_topic']}" if p["to_topic"] != p["from_topic"]
                                                           else ""), p["committed"],

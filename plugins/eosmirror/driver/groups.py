@@ -21,12 +21,12 @@ from typing import Any, Callable
 from eosmirror.core import groupsync, naming
 from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
 from eosmirror.core.config import GroupSettings, MirrorConfig
-from eosmirror.core.errors import ConfigError, EosMirrorError
+from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
 from eosmirror.driver import topics
 from eosmirror.kafka import groups as kafka_groups
-from eosmirror.kafka import syncstore
+from eosmirror.kafka import readers, syncstore
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,9 @@ READ_PARALLELISM = 8
 
 # Reads the syncs the given needs ask for (``syncstore.load_needed`` on the mirror's target).
 SyncLoader = Callable[[dict[tuple[str, int], Need]], dict[tuple[str, int], PartitionSyncs]]
+# Reads ranges of one side read_committed (``readers.data_offsets``): the target after the mirror's
+# last copies (failback), the written side between a new offset and a group's higher current one.
+LogReader = Callable[[dict[tuple[str, int], tuple[int, int]]], dict[tuple[str, int], groupsync.LogRead]]
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def _checkpoints(plan: groupsync.GroupPlan) -> list[Checkpoint]:
 
 
 def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides, load_syncs: SyncLoader,
-                allow_rewind: bool) -> tuple[list[groupsync.GroupPlan], list[str]]:
+                allow_rewind: bool, read_sides: tuple[LogReader, LogReader] | None = None) -> tuple[list[groupsync.GroupPlan], list[str]]:
     """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
     groups (``options.groups``) that are not there. The groups' offsets are read first, so that
     ``load_syncs`` reads only the syncs their positions need (``groupsync.sync_needs``)."""
@@ -100,18 +103,36 @@ def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides, 
     # coordinator round trips: a few groups are read at once.
     with concurrent.futures.ThreadPoolExecutor(max_workers=READ_PARALLELISM) as pool:
         offsets = dict(zip(selected, pool.map(offsets_of, selected)))
-    return plan_offsets(offsets, states, options.direction, sides.topic_map, load_syncs, allow_rewind), missing
+    return plan_offsets(offsets, states, options.direction, sides.topic_map, load_syncs, allow_rewind,
+                        read_sides), missing
 
 
 def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
-                 topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool) -> list[groupsync.GroupPlan]:
+                 topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool,
+                 read_sides: tuple[LogReader, LogReader] | None = None) -> list[groupsync.GroupPlan]:
     """The plans of groups whose offsets were read: {group: (committed on the from side, current on the to side)}.
-    The benchmark times this step (the part whose cost could grow with the sync history)."""
-    needs = groupsync.sync_needs(direction, [committed for committed, _ in offsets.values()], topic_map)
+    The benchmark times this step (the part whose cost could grow with the sync history).
+
+    ``read_sides``: readers of the (from, to) sides. Failback reads the target after the mirror's last
+    copy wherever a group committed past it (one read per partition up to the furthest group): a group
+    that read to the end committed past the last transaction marker, and only reading tells a marker
+    from a record. Then the written side is read wherever a new offset lies below a group's current
+    one, so that a move across markers only is no move (``groupsync.settle_equivalent``)."""
+    committed_all = [committed for committed, _ in offsets.values()]
+    needs = groupsync.sync_needs(direction, committed_all, topic_map)
     syncs = load_syncs(needs) if needs else {}
-    return [groupsync.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
-                                 syncs, topic_map, allow_rewind)
-            for group, (committed, current) in offsets.items() if committed]
+    read_from, read_to = read_sides if read_sides is not None else (None, None)
+    tails = {}
+    if direction == groupsync.FAILBACK and read_from is not None:
+        ranges = groupsync.failback_tail_ranges(committed_all, syncs)
+        tails = read_from(ranges) if ranges else {}
+    plans = [groupsync.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
+                                  syncs, topic_map, allow_rewind, tails)
+             for group, (committed, current) in offsets.items() if committed]
+    backward = groupsync.backward_ranges(plans)
+    if backward and read_to is not None:
+        groupsync.settle_equivalent(plans, read_to(backward))
+    return plans
 
 
 def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, Any]:
@@ -127,14 +148,23 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
         return syncstore.load_needed(target.settings, mirror.name, target.label, mirror.progress_group, needs)
 
-    plans, missing = plan_groups(mirror, options, sides, load_syncs, allow_rewind)
+    def reader(side: Cluster) -> LogReader:
+        def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupsync.LogRead]:
+            found = readers.data_offsets(side.settings, ranges, side.label, f"eosmirror-{mirror.name}-groups",
+                                         group_id=mirror.progress_group)
+            return {tp: groupsync.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+        return read
+
+    plans, missing = plan_groups(mirror, options, sides, load_syncs, allow_rewind,
+                                 (reader(sides.read), reader(sides.write)))
     errors = {} if options.dry_run else _write(mirror, sides, plans)
     return {
         "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,
         "allow_rewind": allow_rewind, "read_from": sides.read.label, "written_to": sides.write.label,
         "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing,
         "groups": [{**plan.as_dict(), "written": not options.dry_run and bool(plan.writes()) and
-                    plan.group not in errors, "error": errors.get(plan.group)} for plan in plans],
+                    plan.group not in errors, "error": errors.get(plan.group), "left": plan.left()}
+                   for plan in plans],
         "seconds": round(time.monotonic() - started, 3),
     }
 
@@ -172,5 +202,11 @@ def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]
 
 
 def exit_code(report: dict[str, Any]) -> int:
-    """0 unless a write failed (1). Waiting, skipped and refused partitions are reported, not failures."""
-    return 1 if any(g["error"] for g in report["groups"]) else 0
+    """1 when a write failed. A failback (an operator's one-time act) that left any partition of a
+    group unmoved exits EXIT_GROUPS_LEFT (4), its plan too; a failover's waiting, refused or skipped
+    partitions are reported only (normal on a schedule: 0)."""
+    if any(g["error"] for g in report["groups"]):
+        return EXIT_FAILED
+    if report["direction"] == groupsync.FAILBACK and any(g["left"] for g in report["groups"]):
+        return EXIT_GROUPS_LEFT
+    return EXIT_OK

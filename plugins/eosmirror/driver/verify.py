@@ -32,11 +32,11 @@ from eosmirror.kafka.offsets import list_offsets
 from eosmirror.driver import topics
 from eosmirror.core import migration
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, EosMirrorError
+from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.kafka.cluster import Cluster
 
-EXIT_INCOMPLETE = 3    # no difference found, but part of the mirrored ranges could no longer be checked
+
 MAX_LISTED = 20        # foreign offsets named per partition (the count is always exact)
 
 

@@ -142,3 +142,60 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
         return found
     finally:
         consumer.close()
+
+
+def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+                 client_id: str = "eosmirror-reader", group_id: str | None = None,
+                 timeout: float = 60.0) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]]:
+    """Per partition, the offsets of the committed data records in [start, end) (read_committed, one
+    consumer for all partitions), as (reached, offsets): every offset below ``reached`` was read. It
+    falls short of ``end`` only where the partition's last stable offset lies below ``end``.
+    Transaction markers and aborted records are skipped by the consumer, as any consumer skips them."""
+    from confluent_kafka import TopicPartition
+
+    wanted = {tp: rng for tp, rng in ranges.items() if rng[1] > rng[0]}
+    reached = {tp: start for tp, (start, _) in ranges.items()}
+    found: dict[tuple[str, int], list[int]] = {tp: [] for tp in ranges}
+    if not wanted:
+        return {tp: (reached[tp], ()) for tp in ranges}
+    consumer = clients.plain_consumer(conf, client_id, read_committed=True, group_id=group_id)
+    try:
+        consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
+        pending, deadline = set(wanted), time.monotonic() + timeout
+
+        def done(tp: tuple[str, int]) -> None:
+            pending.discard(tp)
+            consumer.pause([TopicPartition(*tp)])
+
+        while pending:
+            if time.monotonic() > deadline:
+                left = ", ".join(f"{t}[{p}] at {reached[(t, p)]} of {wanted[(t, p)][1]}" for t, p in sorted(pending))
+                raise calls.translate(TimeoutError(), f"read {left} within {timeout:.0f} s", cluster)
+            for m in consumer.consume(500, 0.2):
+                tp, err = (m.topic(), m.partition()), m.error()
+                if tp not in pending:
+                    continue
+                if err is not None:
+                    if calls.is_partition_eof(err):   # the log (its last stable offset) ends here
+                        reached[tp] = max(reached[tp], min(m.offset(), wanted[tp][1]))
+                        done(tp)
+                        continue
+                    if err.name() == "GROUP_AUTHORIZATION_FAILED":
+                        continue
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster, f"Read on topic {tp[0]}")
+                if m.offset() >= wanted[tp][1]:
+                    reached[tp] = wanted[tp][1]
+                    done(tp)
+                    continue
+                found[tp].append(m.offset())
+                reached[tp] = max(reached[tp], m.offset() + 1)
+            if pending:   # markers and aborted records move the position without a message
+                for position in consumer.position([TopicPartition(*tp) for tp in pending]):
+                    tp = (position.topic, position.partition)
+                    if position.offset >= 0:
+                        reached[tp] = max(reached[tp], min(position.offset, wanted[tp][1]))
+                    if reached[tp] >= wanted[tp][1]:
+                        done(tp)
+        return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
+    finally:
+        consumer.close()
