@@ -5,7 +5,9 @@ Source: one topic, ``PARTITIONS`` partitions, ``records`` committed records per 
 transactions of which every third is aborted (aborted records and markers occupy offsets, so source
 and target offsets differ). Every value is unique (``<partition>-<n>``): a value on the target names
 its source offset. ``groups`` consumer groups commit positions on the source: a third lagging far
-behind (5-30% of the log), a third spread over the rest, a third at the end.
+behind (5-30% of the log), a third spread over the rest, a third at the end. The groups at the end
+are real consumers that read every partition to its end and commit what they reached (past the last
+transaction marker, as applications do); the others commit the chosen positions directly.
 
 Per system, group and partition: the group's committed offset on the target, and the first committed
 record at or after it (what a read_committed consumer of the group receives first; the target log is
@@ -90,6 +92,30 @@ def commit_positions(conf: dict[str, Any], topic: str, groups: dict[str, dict[in
         consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
         consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
         consumer.close()
+
+
+def read_to_end(conf: dict[str, Any], topic: str, group: str, budget: float = 60.0) -> None:
+    """A librdkafka consumer of ``group`` (auto-commit, read_committed) reads every partition until it
+    reports its end, then closes, which commits the positions it reached."""
+    from confluent_kafka import Consumer, KafkaError
+
+    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.partition.eof": True,
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    at_end, deadline = set(), time.monotonic() + budget
+    try:
+        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is None:
+                at_end.discard(msg.partition())
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition())
+    finally:
+        consumer.close()
+    if len(at_end) < PARTITIONS:
+        raise RuntimeError(f"group {group} reached the end of partitions {sorted(at_end)} only within {budget:.0f} s")
 
 
 def target_offsets(conf: dict[str, Any], topic: str, groups: list[str]) -> dict[str, dict[int, int]]:
@@ -260,7 +286,11 @@ def run(source_conf: dict[str, Any], target_conf: dict[str, Any], quick: bool, k
     source = seed_source(source_conf, topic, records)
     ends = {p: _end(source_conf, topic, p) for p in range(PARTITIONS)}
     wanted = {f"{prefix}-g{g}": offsets for g, offsets in positions(ends, group_count).items()}
-    commit_positions(source_conf, topic, wanted)
+    at_end = [group for group, offsets in wanted.items() if offsets == ends]
+    commit_positions(source_conf, topic, {g: o for g, o in wanted.items() if g not in at_end})
+    for group in at_end:
+        read_to_end(source_conf, topic, group)
+    wanted.update(target_offsets(source_conf, topic, at_end))   # what the real consumers committed
     expected = sum(len(r) for r in source.values())
     say(f"{expected:,} committed records on {PARTITIONS} partitions (+ aborted transactions, "
         f"log ends {sorted(ends.values())}), {group_count} groups committed")
