@@ -3,14 +3,18 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,eosmirror,mm2,translation,rereads (development);
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,mm2,translation,rereads;
+                   jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
+                   consume + produce + commit on these brokers;
                    translation: group-offset translation and progress recovery vs offset-sync history
                    (1 M and 10 M sync records; --quick: 20 k and 200 k); rereads: re-reads and skips
                    of consumer groups after failover, eosmirror vs MirrorMaker 2's group offset sync
                    (20 groups on 4 x 5,000 records; --quick: 6 groups on 4 x 1,000)
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
-  --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable), e.g. a tuned MM2;
+  --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows
+                   otherwise run with mm2.TUNED, the settings its users tune for throughput
+  --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable, over mm2.TUNED);
                    {source} and {target} stand for the cluster aliases, which are fresh per configuration:
                    --mm2-property '{source}->{target}.transaction.boundary=interval'
   --keep-topics    leave every configuration's topics on the clusters
@@ -37,6 +41,7 @@ def parse(argv: list[str] | None) -> BenchSettings:
     parser = argparse.ArgumentParser(prog="python -m eosmirror_tools.bench",
                                      description="eosmirror vs MirrorMaker 2, a raw copy loop and the broker ceiling")
     parser.add_argument("--records", type=int, help="records of the 200 B class (default $BENCH_RECORDS or 2,000,000)")
+    parser.add_argument("--mm2-defaults", action="store_true", help="MirrorMaker 2 at its defaults too (quick)")
     parser.add_argument("--quick", action="store_true", help="smoke size: 20,000 records, 200B only, no slot sweep")
     parser.add_argument("--only", type=_csv, default=KINDS, help="subset of " + ",".join(KINDS))
     parser.add_argument("--sizes", type=_csv, default=None, help="subset of 200B,2KB (default both; quick: 200B)")
@@ -65,7 +70,7 @@ def parse(argv: list[str] | None) -> BenchSettings:
     sizes = args.sizes if args.sizes is not None else (("200B",) if args.quick else ("200B", "2KB"))
     settings = BenchSettings(records=records, sizes=sizes, kinds=kinds,
                              quick=args.quick, keep_topics=args.keep_topics, profile=args.profile or args.profile_only,
-                             mm2_properties=extra,
+                             mm2_properties=extra, mm2_defaults_too=not args.quick or args.mm2_defaults,
                              slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)))
     if args.out:
         settings.out_dir = args.out.resolve()

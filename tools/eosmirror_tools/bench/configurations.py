@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror_tools.bench import ceiling, dataset, mirror_runs, mm2, rawloop
+from eosmirror_tools.bench import ceiling, dataset, jvmcopier, mirror_runs, mm2, rawloop
 from eosmirror_tools.bench.counting import count_committed, offset_sum
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import PARTITIONS, BenchSettings, SizeClass
@@ -163,6 +163,43 @@ def run_raw(ctx: Context, size: SizeClass) -> ConfigResult:
     return _guard(ctx, result, body, cleanup)
 
 
+# --- 2b. the JVM exactly-once copier ------------------------------------------------------------------
+
+def run_jvm_copier(ctx: Context, size: SizeClass, slots: int) -> ConfigResult:
+    topic = f"{ctx.settings.topic_prefix(f'jvm{slots}')}-{size.slug}"
+    seconds = ctx.settings.mirror_transaction_seconds
+    result = ConfigResult(key=f"{size.name}/jvmcopier-{slots}slots", kind="jvmcopier",
+                          label=f"JVM exactly-once copier ({slots} slots, {seconds:g} s transactions)",
+                          size_class=size.name, expected=size.records, record_bytes=size.record_bytes,
+                          delivery="exactly_once", slots=slots)
+
+    def body() -> None:
+        from eosmirror_tools.bench.counting import end_offsets
+
+        _load(ctx, topic, size)
+        dataset.create_topics(ctx.target_conf, [topic], "target")
+        ends = end_offsets(ctx.source_conf, topic, PARTITIONS, "source", True)
+        with TargetWatcher(ctx, topic, size.records):
+            done = jvmcopier.run(ctx.source, ctx.target, topic, PARTITIONS, slots, int(seconds * 1000), ends,
+                                 ctx.settings.work_dir, ctx.settings.copy_timeout(size.records))
+        result.wall_seconds, result.peak_rss, result.cpu = done.wall_seconds, done.peak.as_dict(), done.cpu
+        result.steady_seconds = done.result.get("seconds")
+        result.details = {"exit_code": done.exit_code, "copier": done.result, "source": str(jvmcopier.SOURCE)}
+        if done.exit_code != 0 or done.result.get("records") != size.records:
+            raise RuntimeError(f"the JVM copier exited {done.exit_code} after {done.result.get('records')} records; "
+                               f"see {ctx.settings.work_dir / 'logs'}")
+        ctx.say(f"{result.records_per_second or 0:,.0f} records/s copying, {done.wall_seconds:.1f} s wall "
+                f"({done.result.get('transactions')} transactions)")
+        _verify(ctx, result, topic)
+
+    def cleanup() -> None:
+        dataset.delete_topics(ctx.source_conf, [topic])
+        dataset.delete_topics(ctx.target_conf, [topic])
+        dataset.delete_groups(ctx.source_conf, [f"{topic}-jvmcopier"])
+
+    return _guard(ctx, result, body, cleanup)
+
+
 # --- 3./4. eosmirror -------------------------------------------------------------------------------
 
 def _fill_mirror(result: ConfigResult, done: mirror_runs.MirrorRunResult) -> None:
@@ -238,14 +275,16 @@ def _empty_run(ctx: Context, empty: ConfigResult, name: str, config_path: Any, m
 
 # --- 5./6. MirrorMaker 2 ---------------------------------------------------------------------------
 
-def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool) -> ConfigResult:
-    slug = "mm2-eos" if exactly_once else "mm2-alo"
+def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = True) -> ConfigResult:
+    slug = ("mm2-eos" if exactly_once else "mm2-alo") + ("-tuned" if tuned else "")
     topic = f"{ctx.settings.topic_prefix(slug)}-{size.slug}"
     delivery = "exactly_once" if exactly_once else "at_least_once"
-    result = ConfigResult(key=f"{size.name}/mm2-{delivery}", kind="mm2",
-                          label=f"MirrorMaker 2 {'exactly-once' if exactly_once else 'at-least-once'} (2 tasks)",
+    how = "tuned: mm2.TUNED" if tuned else "defaults"
+    result = ConfigResult(key=f"{size.name}/mm2-{delivery}" + ("-tuned" if tuned else ""), kind="mm2",
+                          label=f"MirrorMaker 2 {'exactly-once' if exactly_once else 'at-least-once'} (2 tasks, {how})",
                           size_class=size.name, expected=size.records, record_bytes=size.record_bytes,
-                          delivery=delivery, slots=2)
+                          delivery=delivery, slots=2, details={"tuned": tuned})
+    extra = {**(mm2.TUNED if tuned else {}), **ctx.settings.mm2_properties}
     uid = uuid.uuid4().hex[:6]
     source_alias, target_alias = f"src{uid}", f"tgt{uid}"   # fresh aliases: fresh MM2 state
     folder = ctx.settings.mm2_dir / f"{ctx.settings.run_id}-{slug}-{size.slug}"
@@ -253,13 +292,14 @@ def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool) -> ConfigResult:
     def body() -> None:
         _load(ctx, topic, size)
         props = mm2.properties(source_alias, target_alias, ctx.source, ctx.target, topic, exactly_once,
-                               mm2.free_port(), extra=ctx.settings.mm2_properties)
+                               mm2.free_port(), extra=extra)
         ctx.say(f"MirrorMaker 2 ({source_alias}->{target_alias}), properties in {folder / 'mm2.properties'}")
         done = mm2.run(props, folder, ctx.target_conf, topic, PARTITIONS, size.records,
                        ctx.settings.copy_timeout(size.records), ctx.say)
         result.peak_rss, result.cpu = done.peak.as_dict(), done.cpu
         eos_on = bool(done.evidence.get("exactly_once_source_tasks")) and bool(done.evidence.get("transactional_ids"))
-        result.details = {"properties": str(folder / "mm2.properties"), "exit_code_after_stop": done.exit_code,
+        result.details = {"tuned": tuned, "settings": extra, "properties": str(folder / "mm2.properties"),
+                          "exit_code_after_stop": done.exit_code,
                           "seconds_to_first_record": done.start_to_first, "evidence": done.evidence,
                           "exactly_once_confirmed": eos_on}
         if done.error:

@@ -43,8 +43,18 @@ def _share(value: float | None) -> str:
 
 
 def targets_table(doc: dict[str, Any]) -> str:
-    rows = [[t["target"], t["goal"], _n(t["measured"], 2), {True: "met", False: "MISSED", None: "not measured"}[t["met"]]] for t in doc["targets"]]
-    return _table(["target", "goal", "measured", ""], rows, "llrl") if rows else "(no targets measured)"
+    def verdict(t: dict[str, Any]) -> str:
+        if t["met"] is None:
+            busy = t.get("others_cpu_share") is not None and t["others_cpu_share"] > 0.05
+            return "no verdict: not quiet" if busy and t["measured"] is not None else "not measured"
+        return "met" if t["met"] else "MISSED"
+
+    rows = [[t["target"], t["goal"], _n(t["measured"], 2), _share(t.get("others_cpu_share")), verdict(t)]
+            for t in doc["targets"]]
+    table = _table(["target", "goal", "measured", "others' CPU", ""], rows, "llrrl") if rows else "(no targets measured)"
+    if rows and "quiet" in doc and not doc["quiet"]:
+        table += "\n\nNOT A QUIET RUN: other work used more than 5% of the machine during a configuration."
+    return table
 
 
 def _ratios(doc: dict[str, Any]) -> str:
@@ -52,8 +62,9 @@ def _ratios(doc: dict[str, Any]) -> str:
     for size, pairs in doc["ratios"].items():
         for name, pair in pairs.items():
             rows.append([size, name.replace("_", " "), _n(pair["steady"], 2), _n(pair["end_to_end"], 2),
-                         _n(pair["both_verified"])])
-    return _table(["size", "ratio", "steady", "end to end", "both verified"], rows, "llrrl") if rows else "-"
+                         _share(pair.get("others_cpu_share")), _n(pair["both_verified"])])
+    return _table(["size", "ratio", "steady", "end to end", "others' CPU", "both verified"], rows,
+                  "llrrrl") if rows else "-"
 
 
 def _sweep(doc: dict[str, Any]) -> str:

@@ -206,6 +206,17 @@ def broker_pids() -> list[int]:
     return [pid for pid in (cluster.running_pid(c) for c in cluster.default_clusters()) if pid]
 
 
+@dataclass
+class ChildRun:
+    """What a benchmark child process left: its exit code, its result JSON, and its measured costs."""
+
+    exit_code: int
+    result: dict[str, Any]
+    wall_seconds: float
+    peak: Any
+    cpu: dict[str, Any]
+
+
 class ChildProcess:
     """A measured program: own session, output to a log file, RSS sampled, always stopped on exit.
 

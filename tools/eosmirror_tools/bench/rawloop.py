@@ -17,13 +17,15 @@ import json
 import sys
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError
 
 from eosmirror.kafka import clients
+
+if TYPE_CHECKING:
+    from eosmirror_tools.bench.measure import ChildRun
 
 PARTITION_EOF = KafkaError._PARTITION_EOF   # an end-of-partition event, not an error
 CONSUME_BATCH = 5000
@@ -97,25 +99,16 @@ def command(source: str, target: str, topic: str, partitions: int, ends: dict[in
             "--ends", json.dumps([ends[p] for p in range(partitions)]), "--result-json", str(result_json)]
 
 
-@dataclass
-class RawRun:
-    exit_code: int
-    result: dict[str, Any]
-    wall_seconds: float
-    peak: Any
-    cpu: dict[str, Any]
-
-
 def run(source: str, target: str, topic: str, partitions: int, ends: dict[int, int], work: Path,
-        timeout: float) -> RawRun:
-    from eosmirror_tools.bench.measure import ChildProcess
+        timeout: float) -> ChildRun:
+    from eosmirror_tools.bench.measure import ChildProcess, ChildRun
 
     result_json = work / f"{topic}.raw.json"
     with ChildProcess(command(source, target, topic, partitions, ends, result_json),
                       work / "logs" / f"{topic}.raw.log") as child:
         code = child.wait(timeout)
     result = json.loads(result_json.read_text()) if result_json.exists() else {}
-    return RawRun(exit_code=code, result=result, wall_seconds=child.seconds, peak=child.peak, cpu=child.cpu())
+    return ChildRun(exit_code=code, result=result, wall_seconds=child.seconds, peak=child.peak, cpu=child.cpu())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ KEY_BYTES = 16
 HEADER = ("bench", b"1")   # one header per record, as the data set asks
 
 # The configuration kinds, in the order they run. Tests and --only use these names.
-KINDS = ("ceiling", "raw", "eosmirror", "mm2", "translation", "rereads")
+KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "mm2", "translation", "rereads")
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ class BenchSettings:
     keep_topics: bool = False                        # leave the topics for inspection
     profile: bool = False                            # also write pyinstrument profiles
     mm2_properties: dict[str, str] = field(default_factory=dict)   # extra/overriding MM2 settings
+    mm2_defaults_too: bool = True                    # MM2 also at its defaults, beside the tuned rows
     transaction_duration_ms: int = 3000              # ProducerPerformance's default transaction length
+    mirror_transaction_seconds: float = 30.0         # eosmirror's max_transaction_seconds default; the JVM copier's too
     out_dir: Path = field(default_factory=lambda: paths.build_dir("bench"))
     run_id: str = field(default_factory=_run_id)
 

@@ -1,9 +1,10 @@
 """The order of one benchmark run, its progress lines, and the machine it ran on.
 
 Configurations run one after another (never two at once: they would share the two cores), per
-size class in the issue's order: ceiling (plain, transactional), raw loop, eosmirror exactly_once
-(followed by the empty run on the first size class), eosmirror at_least_once, MirrorMaker 2
-exactly-once, MirrorMaker 2 at-least-once; then the slot sweep on the first size class.
+size class: ceiling (plain, transactional), raw loop, the JVM exactly-once copier, eosmirror
+exactly_once (followed by the empty run on the first size class), eosmirror at_least_once,
+MirrorMaker 2 exactly-once and at-least-once tuned as its users tune it (``mm2.TUNED``), then at its
+defaults (not with --quick); then the slot sweep on the first size class.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def plan(settings: BenchSettings) -> list[Step]:
                           lambda c, s=size: [configs.run_ceiling(c, s, transactional=True)]))
         if "raw" in settings.kinds:
             steps.append((f"{size.name} raw copy loop", lambda c, s=size: [configs.run_raw(c, s)]))
+        if "jvmcopier" in settings.kinds:
+            steps.append((f"{size.name} JVM exactly-once copier, {settings.main_slots} slots",
+                          lambda c, s=size: [configs.run_jvm_copier(c, s, settings.main_slots)]))
         if "eosmirror" in settings.kinds:
             steps.append((f"{size.name} eosmirror exactly_once, {settings.main_slots} slots"
                           + (" (+ empty run)" if index == 0 else ""),
@@ -41,8 +45,12 @@ def plan(settings: BenchSettings) -> list[Step]:
             steps.append((f"{size.name} eosmirror at_least_once, {settings.main_slots} slots",
                           lambda c, s=size: configs.run_eosmirror(c, s, "at_least_once", settings.main_slots)))
         if "mm2" in settings.kinds:
-            steps.append((f"{size.name} MirrorMaker 2 exactly-once", lambda c, s=size: [configs.run_mm2(c, s, True)]))
-            steps.append((f"{size.name} MirrorMaker 2 at-least-once", lambda c, s=size: [configs.run_mm2(c, s, False)]))
+            for tuned in (True, False) if settings.mm2_defaults_too else (True,):
+                how = "tuned" if tuned else "defaults"
+                steps.append((f"{size.name} MirrorMaker 2 exactly-once, {how}",
+                              lambda c, s=size, t=tuned: [configs.run_mm2(c, s, True, tuned=t)]))
+                steps.append((f"{size.name} MirrorMaker 2 at-least-once, {how}",
+                              lambda c, s=size, t=tuned: [configs.run_mm2(c, s, False, tuned=t)]))
     if "eosmirror" in settings.kinds and sizes:
         for slots in settings.slot_sweep:
             if slots != settings.main_slots:
