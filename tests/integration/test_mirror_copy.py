@@ -31,6 +31,11 @@ def test_byte_identical_copy_keys_values_nulls_headers_timestamps_partitions(sou
     m = mirror(unique("m"), [create_time, append_time])
     report = run(m)
     assert report["status"] == "ok" and report["records"] == 120
+    # the report times the run's fixed cost step by step (process start: this test process's age)
+    assert list(report["steps"]) == ["process start", "resolve", "observe and plan", "target sync", "generation",
+                                     "slots", "snapshot"], report["steps"]
+    assert all(seconds >= 0 for seconds in report["steps"].values())
+    assert sum(report["steps"].values()) - report["steps"]["process start"] <= report["seconds"] + 0.05
 
     for topic, parts in ((create_time, 3), (append_time, 1)):
         for k in range(parts):

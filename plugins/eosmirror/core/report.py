@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from eosmirror.core.steptimes import timing_line
+
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [headers] + [[("" if c is None else str(c)) for c in row] for row in rows]
@@ -34,6 +36,8 @@ def summary(report: dict[str, Any]) -> str:
                                                          + ")" if report["fenced_transactional_ids"] else "")]
     if report.get("until"):
         lines.append(f"  bounded by until={report['until']}")
+    if report.get("steps"):
+        lines.append("  " + timing_line(report["steps"]))
     rows = []
     for slot in report["slots"]:
         parts = slot.get("partitions") or []

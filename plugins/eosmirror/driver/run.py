@@ -17,6 +17,7 @@ from typing import Any, Callable
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster, cluster_label
 from eosmirror.core import generation, naming, planning
+from eosmirror.core.steptimes import StepTimes, process_age
 from eosmirror.driver import observe, permissions, topics
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.planning import SlotPlan
@@ -52,10 +53,15 @@ class Prepared:
     target_topic_ids: dict[str, str]
     started: float
     started_at: str
+    steps: StepTimes = field(default_factory=StepTimes)
 
 
 class MirrorRun:
     def __init__(self, mirror: MirrorConfig, options: RunOptions | None = None):
+        self.steps = StepTimes()
+        age = process_age()   # the interpreter's start, imports and the config, before any step
+        if age is not None:
+            self.steps.add("process start", age)
         self.options = options or RunOptions()
         self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot)
         self.source = Cluster.resolve("source", mirror.source, mirror.name)
@@ -96,24 +102,29 @@ class MirrorRun:
         m, opts = self.mirror, self.options
         started, started_at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat()
         writes = not (plan_only or opts.dry_run)
-        pairs, existing = self._resolve()                                                             # 1
+        steps = self.steps
+        with steps.step("resolve"):
+            pairs, existing = self._resolve()                                                         # 1
         target_ids = {name: state.topic_id for name, state in existing.items()}
-        observations = observe.observe(m, pairs, self.source.admin, self.target.admin, self.target.settings,  # 2
-                                       target_ids, self.source.label, self.target.label, until=opts.until)
-        slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
-                                  on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
-        report = topics.sync_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)  # 3
-        if writes:
-            created = report.created + topics.ensure_internal_topics(m, self.target, existing)
-            if created:
-                permissions.check(m, pairs, existing, only=set(created))
-            limits, target_ids = report.max_message_bytes, report.target_topic_ids
-        else:
-            limits = topics.target_limits(self.target, pairs, existing)
-        number, changed, fenced = self._generation(writes)                                            # 4
+        with steps.step("observe and plan"):                                                          # 2
+            observations = observe.observe(m, pairs, self.source.admin, self.target.admin, self.target.settings,
+                                           target_ids, self.source.label, self.target.label, until=opts.until)
+            slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
+                                      on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
+        with steps.step("target sync"):                                                               # 3
+            report = topics.sync_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)
+            if writes:
+                created = report.created + topics.ensure_internal_topics(m, self.target, existing)
+                if created:
+                    permissions.check(m, pairs, existing, only=set(created))
+                limits, target_ids = report.max_message_bytes, report.target_topic_ids
+            else:
+                limits = topics.target_limits(self.target, pairs, existing)
+        with steps.step("generation"):                                                                # 4
+            number, changed, fenced = self._generation(writes)
         return Prepared(mirror=m, options=opts, pairs=pairs, slots=slots, generation=number,
                         generation_changed=changed, fenced=fenced, topic_sync=report.summary(), limits=limits,
-                        target_topic_ids=target_ids, started=started, started_at=started_at)
+                        target_topic_ids=target_ids, started=started, started_at=started_at, steps=steps)
 
     def _generation(self, writes: bool) -> tuple[int, bool, list[str]]:
         """(generation number, whether it changes, transactional ids fenced). exactly_once only: the
@@ -170,12 +181,14 @@ class MirrorRun:
                         "bytes": 0, "partitions": [], "error": None} for s in prepared.slots]
         else:
             tasks = [t for t in self.slot_tasks(prepared) if t.partitions]
-            results = runner(tasks) if tasks else []
+            with prepared.steps.step("slots"):   # Spark start (when there is work), fencing, copy, commits
+                results = runner(tasks) if tasks else []
             missing = {s.slot for s in prepared.slots} - {r["slot"] for r in results}
             results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
                 prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
                 "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
-            self.refresh_sync_snapshot()
+            with prepared.steps.step("snapshot"):
+                self.refresh_sync_snapshot()
         return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source.label, self.target.label,
                             self.target.first_bootstrap)
 
@@ -207,6 +220,7 @@ def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label
                   "lost": p.lost, "available": p.available} for s in prepared.slots for p in s.partitions],
         "slots": results,
         "errors": [f"slot {r['slot']}: {r['error']}" for r in results if r.get("error")],
+        "steps": prepared.steps.as_dict(),
     }
 
 

@@ -65,7 +65,9 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, d
             record_run(mirror, {"run_id": mirror_run.options.run_id, "status": "failed", "error": str(exc)})
         raise
     if not result.get("dry_run"):
-        record_run(mirror, result)
+        with mirror_run.steps.step("lag record"):
+            record_run(mirror, result)
+        result["steps"] = mirror_run.steps.as_dict()
     return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
 
 
