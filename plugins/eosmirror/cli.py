@@ -102,8 +102,8 @@ def _plan(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from eosmirror.spark import job, submit
 
-    _mirror(args)  # validate the name and the file before starting Spark
-    if args.inprocess:
+    mirror = _mirror(args)  # validate the name and the file before starting Spark
+    if args.inprocess or args.dry_run or _nothing_to_copy(mirror, args):
         from eosmirror.driver.run import run_in_process
 
         code, result = job.run(args.mirror, args, run_in_process)
@@ -117,11 +117,24 @@ def _run(args: argparse.Namespace) -> int:
     job_args = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
                                     args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
                                     args.dry_run, args.result_json)
-    mirror = _mirror(args)
     cmd = submit.command(args.master or submit.default_master(), job_args,
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)
     return submit.run(cmd)
+
+
+def _nothing_to_copy(mirror: Any, args: argparse.Namespace) -> bool:
+    """A plan (it writes nothing) that finds no record to copy: the run then needs no Spark, whose
+    start alone (spark-submit's JVM, then the Python driver) costs about 3 s. The run that follows
+    plans again; whatever arrived in between is copied by slots in this process, as --inprocess does."""
+    from eosmirror.driver.run import MirrorRun
+    from eosmirror.spark import job
+
+    try:
+        prepared = MirrorRun(mirror, job.options_from(args)).prepare(plan_only=True)
+    except EosMirrorError:
+        return True   # the run in this process meets the same error at once, and records it for the lag reports
+    return not any(slot.pending for slot in prepared.slots)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -187,8 +187,10 @@ class MirrorRun:
             results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
                 prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
                 "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
-            with prepared.steps.step("snapshot"):
-                self.refresh_sync_snapshot()
+            # A run with nothing pending moved no progress, so it wrote no offset sync: nothing to fold.
+            if any(p.pending for s in prepared.slots for p in s.partitions):
+                with prepared.steps.step("snapshot"):
+                    self.refresh_sync_snapshot()
         return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source.label, self.target.label,
                             self.target.first_bootstrap)
 
