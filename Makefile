@@ -23,6 +23,7 @@ help:
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
 	@echo "make airflow the Airflow UI (airflow standalone) on this project's home, http://localhost:8080"
+	@echo "             (127.0.0.1 only; EOSMIRROR_LISTEN=all make airflow opens it to other hosts)"
 	@echo "make deploy-test  the multi-host deployment of docker/ (Docker), faulted and verified"
 	@echo "make down    stop the embedded Kafka clusters"
 
@@ -70,6 +71,8 @@ lagbench: setup
 chaos: setup
 	$(BIN)/python -m eosmirror_tools.chaos --rounds $(ROUNDS)
 
+# Listens on 127.0.0.1 only; EOSMIRROR_LISTEN=all (environment or `make airflow EOSMIRROR_LISTEN=all`)
+# opens the API server and Airflow's task-log servers to other hosts (plugins/eosmirror/airflow/listen.py).
 airflow: setup
 	$(BIN)/eosmirror local up
 	$(BIN)/eosmirror airflow standalone

@@ -44,6 +44,9 @@ def _tools(module: str):  # noqa: ANN202
 
 
 def _local(args: argparse.Namespace) -> int:
+    from eosmirror.airflow import listen
+
+    listen.mode()   # `make airflow` runs `local up` first: a wrong EOSMIRROR_LISTEN must stop it before any broker
     cluster = _tools("local.cluster")
 
     if args.action == "up":
@@ -317,6 +320,9 @@ def _airflow(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from eosmirror.airflow import listen
+
+    listen.mode()   # refused before the demo starts its brokers
     return _tools("demo").main(records=args.records, master=args.master)
 
 

@@ -53,3 +53,46 @@ def test_a_short_jwt_secret_is_replaced_by_a_64_byte_one_and_a_strong_one_kept(t
     assert lines[:2] == ["[api_auth]", "# the secret"] and lines[3] == "jwt_algorithm ="   # nothing else changed
     assert cfg.stat().st_mode & 0o077 == 0
     assert home.strengthen_jwt_secret() is False and secret in cfg.read_text()     # kept from now on
+
+
+def test_listen_defaults_to_loopback_and_refuses_an_unknown_value(monkeypatch):
+    import pytest
+
+    from eosmirror.airflow import listen
+    from eosmirror.core.errors import ConfigError
+
+    monkeypatch.delenv(listen.LISTEN_ENV, raising=False)
+    env = home.airflow_environ()
+    assert env["AIRFLOW__API__HOST"] == env["AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST"] == "127.0.0.1"
+    assert env["PATH"].split(os.pathsep)[0] == str(listen.shim_dir(home.airflow_home()))
+    assert listen.with_skip_serve_logs(["triggerer"]) == ["triggerer", "--skip-serve-logs"]
+    assert listen.with_skip_serve_logs(["dags", "test", "x"]) == ["dags", "test", "x"]
+    monkeypatch.setenv(listen.LISTEN_ENV, "all")
+    env = home.airflow_environ()
+    assert env["AIRFLOW__API__HOST"] == "0.0.0.0" and str(listen.shim_dir(home.airflow_home())) not in env["PATH"]
+    assert listen.with_skip_serve_logs(["scheduler"]) == ["scheduler"]
+    monkeypatch.setenv(listen.LISTEN_ENV, "lan")
+    with pytest.raises(ConfigError, match=r"EOSMIRROR_LISTEN='lan'.*loopback.*all"):
+        home.airflow_environ()
+
+
+def test_the_shim_adds_skip_serve_logs_and_the_password_file_is_owner_only(tmp_path, monkeypatch):
+    """The shim runs for real: a stand-in `airflow` echoes the arguments it gets."""
+    from eosmirror.airflow import listen
+
+    monkeypatch.delenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", raising=False)
+    echo = tmp_path / "real airflow"
+    echo.write_text('#!/bin/sh\necho "$@"\n')
+    echo.chmod(0o755)
+    listen.write_shim(tmp_path, str(echo))
+    shim = str(listen.shim_dir(tmp_path) / "airflow")
+    for args, expected in ((["scheduler", "-n", "1"], "scheduler -n 1 --skip-serve-logs"),
+                           (["triggerer"], "triggerer --skip-serve-logs"), (["api-server"], "api-server")):
+        assert subprocess.run([shim, *args], capture_output=True, text=True).stdout.strip() == expected
+    passwords = tmp_path / listen.PASSWORDS_FILE
+    listen.private_password_file(tmp_path)
+    assert passwords.read_text() == "" and passwords.stat().st_mode & 0o777 == 0o600
+    passwords.write_text('{"admin": "x"}\n')
+    passwords.chmod(0o644)
+    listen.private_password_file(tmp_path)
+    assert passwords.read_text() == '{"admin": "x"}\n' and passwords.stat().st_mode & 0o777 == 0o600

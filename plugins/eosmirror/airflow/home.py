@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from eosmirror import paths
+from eosmirror.airflow import listen
 
 
 # SQLite allows one writer at a time; pysqlite gives up on a locked database after 5 s. With the
@@ -51,7 +52,9 @@ def airflow_environ() -> dict[str, str]:
     if root is None:
         raise RuntimeError("the project's own Airflow home needs a checkout of eosmirror; with an installed "
                            "wheel, use your Airflow and put dags/eosmirror_dags.py and mirrors.yaml in its DAGs folder")
+    listening = listen.settings(home)    # first: an unknown EOSMIRROR_LISTEN fails before anything starts
     return {
+        **listening,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
@@ -70,8 +73,10 @@ def airflow_environ() -> dict[str, str]:
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": os.environ.get("AIRFLOW__CORE__EXECUTION_API_SERVER_URL")
         or f"{api_url().rstrip('/')}/execution/",
         # Airflow starts its components as `airflow ...` subprocesses found on PATH: put this
-        # interpreter's bin folder (the project's venv) first, so `make airflow` works from any shell.
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        # interpreter's bin folder (the project's venv) first, so `make airflow` works from any shell;
+        # with loopback, listen's `airflow` script (no task-log servers) before it.
+        "PATH": os.pathsep.join(filter(None, [listening.get("PATH"), str(Path(sys.executable).parent),
+                                              os.environ.get("PATH", "")])),
         # Airflow 3.3 parses .airflowignore with pathspec's deprecated GitWildMatchPattern, which warns
         # in every task log; not ours to fix, so silenced for exactly that message and category.
         "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
@@ -95,12 +100,18 @@ def airflow_cli() -> str:
 
 def run_airflow(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
     """The Airflow CLI with this project's home and settings."""
-    return subprocess.run([airflow_cli(), *args], env={**os.environ, **airflow_environ()}, **kwargs)  # type: ignore[arg-type]
+    env = {**os.environ, **airflow_environ()}
+    return subprocess.run([airflow_cli(), *listen.with_skip_serve_logs(args)], env=env, **kwargs)  # type: ignore[arg-type]
 
 
 def exec_airflow(args: list[str]) -> None:
-    """Replace this process with the Airflow CLI (``eosmirror airflow standalone`` and friends)."""
-    os.execve(airflow_cli(), [airflow_cli(), *args], {**os.environ, **airflow_environ()})
+    """Replace this process with the Airflow CLI (``eosmirror airflow standalone`` and friends), its
+    listeners where EOSMIRROR_LISTEN says (see listen.py) and the admin password file owner-only."""
+    env = {**os.environ, **airflow_environ()}
+    if listen.mode() == "loopback":
+        listen.write_shim(airflow_home(), airflow_cli())
+    listen.private_password_file(airflow_home())
+    os.execve(airflow_cli(), [airflow_cli(), *listen.with_skip_serve_logs(args)], env)
 
 
 def migrate() -> bool:
