@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from eosmirror.core.errors import FencedError
 from eosmirror.core.offsetsync import OffsetSync
 from eosmirror.kafka.progress import Progress
-from eosmirror.slot import copier
+from eosmirror.slot import classify, copier
 from eosmirror.slot.copier import MAX_ABORT_ATTEMPTS, SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
@@ -34,7 +34,7 @@ SRC, TGT, SYNCS, TXN_ID = ("src", 0), ("tgt", 0), "syncs", "eosmirror.m.0"
 
 
 class Clock:
-    """Stands in for the copier's ``time`` module."""
+    """Stands in for the ``time`` module of the copier and the modules it runs."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -275,7 +275,8 @@ def slot_task(end: int = 9, max_message_bytes: int = 1048588, delivery: str = "e
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    monkeypatch.setattr(copier, "time", fake)
+    for module in (copier, classify):   # every slot module that reads the clock or sleeps
+        monkeypatch.setattr(module, "time", fake)
     return fake
 
 

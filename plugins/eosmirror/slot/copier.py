@@ -44,8 +44,10 @@ import time
 from typing import Any
 
 from eosmirror.kafka import calls, progress
-from eosmirror.core.errors import (ClusterUnreachableError, DataLossError, EosMirrorError, FencedError,
-                              OversizeRecordError, ProgressUnavailableError, TargetMismatchError)
+from eosmirror.core.errors import (ClusterUnreachableError, EosMirrorError, FencedError, ProgressUnavailableError,
+                                   TargetMismatchError)
+from eosmirror.slot.classify import (Abortable, is_fenced, oversize_record, permanent_cause, producer_oversize,
+                                     source_error, transactional_call)
 from eosmirror.slot.faults import Faults, InjectedAbort
 from eosmirror.slot import lifeline
 from eosmirror.core.offsetsync import split
@@ -61,41 +63,6 @@ MAX_ABORT_ATTEMPTS = 5
 
 def stall_seconds() -> float:
     return float(os.environ.get("EOSMIRROR_STALL_SECONDS", "60"))
-
-
-class _Abortable(Exception):
-    """The current transaction must be aborted and the slot rewound to its committed progress."""
-
-
-_PERMANENT = {
-    "MSG_SIZE_TOO_LARGE": OversizeRecordError, "Message size too large": OversizeRecordError,
-    "RECORD_LIST_TOO_LARGE": OversizeRecordError,
-    "TOPIC_AUTHORIZATION_FAILED": None, "Topic authorization failed": None,
-    "GROUP_AUTHORIZATION_FAILED": None, "Group authorization failed": None,
-}
-
-
-def _permanent_cause(text: str) -> EosMirrorError | None:
-    """An abortable error that a retry cannot cure (a record too large, a missing ACL)."""
-    from eosmirror.core.errors import AuthorizationError
-
-    for marker, kind in _PERMANENT.items():
-        if marker in text:
-            if kind is OversizeRecordError:
-                return OversizeRecordError(f"the target refused a record as too large ({text}); raise "
-                                           f"max.message.bytes on the target topic. Nothing was committed")
-            return AuthorizationError(f"the target refused the transaction ({text}); the mirror's principal "
-                                      f"needs Write on the target topics and Read on the progress group")
-    return None
-
-
-_FENCED_NAMES = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
-
-
-def _is_fenced(exc: BaseException) -> bool:
-    """A newer instance took over the transactional id (librdkafka may report it later as _FATAL)."""
-    return calls.error_name(exc) in _FENCED_NAMES or (
-        calls.error_name(exc) == "_FATAL" and "fenced" in calls.error_text(exc).lower())
 
 
 def executor_info() -> dict[str, str]:
@@ -188,7 +155,7 @@ class SlotCopier:
                     self._transaction()
                 else:
                     self._at_least_once_batch()
-            except (_Abortable, InjectedAbort) as why:
+            except (Abortable, InjectedAbort) as why:
                 attempts += 1
                 self._abort_and_rewind(why, attempts)
                 continue
@@ -198,7 +165,7 @@ class SlotCopier:
 
     def _abort_and_rewind(self, why: Exception, attempts: int) -> None:
         t = self.task
-        permanent = _permanent_cause(str(why))
+        permanent = permanent_cause(str(why))
         if permanent:
             self._abort_quietly()
             raise permanent from None
@@ -217,7 +184,7 @@ class SlotCopier:
 
     def _report_unexpected(self, exc: Exception) -> None:
         t = self.task
-        if _is_fenced(exc):   # fenced while producing (not inside a transactional call)
+        if is_fenced(exc):   # fenced while producing (not inside a transactional call)
             self.result.status, self.result.error_type = "fenced", "FencedError"
             self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
                                  f"over ({calls.error_text(exc)}); this attempt stops")
@@ -247,29 +214,7 @@ class SlotCopier:
                 pass
 
     def _txn_call(self, fn: Any, what: str, *args: Any) -> Any:
-        """Retry retriable errors; abortable -> _Abortable; fatal (fenced included) -> raise."""
-        deadline = time.monotonic() + max(60.0, self.task.transaction_timeout_ms / 1000)
-        while True:
-            try:
-                return fn(*args)
-            except Exception as exc:  # noqa: BLE001
-                err = exc.args[0] if exc.args and hasattr(exc.args[0], "fatal") else None
-                if err is None:
-                    raise
-                if err.fatal():
-                    if _is_fenced(exc):
-                        raise FencedError(f"slot {self.task.slot}: a newer instance of transactional id "
-                                          f"{self.task.transactional_id} took over ({what} failed: "
-                                          f"{err.str()}); this attempt stops") from None
-                    raise calls.translate(exc, what, f"{self.task.target_label} (slot {self.task.slot})",
-                                          f"Write and Describe on transactional id {self.task.transactional_id}"
-                                          ) from None
-                if err.txn_requires_abort():
-                    raise _Abortable(f"{what}: {err.name()}: {err.str()}") from None
-                if err.retriable() and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    continue
-                raise calls.translate(exc, what, f"{self.task.target_label} (slot {self.task.slot})") from None
+        return transactional_call(self.task, what, fn, *args)
 
     # --- step 3 ------------------------------------------------------------------------------------
 
@@ -346,7 +291,7 @@ class SlotCopier:
                     s = states[(m.topic(), m.partition())]
                     s.eof = max(s.eof, m.offset())
                 else:
-                    self._consumer_error(m, err)
+                    self.source_group_refused = source_error(self.task, m, err, self.source_group_refused)
                 continue
             s = states[(m.topic(), m.partition())]
             offset = m.offset()
@@ -359,7 +304,7 @@ class SlotCopier:
                 for name, header in headers:
                     size += len(name) + (len(header) if header is not None else 0)
             if size > s.limit:
-                raise self._oversize(s, offset, size)
+                raise oversize_record(s, offset, size)
             ts = m.timestamp()[1]
             while True:
                 try:
@@ -372,11 +317,9 @@ class SlotCopier:
                 except BufferError:
                     poll(0.05)   # the local queue is full: let librdkafka send, then retry
                 except Exception as exc:  # noqa: BLE001
-                    if calls.error_name(exc) == "MSG_SIZE_TOO_LARGE":
-                        raise OversizeRecordError(
-                            f"source {s.task.source_topic}[{s.task.partition}] offset {offset}: record of "
-                            f"{size} bytes is too large for the target producer ({calls.error_text(exc)})"
-                        ) from None
+                    oversize = producer_oversize(s, offset, size, exc)
+                    if oversize is not None:
+                        raise oversize from None
                     raise
             s.runs.add(offset)
             s.count += 1
@@ -386,14 +329,6 @@ class SlotCopier:
                 s.newest_ts = ts
             copied += size
         return copied
-
-    @staticmethod
-    def _oversize(s: PartitionCopy, offset: int, size: int) -> OversizeRecordError:
-        return OversizeRecordError(
-            f"source {s.task.source_topic}[{s.task.partition}] offset {offset}: record of {size} bytes "
-            f"is larger than target topic {s.task.target_topic} accepts (max.message.bytes="
-            f"{s.task.max_message_bytes}). Raise max.message.bytes on the target topic; nothing "
-            f"of this transaction was committed")
 
     def _settle(self, undone: list[PartitionCopy]) -> list[PartitionCopy]:
         """After a batch: mark and pause completed ranges; fail if the source stalls. Returns the undone."""
@@ -421,30 +356,6 @@ class SlotCopier:
                 f"{undone[0].task.source_topic}[{undone[0].task.partition}] at {undone[0].reached} of "
                 f"{undone[0].end}); the source cluster is unreachable or too slow")
         return undone
-
-    def _consumer_error(self, m: Any, err: Any) -> None:
-        name = err.name()
-        where = (f"{self.task.source_label}: {m.topic()}[{m.partition()}]" if m.topic()
-                 else self.task.source_label)
-        if name == "GROUP_AUTHORIZATION_FAILED":
-            # Reading with assign() needs no group; only publishing progress to the source group
-            # (best effort, for lag tools) does. Say so once; publish_to_source reports the failure.
-            if not self.source_group_refused:
-                self.source_group_refused = True
-                log.warning("slot %d: %s: no Read on group %s on the source; the mirror's progress will not be "
-                            "visible to lag tools there", self.task.slot, where, self.task.progress_group)
-            return
-        if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
-            raise DataLossError(f"{where}: the offsets the mirror must copy next were deleted on the source while "
-                                f"this run was copying ({err.str()}); nothing of this transaction was committed. "
-                                f"Raise the source retention; see on_truncation in the README")
-        if name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
-            raise calls.translate(Exception(err), "read the source topic", where, f"Read on topic {m.topic()}")
-        if name in calls.MISSING_TOPIC:
-            raise DataLossError(f"{where}: the source topic or partition was deleted while the mirror copied it")
-        if err.fatal():
-            raise calls.translate(Exception(err), "read the source", where)
-        log.warning("slot %d: source consumer: %s: %s (retrying)", self.task.slot, name, err.str())
 
     def _log_progress(self) -> None:
         now = time.monotonic()
@@ -503,13 +414,13 @@ class SlotCopier:
         """Step 4c: every record acknowledged; returns the partitions written, each with its base."""
         remaining = self.producer.flush(max(30.0, self.task.transaction_timeout_ms / 1000 / 2))
         if remaining:
-            raise _Abortable(f"{remaining} records were not acknowledged in time")
+            raise Abortable(f"{remaining} records were not acknowledged in time")
         written = [s for s in self.states.values() if s.count]
         for s in written:
             if s.first_error:
-                raise _Abortable(f"{s.task.target_topic}[{s.task.partition}]: delivery failed: {s.first_error}")
+                raise Abortable(f"{s.task.target_topic}[{s.task.partition}]: delivery failed: {s.first_error}")
             if s.base is None:
-                raise _Abortable(f"{s.task.target_topic}[{s.task.partition}]: no delivery report for the first record")
+                raise Abortable(f"{s.task.target_topic}[{s.task.partition}]: no delivery report for the first record")
         return written
 
     def _check_target_ends(self, moved: list[PartitionCopy], written: list[PartitionCopy]
@@ -534,7 +445,7 @@ class SlotCopier:
         if moved:
             remaining = self.producer.flush(30)
             if remaining:
-                raise _Abortable(f"{remaining} offset-sync records were not acknowledged in time")
+                raise Abortable(f"{remaining} offset-sync records were not acknowledged in time")
 
     def _produce_sync(self, sync: Any) -> None:
         while True:
