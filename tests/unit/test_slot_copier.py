@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from eosmirror.core.errors import FencedError
 from eosmirror.core.offsetsync import OffsetSync
 from eosmirror.kafka.progress import Progress
-from eosmirror.slot import classify, copier
+from eosmirror.slot import classify, copier, recordloop
 from eosmirror.slot.copier import MAX_ABORT_ATTEMPTS, SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
@@ -275,7 +275,7 @@ def slot_task(end: int = 9, max_message_bytes: int = 1048588, delivery: str = "e
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (copier, classify):   # every slot module that reads the clock or sleeps
+    for module in (copier, classify, recordloop):   # every slot module that reads the clock or sleeps
         monkeypatch.setattr(module, "time", fake)
     return fake
 

@@ -1,6 +1,7 @@
-"""One slot's copy. Runs inside a Spark task (or directly in tests).
+"""One slot's copy: the protocol. Runs inside a Spark task (or directly in tests).
 
-exactly_once, per slot attempt (the same numbers mark the code below):
+exactly_once, per slot attempt; the numbers are README "How a run works" (a slot's steps) and mark
+the code below:
   1. Fence: init_transactions() with the slot's stable transactional id. This fences every older
      instance of the slot (a retried or speculative Spark attempt, an overlapping run, a stalled
      process) and aborts or completes its open transaction.
@@ -10,27 +11,27 @@ exactly_once, per slot attempt (the same numbers mark the code below):
      and assign the source consumer there: that, not the driver's plan, is where copying starts.
      A partition already at or past its planned end has nothing to do.
   4. Per transaction, until every range is complete or the slot's byte budget is spent:
-     a. begin_transaction();
-     b. copy: consume [progress, end) read_committed and produce every record to the same
-        partition number of its target topic, with key, value (null too), headers, timestamp;
-        stop at the end of every range, at ``max_transaction_seconds`` or at the byte budget;
-     c. flush: every record acknowledged; the first record's delivery report per partition
-        gives the target offset it got (its base);
-     d. check: each written target partition ends exactly at base + records, otherwise another
-        writer interleaved and the offset sync would be wrong -> abort, fail (TargetMismatchError);
-     e. produce an offset-sync record (source range -> target offsets) for every partition whose
-        progress moves, and flush them;
-     f. send_offsets_to_transaction with the new progress of EVERY partition of the slot (idle
-        ones too, so that member-less group offsets never expire);
-     g. commit_transaction().
-     Errors: retriable -> retry the same call; abortable -> abort, rewind to the committed
-     progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row; fatal or fenced -> stop this
-     slot and report it ("fenced").
+     4.1 begin_transaction();
+     4.2 copy: consume [progress, end) read_committed and produce every record to the same
+         partition number of its target topic, with key, value (null too), headers, timestamp;
+         stop at the end of every range, at ``max_transaction_seconds`` or at the byte budget
+         (recordloop.py: the per-record loop);
+     4.3 flush: every record acknowledged; the first record's delivery report per partition
+         gives the target offset it got (its base);
+     4.4 check: each written target partition ends exactly at base + records, otherwise another
+         writer interleaved and the offset sync would be wrong -> abort, fail (TargetMismatchError);
+     4.5 produce an offset-sync record (source range -> target offsets) for every partition whose
+         progress moves, and flush them;
+     4.6 send_offsets_to_transaction with the new progress of EVERY partition of the slot (idle
+         ones too, so that member-less group offsets never expire);
+     4.7 commit_transaction().
+     Errors (classify.py says which is which): retriable -> retry the same call; abortable ->
+     abort, rewind to the committed progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row;
+     fatal or fenced -> stop this slot and report it ("fenced").
   5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
-These are DESIGN.md step 5a-f and 6: 1=5a, 3=5b, 4b=5c+5d, 4e+4f=5e (syncs: step 7), 4g=5f, 5=6.
 
-at_least_once: 3, then per batch 4b, 4c (flush; failed deliveries fail the slot), 4e with the
-base taken from the target end, and a plain offset commit of the progress instead of 4f-4g (once
+at_least_once: 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the slot), 4.5 with the
+base taken from the target end, and a plain offset commit of the progress instead of 4.6-4.7 (once
 every record was acknowledged: duplicates possible on a crash between the two, never loss); then 5.
 
 All I/O goes through a ``SlotIO`` (slotio.py): the real clients by default, scripted fakes in tests.
@@ -44,25 +45,18 @@ import time
 from typing import Any
 
 from eosmirror.kafka import calls, progress
-from eosmirror.core.errors import (ClusterUnreachableError, EosMirrorError, FencedError, ProgressUnavailableError,
-                                   TargetMismatchError)
-from eosmirror.slot.classify import (Abortable, is_fenced, oversize_record, permanent_cause, producer_oversize,
-                                     source_error, transactional_call)
+from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailableError, TargetMismatchError
+from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
 from eosmirror.slot import lifeline
 from eosmirror.core.offsetsync import split
+from eosmirror.slot.recordloop import RecordLoop
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
 from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask
 
 log = logging.getLogger(__name__)
 
-PARTITION_EOF = -191
-CONSUME_BATCH = 5000
 MAX_ABORT_ATTEMPTS = 5
-
-
-def stall_seconds() -> float:
-    return float(os.environ.get("EOSMIRROR_STALL_SECONDS", "60"))
 
 
 def executor_info() -> dict[str, str]:
@@ -89,15 +83,15 @@ class SlotCopier:
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.delivery_errors: list[str] = []
         self.bytes_copied = 0
-        self.source_group_refused = False   # the source refused Read on the progress group (seen while reading)
-        self._last_log = self._last_activity = time.monotonic()
         self.producer = self.consumer = self.reader = None
+        self.loop: RecordLoop | None = None   # step 4.2, on the clients opened
 
     # --- clients -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
         self.io.open(self._delivery_failed)
         self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
+        self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults)
 
     def _delivery_failed(self, err: Any, msg: Any) -> None:
         if err is not None and len(self.delivery_errors) < 20:
@@ -107,7 +101,7 @@ class SlotCopier:
         self.io.close()
         # Drop the clients now: a traceback that keeps this copier alive must not keep a producer
         # reconnecting (and logging) to a cluster long after the slot ended.
-        self.producer = self.consumer = self.reader = None
+        self.producer = self.consumer = self.reader = self.loop = None
 
     # --- protocol ----------------------------------------------------------------------------------
 
@@ -144,7 +138,7 @@ class SlotCopier:
             self.io.check_generation()
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
-        self._assign()
+        self.loop.assign(self.states)
 
     def _copy_until_finished(self) -> None:
         """Step 4, repeated; an abortable error rewinds to step 3, MAX_ABORT_ATTEMPTS times in a row."""
@@ -179,7 +173,7 @@ class SlotCopier:
                                  f"last reason: {why}") from None
         # 3 again: the committed progress is the only position known to be consistent.
         self._load_progress()
-        self._assign()
+        self.loop.assign(self.states)
         self.bytes_copied = sum(st.bytes_total for st in self.states.values())
 
     def _report_unexpected(self, exc: Exception) -> None:
@@ -243,153 +237,29 @@ class SlotCopier:
             states[(p.source_topic, p.partition)] = state_
         self.states = states
 
-    def _assign(self) -> None:
-        from confluent_kafka import TopicPartition
-
-        work = [TopicPartition(s.task.source_topic, s.task.partition, s.committed)
-                for s in self.states.values() if not s.done]
-        # assign() keeps the fetch position of partitions that stay assigned: unassign first so
-        # that a rewind after an abort really restarts at the committed progress.
-        # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
-        # when their range completed must be resumed, or a rewound partition would never fetch.
-        self.consumer.unassign()
-        self.consumer.assign(work)
-        if work:
-            self.consumer.resume(work)
-        self._last_activity = time.monotonic()
-
-    # --- step 4b: the copy loop --------------------------------------------------------------------
-
-    def _copy(self, deadline: float) -> None:
-        """Step 4b: copy records until every range is complete, the deadline, or the byte budget."""
-        max_bytes = self.task.max_bytes
-        undone = [s for s in self.states.values() if not s.done]
-        first_batch = True
-        while undone and time.monotonic() < deadline:
-            lifeline.check()       # the lifeline was cut: start nothing new, wait for the exit
-            if max_bytes is not None and self.bytes_copied >= max_bytes:
-                break
-            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
-            if messages:
-                self._last_activity = time.monotonic()
-            self.bytes_copied += self._produce_batch(messages)
-            if first_batch and messages:
-                first_batch = False
-                self.faults.hit("in_transaction", self.task.slot)
-            self.producer.poll(0)
-            undone = self._settle(undone)
-            self._log_progress()
-
-    def _produce_batch(self, messages: list[Any]) -> int:
-        """Produce the records of one consumed batch; returns the bytes copied. The per-record loop."""
-        states, produce, poll = self.states, self.producer.produce, self.producer.poll
-        copied = 0
-        for m in messages:
-            err = m.error()
-            if err is not None:
-                if err.code() == PARTITION_EOF:
-                    s = states[(m.topic(), m.partition())]
-                    s.eof = max(s.eof, m.offset())
-                else:
-                    self.source_group_refused = source_error(self.task, m, err, self.source_group_refused)
-                continue
-            s = states[(m.topic(), m.partition())]
-            offset = m.offset()
-            if offset >= s.end:
-                s.eof = max(s.eof, s.end)   # a record past the range: the range is complete
-                continue
-            value, key, headers = m.value(), m.key(), m.headers()
-            size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
-            if headers:
-                for name, header in headers:
-                    size += len(name) + (len(header) if header is not None else 0)
-            if size > s.limit:
-                raise oversize_record(s, offset, size)
-            ts = m.timestamp()[1]
-            while True:
-                try:
-                    if s.count:
-                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers)
-                    else:   # the first record's delivery report gives the transaction's target base
-                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers,
-                                on_delivery=s.delivered_first)
-                    break
-                except BufferError:
-                    poll(0.05)   # the local queue is full: let librdkafka send, then retry
-                except Exception as exc:  # noqa: BLE001
-                    oversize = producer_oversize(s, offset, size, exc)
-                    if oversize is not None:
-                        raise oversize from None
-                    raise
-            s.runs.add(offset)
-            s.count += 1
-            s.bytes += size
-            s.next = offset + 1
-            if ts > s.newest_ts:
-                s.newest_ts = ts
-            copied += size
-        return copied
-
-    def _settle(self, undone: list[PartitionCopy]) -> list[PartitionCopy]:
-        """After a batch: mark and pause completed ranges; fail if the source stalls. Returns the undone."""
-        from confluent_kafka import TopicPartition
-
-        # Ranges that end on markers or aborted records only show it in position()/EOF.
-        pending = [s for s in undone if not s.is_complete()]
-        if pending:
-            positions = self.consumer.position([TopicPartition(s.task.source_topic, s.task.partition)
-                                                for s in pending])
-            for s, tp in zip(pending, positions):
-                if tp.offset >= 0:
-                    s.position = tp.offset
-        finished = [s for s in undone if s.is_complete()]
-        if finished:
-            for s in finished:
-                s.done = True
-            self.consumer.pause([TopicPartition(s.task.source_topic, s.task.partition) for s in finished])
-            undone = [s for s in undone if not s.done]
-            self._last_activity = time.monotonic()
-        if undone and time.monotonic() - self._last_activity > stall_seconds():
-            raise ClusterUnreachableError(
-                f"{self.task.source_label}: no records for {stall_seconds():.0f} s while "
-                f"{len(undone)} partition(s) of slot {self.task.slot} are unfinished (e.g. "
-                f"{undone[0].task.source_topic}[{undone[0].task.partition}] at {undone[0].reached} of "
-                f"{undone[0].end}); the source cluster is unreachable or too slow")
-        return undone
-
-    def _log_progress(self) -> None:
-        now = time.monotonic()
-        if now - self._last_log < 10:
-            return
-        self._last_log = now
-        copied = sum(s.records_total + s.count for s in self.states.values())
-        done = sum(1 for s in self.states.values() if s.done)
-        log.info("mirror %s slot %d: %d records copied so far, %d of %d partitions complete",
-                 self.task.mirror, self.task.slot, copied, done, len(self.states))
-
     # --- step 4: one transaction (exactly_once) ----------------------------------------------------
 
     def _transaction(self) -> None:
         t, producer = self.task, self.producer
-        # 4a. Begin; every partition's transaction starts at its committed progress.
+        # 4.1 Begin; every partition's transaction starts at its committed progress.
         for s in self.states.values():
             s.begin_transaction()
         self._txn_call(producer.begin_transaction, "begin a transaction")
         started = time.monotonic()
-        # 4b. Copy.
-        self._copy(started + t.max_transaction_seconds)
+        # 4.2 Copy.
+        self.bytes_copied = self.loop.copy(self.states, started + t.max_transaction_seconds, self.bytes_copied)
         moved = [s for s in self.states.values() if s.moved()]   # fixed once the copy stopped
-        # 4c. Flush: every record acknowledged, each written partition's target base known.
+        # 4.3 Flush: every record acknowledged, each written partition's target base known.
         written = self._flush_records()
-        # 4d. Check: the target offsets are exactly the ones the offset syncs will state.
+        # 4.4 Check: the target offsets are exactly the ones the offset syncs will state.
         ends = self._check_target_ends(moved, written)
-        # 4e. Offset syncs, in the same transaction.
+        # 4.5 Offset syncs, in the same transaction.
         self._produce_syncs(moved, ends)
-        # 4f. The new progress of every partition, in the same transaction.
+        # 4.6 The new progress of every partition, in the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
                        self._progress_offsets(), self.reader.consumer_group_metadata())
         self.faults.hit("before_commit", t.slot)
-        # 4g. Commit: records, offset syncs and progress become visible together.
+        # 4.7 Commit: records, offset syncs and progress become visible together.
         self._txn_call(producer.commit_transaction, "commit the transaction")
         elapsed = time.monotonic() - started
         for s in self.states.values():
@@ -411,7 +281,7 @@ class SlotCopier:
                 for s in self.states.values()]
 
     def _flush_records(self) -> list[PartitionCopy]:
-        """Step 4c: every record acknowledged; returns the partitions written, each with its base."""
+        """Step 4.3: every record acknowledged; returns the partitions written, each with its base."""
         remaining = self.producer.flush(max(30.0, self.task.transaction_timeout_ms / 1000 / 2))
         if remaining:
             raise Abortable(f"{remaining} records were not acknowledged in time")
@@ -425,7 +295,7 @@ class SlotCopier:
 
     def _check_target_ends(self, moved: list[PartitionCopy], written: list[PartitionCopy]
                            ) -> dict[tuple[str, int], int]:
-        """Step 4d: each written target partition ends at base + records. Returns the ends of the
+        """Step 4.4: each written target partition ends at base + records. Returns the ends of the
         moved and written partitions (an idle partition's sync starts at its end)."""
         keys = dict.fromkeys((s.task.target_topic, s.task.partition) for s in moved + written)
         ends = self.io.target_end_offsets(list(keys))
@@ -436,7 +306,7 @@ class SlotCopier:
         return ends
 
     def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
-        """Step 4e: an offset sync per partition whose progress moves, acknowledged before the commit."""
+        """Step 4.5: an offset sync per partition whose progress moves, acknowledged before the commit."""
         now = _now_ms()
         for s in moved:
             base = s.base if s.count else ends[(s.task.target_topic, s.task.partition)]
@@ -471,14 +341,15 @@ class SlotCopier:
         for s in self.states.values():
             s.begin_transaction()
         started = time.monotonic()
-        # 4b. Copy.
-        self._copy(started + self.task.max_transaction_seconds)
-        # 4c. Flush: a failed delivery fails the slot (progress must not pass a lost record).
+        # 4.2 Copy.
+        self.bytes_copied = self.loop.copy(self.states, started + self.task.max_transaction_seconds,
+                                           self.bytes_copied)
+        # 4.3 Flush: a failed delivery fails the slot (progress must not pass a lost record).
         if self.producer.flush(120):
             raise EosMirrorError(f"slot {self.task.slot}: records were not acknowledged within 120 s")
         if self.delivery_errors:
             raise EosMirrorError(f"slot {self.task.slot}: delivery failed: {'; '.join(self.delivery_errors[:3])}")
-        # 4e. Offset syncs; no delivery report per record here, so the base is the end minus the records.
+        # 4.5 Offset syncs; no delivery report per record here, so the base is the end minus the records.
         moved = [s for s in self.states.values() if s.moved()]
         ends = self.io.target_end_offsets([(s.task.target_topic, s.task.partition) for s in moved])
         now = _now_ms()
@@ -489,7 +360,7 @@ class SlotCopier:
         if self.producer.flush(60) or self.delivery_errors:
             raise EosMirrorError(f"slot {self.task.slot}: offset syncs were not acknowledged")
         self.faults.hit("before_commit", self.task.slot)
-        # Instead of 4f-4g: a plain commit of the progress, after every record was acknowledged.
+        # Instead of 4.6-4.7: a plain commit of the progress, after every record was acknowledged.
         calls.call(self.reader.commit, "commit the progress", self.task.target_label,
                    f"Read on group {self.task.progress_group}", offsets=self._progress_offsets(),
                    asynchronous=False)
@@ -503,7 +374,7 @@ class SlotCopier:
     def _publish_to_source(self) -> None:
         """Step 5: best effort; a failure is reported in the result, never fails the slot."""
         offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
-        if self.source_group_refused:
+        if self.loop.source_group_refused:
             # Already known: trying would only wait for a coordinator the source will never grant.
             error = (f"GROUP_AUTHORIZATION_FAILED: the source refused Read on group {self.task.progress_group} "
                      f"while this slot read; progress not published there")

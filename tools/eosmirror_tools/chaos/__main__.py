@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=300, help="seed records per partition")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    for noisy in ("eosmirror.slot.copier", "eosmirror.slot.classify", "eosmirror.driver.topics", "eosmirror.kafka.state", "eosmirror.driver.observe", "eosmirror.librdkafka"):
+    for noisy in ("eosmirror.slot.copier", "eosmirror.slot.classify", "eosmirror.slot.recordloop",
+                  "eosmirror.driver.topics", "eosmirror.kafka.state", "eosmirror.driver.observe", "eosmirror.librdkafka"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     report = harness.run(rounds=args.rounds, seed=args.seed, short=args.short, only=only, calibrate=args.calibrate,

@@ -1,0 +1,172 @@
+"""The per-record loop of a slot: step 4.2 of README "How a run works" (copy), consume -> produce.
+
+``RecordLoop.copy`` polls the source consumer (assigned ``read_committed`` at the committed progress
+by ``assign``) in batches of up to CONSUME_BATCH records and produces every record of a partition's
+range ``[progress, end)`` to the same partition number of its target topic, with key, value (None
+too), headers and timestamp. It stops when every range is complete, at the transaction's deadline
+(``max_transaction_seconds``) or once the slot's byte budget is spent. A range is complete when a
+record at or past its end arrives, or - for a range that ends on control markers or aborted records,
+which read_committed never returns - when the consumer's position or a partition EOF reaches the
+end; a complete partition is paused. What was copied is written into each partition's
+``PartitionCopy`` (records, bytes, offset runs, how far the range is read, the newest timestamp);
+``copy`` returns the slot's byte total.
+
+Transactions, flushes and the checks before a commit are the copier's (copier.py); what an error
+means is classify.py's. This module is the hot path: one pass over each record, nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from eosmirror.core.errors import ClusterUnreachableError
+from eosmirror.slot import lifeline
+from eosmirror.slot.classify import oversize_record, producer_oversize, source_error
+from eosmirror.slot.faults import Faults
+from eosmirror.slot.slotstate import PartitionCopy, SlotTask
+
+log = logging.getLogger(__name__)
+
+PARTITION_EOF = -191
+CONSUME_BATCH = 5000
+
+
+def stall_seconds() -> float:
+    return float(os.environ.get("EOSMIRROR_STALL_SECONDS", "60"))
+
+
+class RecordLoop:
+    """The source consumer's assignment and the consume -> produce loop of one slot attempt."""
+
+    def __init__(self, task: SlotTask, consumer: Any, producer: Any, faults: Faults):
+        self.task, self.consumer, self.producer, self.faults = task, consumer, producer, faults
+        self.source_group_refused = False   # the source refused Read on the progress group (seen while reading)
+        self._last_log = self._last_activity = time.monotonic()
+
+    def assign(self, states: dict[tuple[str, int], PartitionCopy]) -> None:
+        """Read every unfinished partition from its committed progress (step 3, and again after a rewind)."""
+        from confluent_kafka import TopicPartition
+
+        work = [TopicPartition(s.task.source_topic, s.task.partition, s.committed)
+                for s in states.values() if not s.done]
+        # assign() keeps the fetch position of partitions that stay assigned: unassign first so
+        # that a rewind after an abort really restarts at the committed progress.
+        # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
+        # when their range completed must be resumed, or a rewound partition would never fetch.
+        self.consumer.unassign()
+        self.consumer.assign(work)
+        if work:
+            self.consumer.resume(work)
+        self._last_activity = time.monotonic()
+
+    def copy(self, states: dict[tuple[str, int], PartitionCopy], deadline: float, bytes_copied: int) -> int:
+        """Step 4.2: copy records until every range is complete, the deadline, or the byte budget.
+        ``bytes_copied``: what this attempt copied before (the budget counts it); returns the new total."""
+        max_bytes = self.task.max_bytes
+        undone = [s for s in states.values() if not s.done]
+        first_batch = True
+        while undone and time.monotonic() < deadline:
+            lifeline.check()       # the lifeline was cut: start nothing new, wait for the exit
+            if max_bytes is not None and bytes_copied >= max_bytes:
+                break
+            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
+            if messages:
+                self._last_activity = time.monotonic()
+            bytes_copied += self._produce_batch(states, messages)
+            if first_batch and messages:
+                first_batch = False
+                self.faults.hit("in_transaction", self.task.slot)
+            self.producer.poll(0)
+            undone = self._settle(undone)
+            self._log_progress(states)
+        return bytes_copied
+
+    def _produce_batch(self, states: dict[tuple[str, int], PartitionCopy], messages: list[Any]) -> int:
+        """Produce the records of one consumed batch; returns the bytes copied. The per-record loop."""
+        produce, poll = self.producer.produce, self.producer.poll
+        copied = 0
+        for m in messages:
+            err = m.error()
+            if err is not None:
+                if err.code() == PARTITION_EOF:
+                    s = states[(m.topic(), m.partition())]
+                    s.eof = max(s.eof, m.offset())
+                else:
+                    self.source_group_refused = source_error(self.task, m, err, self.source_group_refused)
+                continue
+            s = states[(m.topic(), m.partition())]
+            offset = m.offset()
+            if offset >= s.end:
+                s.eof = max(s.eof, s.end)   # a record past the range: the range is complete
+                continue
+            value, key, headers = m.value(), m.key(), m.headers()
+            size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+            if headers:
+                for name, header in headers:
+                    size += len(name) + (len(header) if header is not None else 0)
+            if size > s.limit:
+                raise oversize_record(s, offset, size)
+            ts = m.timestamp()[1]
+            while True:
+                try:
+                    if s.count:
+                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers)
+                    else:   # the first record's delivery report gives the transaction's target base
+                        produce(s.target_topic, value, key, s.partition, timestamp=ts, headers=headers,
+                                on_delivery=s.delivered_first)
+                    break
+                except BufferError:
+                    poll(0.05)   # the local queue is full: let librdkafka send, then retry
+                except Exception as exc:  # noqa: BLE001
+                    oversize = producer_oversize(s, offset, size, exc)
+                    if oversize is not None:
+                        raise oversize from None
+                    raise
+            s.runs.add(offset)
+            s.count += 1
+            s.bytes += size
+            s.next = offset + 1
+            if ts > s.newest_ts:
+                s.newest_ts = ts
+            copied += size
+        return copied
+
+    def _settle(self, undone: list[PartitionCopy]) -> list[PartitionCopy]:
+        """After a batch: mark and pause completed ranges; fail if the source stalls. Returns the undone."""
+        from confluent_kafka import TopicPartition
+
+        # Ranges that end on markers or aborted records only show it in position()/EOF.
+        pending = [s for s in undone if not s.is_complete()]
+        if pending:
+            positions = self.consumer.position([TopicPartition(s.task.source_topic, s.task.partition)
+                                                for s in pending])
+            for s, tp in zip(pending, positions):
+                if tp.offset >= 0:
+                    s.position = tp.offset
+        finished = [s for s in undone if s.is_complete()]
+        if finished:
+            for s in finished:
+                s.done = True
+            self.consumer.pause([TopicPartition(s.task.source_topic, s.task.partition) for s in finished])
+            undone = [s for s in undone if not s.done]
+            self._last_activity = time.monotonic()
+        if undone and time.monotonic() - self._last_activity > stall_seconds():
+            raise ClusterUnreachableError(
+                f"{self.task.source_label}: no records for {stall_seconds():.0f} s while "
+                f"{len(undone)} partition(s) of slot {self.task.slot} are unfinished (e.g. "
+                f"{undone[0].task.source_topic}[{undone[0].task.partition}] at {undone[0].reached} of "
+                f"{undone[0].end}); the source cluster is unreachable or too slow")
+        return undone
+
+    def _log_progress(self, states: dict[tuple[str, int], PartitionCopy]) -> None:
+        now = time.monotonic()
+        if now - self._last_log < 10:
+            return
+        self._last_log = now
+        copied = sum(s.records_total + s.count for s in states.values())
+        done = sum(1 for s in states.values() if s.done)
+        log.info("mirror %s slot %d: %d records copied so far, %d of %d partitions complete",
+                 self.task.mirror, self.task.slot, copied, done, len(states))
