@@ -41,9 +41,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import sys
 import time
+from dataclasses import asdict
 from typing import Any
 
+import eosmirror
 from eosmirror.kafka import calls, progress
 from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailableError, TargetMismatchError
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
@@ -60,11 +64,6 @@ MAX_ABORT_ATTEMPTS = 5
 
 
 def executor_info() -> dict[str, str]:
-    import socket
-    import sys
-
-    import eosmirror
-
     return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
 
 
@@ -387,11 +386,18 @@ class SlotCopier:
 
 
 def run_slot(task: SlotTask) -> dict[str, Any]:
-    """Spark task entry: copy one slot and return its result as a plain dict."""
-    from dataclasses import asdict
+    """Copy one slot and return its result as a plain dict: the Spark task entry (``spark/runner.py``
+    maps it) and what ``run_in_process`` runs in threads of the driver.
 
+    Then ``lifeline.check()``: a slot that ended while its lifeline was being cut must not hand
+    control back to pyspark's worker loop, which would exit the process (writing to the dead JVM
+    fails) before the abort completed. Outside a Spark worker the lifeline is never cut and the
+    check returns at once."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not task.partitions:
-        return asdict(SlotResult(slot=task.slot, transactional_id=task.transactional_id, status="nothing-to-do",
-                                 attempt_pid=os.getpid()))
-    return asdict(SlotCopier(task).run())
+        result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, status="nothing-to-do",
+                            attempt_pid=os.getpid())
+    else:
+        result = SlotCopier(task).run()
+    lifeline.check()
+    return asdict(result)

@@ -180,17 +180,6 @@ def check() -> None:
     os._exit(EXIT_CODE)
 
 
-def run_slot(task: Any) -> dict[str, Any]:
-    """Spark task entry (``runner`` maps it): ``copier.run_slot``, then ``check()``. A slot that
-    ended while its lifeline was being cut must not hand control back to pyspark's worker loop,
-    which would exit the process (writing to the dead JVM fails) before the abort completed."""
-    from eosmirror.slot.copier import run_slot as copy_slot
-
-    result = copy_slot(task)
-    check()
-    return result
-
-
 def _watchdog() -> None:
     """Never returns. It takes no lock the main thread may hold (see _sighup), and an unexpected
     error does not end it quietly: the slot's thread may be blocked (a fault hold, librdkafka) and

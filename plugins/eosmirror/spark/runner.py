@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
     # The slot's lifeline (abort + exit once this run's JVM is gone) wraps the copy on the executor.
-    from eosmirror.slot.lifeline import run_slot
+    from eosmirror.slot.copier import run_slot
 
     pending = sum(max(0, p.end - p.start) for p in task.partitions)
     sc.setJobGroup(f"eosmirror-{task.mirror}-slot-{task.slot}",
