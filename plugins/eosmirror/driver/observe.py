@@ -1,4 +1,5 @@
-"""Gather what planning needs (design step 4): source offsets, committed progress, recovered progress.
+"""Gather what planning needs (README "How a run works", driver step 2): source offsets, committed
+progress, recovered progress.
 
 The only module that turns broker answers into ``PartitionObservation`` values; it also fails loudly
 when the progress belongs to another incarnation of a topic (re-created source or target topic).
