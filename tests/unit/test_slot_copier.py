@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from eosmirror.core.errors import FencedError
 from eosmirror.core.offsetsync import OffsetSync
 from eosmirror.kafka.progress import Progress
-from eosmirror.slot import classify, copier, recordloop
+from eosmirror.slot import atleastonce, classify, copier, recordloop, syncwrites
 from eosmirror.slot.copier import MAX_ABORT_ATTEMPTS, SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
@@ -275,7 +275,7 @@ def slot_task(end: int = 9, max_message_bytes: int = 1048588, delivery: str = "e
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (copier, classify, recordloop):   # every slot module that reads the clock or sleeps
+    for module in (copier, classify, recordloop, atleastonce, syncwrites):   # every slot module using time
         monkeypatch.setattr(module, "time", fake)
     return fake
 
@@ -336,6 +336,22 @@ def test_at_least_once_commits_progress_after_delivery_and_bases_syncs_on_the_ta
     assert io.target.values(TGT) == values(5)
     assert [(s.source_start, s.source_end, s.target_base) for s in io.target.syncs()] == [(0, 5, 0)]
     assert io.target.progress == {TGT: 5}
+
+
+def test_at_least_once_fails_the_slot_on_a_failed_delivery_and_commits_no_progress(clock):
+    io = FakeIO(clock, {SRC: values(5)})
+    produce = io.producer.produce
+
+    def produce_and_lose_v2(topic, value=None, key=None, partition=-1, **kwargs):
+        produce(topic, value, key, partition, **kwargs)
+        if value == b"v2":    # the idempotent producer's delivery report of that record
+            io.on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), Msg(topic, partition, 2))
+
+    io.producer.produce = produce_and_lose_v2
+    result = run(io, slot_task(end=5, delivery="at_least_once"))
+    assert (result.status, result.error_type) == ("failed", "EosMirrorError")
+    assert "slot 0: delivery failed: tgt[0]: _MSG_TIMED_OUT: Local: Message timed out" in result.error
+    assert io.target.progress == {} and io.target.syncs() == [] and io.published == []
 
 
 # --- abortable errors -------------------------------------------------------------------------------

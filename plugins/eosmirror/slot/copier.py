@@ -30,9 +30,10 @@ the code below:
      fatal or fenced -> stop this slot and report it ("fenced").
   5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
 
-at_least_once: 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the slot), 4.5 with the
-base taken from the target end, and a plain offset commit of the progress instead of 4.6-4.7 (once
-every record was acknowledged: duplicates possible on a crash between the two, never loss); then 5.
+at_least_once (atleastonce.py): 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the
+slot), 4.5 with the base taken from the target end, and a plain offset commit of the progress
+instead of 4.6-4.7 (once every record was acknowledged: duplicates possible on a crash between the
+two, never loss); then 5.
 
 All I/O goes through a ``SlotIO`` (slotio.py): the real clients by default, scripted fakes in tests.
 """
@@ -48,15 +49,16 @@ from dataclasses import asdict
 from typing import Any
 
 import eosmirror
-from eosmirror.kafka import calls, progress
+from eosmirror.kafka import calls
 from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailableError, TargetMismatchError
+from eosmirror.slot.atleastonce import AtLeastOnce
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
 from eosmirror.slot import lifeline
-from eosmirror.core.offsetsync import split
 from eosmirror.slot.recordloop import RecordLoop
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
 from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask
+from eosmirror.slot.syncwrites import now_ms, produce_syncs, progress_offsets
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +69,8 @@ def executor_info() -> dict[str, str]:
     return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+def _no_delivery_report(err: Any, msg: Any) -> None:
+    """exactly_once needs only each partition's first delivery report (PartitionCopy.delivered_first)."""
 
 
 class SlotCopier:
@@ -80,7 +82,7 @@ class SlotCopier:
         self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid(),
                                  executor=executor_info())
         self.states: dict[tuple[str, int], PartitionCopy] = {}
-        self.delivery_errors: list[str] = []
+        self.at_least_once = None if self.exactly_once else AtLeastOnce(task, self.io, self.faults)
         self.bytes_copied = 0
         self.producer = self.consumer = self.reader = None
         self.loop: RecordLoop | None = None   # step 4.2, on the clients opened
@@ -88,13 +90,9 @@ class SlotCopier:
     # --- clients -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self.io.open(self._delivery_failed)
+        self.io.open(self.at_least_once.on_delivery if self.at_least_once else _no_delivery_report)
         self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
         self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults)
-
-    def _delivery_failed(self, err: Any, msg: Any) -> None:
-        if err is not None and len(self.delivery_errors) < 20:
-            self.delivery_errors.append(f"{msg.topic()}[{msg.partition()}]: {err.name()}: {err.str()}")
 
     def close(self) -> None:
         self.io.close()
@@ -147,7 +145,8 @@ class SlotCopier:
                 if self.exactly_once:
                     self._transaction()
                 else:
-                    self._at_least_once_batch()
+                    self.bytes_copied, elapsed = self.at_least_once.batch(self.states, self.loop, self.bytes_copied)
+                    self._committed(elapsed)
             except (Abortable, InjectedAbort) as why:
                 attempts += 1
                 self._abort_and_rewind(why, attempts)
@@ -188,7 +187,7 @@ class SlotCopier:
             self.result.error_type = type(error).__name__
 
     def _report(self, started: float) -> None:
-        now = _now_ms()
+        now = now_ms()
         self.result.partitions = [s.report(now) for s in self.states.values()]
         self.result.records = sum(p["records"] for p in self.result.partitions)
         self.result.bytes = sum(p["bytes"] for p in self.result.partitions)
@@ -256,28 +255,21 @@ class SlotCopier:
         self._produce_syncs(moved, ends)
         # 4.6 The new progress of every partition, in the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
-                       self._progress_offsets(), self.reader.consumer_group_metadata())
+                       progress_offsets(self.states.values(), t.generation), self.reader.consumer_group_metadata())
         self.faults.hit("before_commit", t.slot)
         # 4.7 Commit: records, offset syncs and progress become visible together.
         self._txn_call(producer.commit_transaction, "commit the transaction")
-        elapsed = time.monotonic() - started
-        for s in self.states.values():
-            s.commit()
-        self._count_transaction(elapsed)
+        self._committed(time.monotonic() - started)
         self.faults.hit("after_commit", t.slot)
 
-    def _count_transaction(self, elapsed: float) -> None:
+    def _committed(self, elapsed: float) -> None:
+        """A transaction (or an at_least_once batch) committed: each partition's progress moves to
+        where its copy reached; the transaction is counted."""
+        for s in self.states.values():
+            s.commit()
         self.result.transactions += 1
         self.result.transaction_seconds = round(self.result.transaction_seconds + elapsed, 3)
         self.result.max_transaction_seconds = round(max(self.result.max_transaction_seconds, elapsed), 3)
-
-    def _progress_offsets(self) -> list[Any]:
-        from confluent_kafka import TopicPartition
-
-        return [TopicPartition(s.task.target_topic, s.task.partition, s.reached,
-                               metadata=progress.encode_metadata(s.task.source_topic, s.task.source_topic_id,
-                                                                 self.task.generation))
-                for s in self.states.values()]
 
     def _flush_records(self) -> list[PartitionCopy]:
         """Step 4.3: every record acknowledged; returns the partitions written, each with its base."""
@@ -306,23 +298,12 @@ class SlotCopier:
 
     def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
         """Step 4.5: an offset sync per partition whose progress moves, acknowledged before the commit."""
-        now = _now_ms()
-        for s in moved:
-            base = s.base if s.count else ends[(s.task.target_topic, s.task.partition)]
-            for sync in split(s.sync(base, self.task.generation, self.task.slot, now)):
-                self._produce_sync(sync)
+        produce_syncs(self.producer, self.task,
+                      [(s, s.base if s.count else ends[(s.task.target_topic, s.task.partition)]) for s in moved])
         if moved:
             remaining = self.producer.flush(30)
             if remaining:
                 raise Abortable(f"{remaining} offset-sync records were not acknowledged in time")
-
-    def _produce_sync(self, sync: Any) -> None:
-        while True:
-            try:
-                self.producer.produce(self.task.offset_sync_topic, sync.encode(), sync.key(), 0)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
 
     def _raise_foreign_writer(self, s: PartitionCopy, end: int) -> None:
         # A newer instance of this slot aborting our transaction also moves the end; if so the
@@ -333,40 +314,6 @@ class SlotCopier:
             f"{self.task.target_label}: target {s.task.target_topic}[{s.task.partition}] ends at {end} but this "
             f"transaction's {s.count} records start at {s.base}: another producer writes to the target topic. "
             f"eosmirror must be the only writer of its target topics; the transaction was aborted")
-
-    # --- at_least_once -------------------------------------------------------------------------------
-
-    def _at_least_once_batch(self) -> None:
-        for s in self.states.values():
-            s.begin_transaction()
-        started = time.monotonic()
-        # 4.2 Copy.
-        self.bytes_copied = self.loop.copy(self.states, started + self.task.max_transaction_seconds,
-                                           self.bytes_copied)
-        # 4.3 Flush: a failed delivery fails the slot (progress must not pass a lost record).
-        if self.producer.flush(120):
-            raise EosMirrorError(f"slot {self.task.slot}: records were not acknowledged within 120 s")
-        if self.delivery_errors:
-            raise EosMirrorError(f"slot {self.task.slot}: delivery failed: {'; '.join(self.delivery_errors[:3])}")
-        # 4.5 Offset syncs; no delivery report per record here, so the base is the end minus the records.
-        moved = [s for s in self.states.values() if s.moved()]
-        ends = self.io.target_end_offsets([(s.task.target_topic, s.task.partition) for s in moved])
-        now = _now_ms()
-        for s in moved:
-            end = ends[(s.task.target_topic, s.task.partition)]
-            for sync in split(s.sync(end - s.count, self.task.generation, self.task.slot, now)):
-                self._produce_sync(sync)
-        if self.producer.flush(60) or self.delivery_errors:
-            raise EosMirrorError(f"slot {self.task.slot}: offset syncs were not acknowledged")
-        self.faults.hit("before_commit", self.task.slot)
-        # Instead of 4.6-4.7: a plain commit of the progress, after every record was acknowledged.
-        calls.call(self.reader.commit, "commit the progress", self.task.target_label,
-                   f"Read on group {self.task.progress_group}", offsets=self._progress_offsets(),
-                   asynchronous=False)
-        elapsed = time.monotonic() - started
-        for s in self.states.values():
-            s.commit()
-        self._count_transaction(elapsed)
 
     # --- step 5 ------------------------------------------------------------------------------------
 
