@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
-    # The slot's lifeline (abort + exit once this run's JVM is gone) wraps the copy on the executor.
+    # On the executor, run_slot arms the slot's lifeline (abort + exit once this run's JVM is gone).
     from eosmirror.slot.copier import run_slot
 
     pending = sum(max(0, p.end - p.start) for p in task.partitions)
