@@ -9,7 +9,7 @@
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
   eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
   eosmirror lag [mirror] [--json]           how far behind each mirror is (status, record and time lag)
-  eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout)
+  eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout or -o)
   eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
   eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)
   eosmirror history <mirror>                migrations and resets of the mirror
@@ -243,8 +243,31 @@ def _import_mm2(args: argparse.Namespace) -> int:
     rendered = mm2import.render(mm2import.translate(text, clusters=args.clusters), Path(args.properties).name)
     # What is printed must load: check it with the loader the DAGs use.
     config.parse(_yaml_document(rendered), Path(f"<import of {args.properties}>"))
-    print(rendered, end="")
+    if args.output:
+        _write_whole(Path(args.output), rendered)
+    else:
+        print(rendered, end="")
     return EXIT_OK
+
+
+def _write_whole(path: Any, text: str) -> None:
+    """``text`` into ``path`` all at once: written beside it, then renamed (never half a file)."""
+    import os
+    import tempfile
+
+    from eosmirror.core.errors import ConfigError
+
+    staging = None
+    try:
+        fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(staging, 0o644)   # mkstemp's 0600 would hide it from a scheduler running as another user
+        os.replace(staging, path)
+    except OSError as exc:
+        if staging and os.path.exists(staging):
+            os.unlink(staging)
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _yaml_document(text: str) -> Any:
@@ -411,6 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     import_mm2.add_argument("--clusters", choices=["inline", "connection"], default="inline",
                             help="clusters as inline settings (secrets as ${ENV}) or as Airflow connection ids "
                                  "named after the MM2 aliases")
+    import_mm2.add_argument("-o", "--output", help="write the mirrors file here (whole or not at all) "
+                                                   "instead of printing it")
     import_mm2.set_defaults(func=_import_mm2)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")

@@ -35,7 +35,7 @@ def test_equivalent_spellings_are_accepted():
 
 def test_redact_hides_secrets_only():
     conf = {"bootstrap.servers": "h:1", "sasl.password": "s3cret", "ssl.key.password": "k", "sasl.username": "u"}
-    assert clients.redact(conf) == {"bootstrap.servers": "h:1", "sasl.password": "***", "ssl.key.password": "***",
+    assert clients.redact(conf) == {"bootstrap.servers": "h:1", "sasl.password": "<hidden>", "ssl.key.password": "<hidden>",
                                     "sasl.username": "u"}
 
 

@@ -38,6 +38,7 @@ from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 
+from eosmirror.core import secrets
 from eosmirror.core.errors import ConfigError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -113,27 +114,6 @@ class _Invalid(Exception):
         return _Invalid(self.problem, *prefix, *self.path)
 
 
-class _Hidden:
-    def __repr__(self) -> str:
-        return "<hidden>"
-
-
-_HIDDEN = _Hidden()
-
-
-def _redacted(key: Any, value: Any) -> Any:
-    """``value`` with every value under a secret-looking key (at any depth) replaced by <hidden>."""
-    from eosmirror.kafka.clients import is_secret_key
-
-    if key is not None and is_secret_key(str(key)):
-        return _HIDDEN
-    if isinstance(value, Mapping):
-        return {k: _redacted(k, v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redacted(None, v) for v in value]
-    return value
-
-
 def _yaml_word(value: Any) -> str:
     return "null" if value is None else str(value).lower()
 
@@ -145,7 +125,7 @@ def _suggestion(word: Any, known: Collection[str]) -> str:
 
 def _bad(value: Any, allowed: str, key: str | None = None, choices: Collection[str] = ()) -> _Invalid:
     """``value`` is not allowed. ``key`` (a settings entry) extends the field path and decides redaction."""
-    shown = _yaml_word(value) if value is None or isinstance(value, bool) else repr(_redacted(key, value))
+    shown = _yaml_word(value) if value is None or isinstance(value, bool) else repr(secrets.redact(value, key))
     return _Invalid(f"{shown} is not allowed; expected {allowed}{_suggestion(value, choices)}",
                     *((key,) if key is not None else ()))
 
@@ -411,9 +391,7 @@ class _Settings(_Kind):
         return FrozenMap(value)
 
     def _check(self, key: str, item: Any) -> None:
-        from eosmirror.kafka.clients import is_secret_key
-
-        if self.no_inline_secrets and is_secret_key(key) and not (isinstance(item, str) and ENV_REF_RE.match(item)):
+        if self.no_inline_secrets and secrets.is_secret_key(key) and not (isinstance(item, str) and ENV_REF_RE.match(item)):
             # Never echo the value: it may be a real secret.
             raise _Invalid(f"holds a secret inline; secrets never go into the mirror file. Use an Airflow "
                            f"connection, or write `{key}: ${{ENV_VAR}}` and export ENV_VAR", key)

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosmirror.core.secrets import shown
+
 DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 # MM2's default topics.exclude; eosmirror never mirrors these anyway (naming.BUILTIN_EXCLUDES).
@@ -49,7 +51,6 @@ NO_EQUIVALENT_WHY = {
     "value.converter": "records are copied as bytes",
     "header.converter": "records are copied as bytes",
 }
-SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential", "key.pem", "private")
 
 
 @dataclass
@@ -81,14 +82,6 @@ def parse_properties(text: str) -> dict[str, str]:
         key, value = (match.group(1), match.group(2)) if match else (line, "")
         props[key.replace("\\", "")] = value.strip()
     return props
-
-
-def is_secret(key: str) -> bool:
-    return any(marker in key.lower() for marker in SECRET_MARKERS)
-
-
-def shown(key: str, value: str) -> str:
-    return f"{key} = {'<hidden>' if is_secret(key) else value}"
 
 
 def split_list(value: str) -> list[str]:

@@ -24,21 +24,10 @@ import time
 from typing import Any, Mapping
 
 from eosmirror.core.errors import ConfigError
+# Which settings are secret is decided in ONE place, eosmirror.core.secrets; re-exported for callers.
+from eosmirror.core.secrets import is_secret_key, redact  # noqa: F401
 
 log = logging.getLogger(__name__)
-
-# Substrings of librdkafka property names whose values must never be printed.
-_SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential", "ssl.key.pem", "private",
-                   "oauthbearer.config")
-
-
-def is_secret_key(key: str) -> bool:
-    return any(marker in key.lower() for marker in _SECRET_MARKERS)
-
-
-def redact(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a client config that is safe to log, print or store."""
-    return {k: ("***" if is_secret_key(k) else v) for k, v in conf.items()}
 
 
 # (forced value, accepted spellings of it, why exactly-once needs it)
