@@ -233,14 +233,16 @@ def _history(args: argparse.Namespace) -> int:
 def _import_mm2(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eosmirror.core import config, mm2import
-    from eosmirror.core.errors import ConfigError
+    from eosmirror.core import config, mm2import, mm2props
 
-    try:
-        text = Path(args.properties).read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {args.properties}: {exc.strerror}") from None
-    rendered = mm2import.render(mm2import.translate(text, clusters=args.clusters), Path(args.properties).name)
+    # Bad input (unreadable, a flow MM2 itself could not run) raises ConfigError: exit 2, nothing written.
+    imported = mm2import.translate(mm2props.read(args.properties), clusters=args.clusters)
+    if imported.partial and not args.allow_partial:
+        print("eosmirror: the imported mirrors would not select what MirrorMaker 2 selects:\n  "
+              + "\n  ".join(imported.partial) + "\nNothing was written. Fix the file, or pass --allow-partial to "
+              "write the mirrors anyway with these lines in the header", file=sys.stderr)
+        return EXIT_FAILED
+    rendered = mm2import.render(imported, Path(args.properties).name)
     # What is printed must load: check it with the loader the DAGs use.
     config.parse(_yaml_document(rendered), Path(f"<import of {args.properties}>"))
     if args.output:
@@ -358,6 +360,21 @@ def _mirror_command(sub: Any, name: str, func: Any, text: str) -> argparse.Argum
     return command
 
 
+def _import_mm2_command(sub: Any) -> None:
+    import_mm2 = sub.add_parser("import-mm2", help="translate a MirrorMaker 2 mm2.properties into mirrors.yaml "
+                                                   "(printed; settings without equivalent listed at the top)")
+    import_mm2.add_argument("properties", help="the mm2.properties file")
+    import_mm2.add_argument("--clusters", choices=["inline", "connection"], default="inline",
+                            help="clusters as inline settings (secrets as ${ENV}) or as Airflow connection ids "
+                                 "named after the MM2 aliases")
+    import_mm2.add_argument("--allow-partial", action="store_true",
+                            help="write the mirrors even where they cannot select what MM2 selects (a custom "
+                                 "filter class, ...); the header lists those places. Otherwise exit 1")
+    import_mm2.add_argument("-o", "--output", help="write the mirrors file here (whole or not at all) "
+                                                   "instead of printing it")
+    import_mm2.set_defaults(func=_import_mm2)
+
+
 def _add_migration_commands(sub: Any) -> None:
     migrate = _mirror_command(sub, "migrate", _migrate, "take over progress from MirrorMaker 2 or a consumer group "
                                                         "(refused while the other copier still runs)")
@@ -428,15 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     _groups_command(sub)
     _lag_command(sub)
     _add_migration_commands(sub)
-    import_mm2 = sub.add_parser("import-mm2", help="translate a MirrorMaker 2 mm2.properties into mirrors.yaml "
-                                                   "(printed; settings without equivalent listed at the top)")
-    import_mm2.add_argument("properties", help="the mm2.properties file")
-    import_mm2.add_argument("--clusters", choices=["inline", "connection"], default="inline",
-                            help="clusters as inline settings (secrets as ${ENV}) or as Airflow connection ids "
-                                 "named after the MM2 aliases")
-    import_mm2.add_argument("-o", "--output", help="write the mirrors file here (whole or not at all) "
-                                                   "instead of printing it")
-    import_mm2.set_defaults(func=_import_mm2)
+    _import_mm2_command(sub)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

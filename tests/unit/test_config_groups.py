@@ -24,7 +24,7 @@ def test_groups_fields_are_read():
 
 
 @pytest.mark.parametrize("fields, field, shown", [
-    ({"groups": {"include": ["("]}}, "groups.include", "'('"),
+    ({"groups": {"include": ["("]}}, "groups.include", "`(`"),   # as written, not a repr
     ({"groups": {"exclude": [3]}}, "groups.exclude", "[3]"),
     ({"groups": {"schedule": "61 * * * *"}}, "groups.schedule", "'61 * * * *'"),
     ({"groups": {"schedule": "* * * * * *"}}, "groups.schedule", "'* * * * * *'"),

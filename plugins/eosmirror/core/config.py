@@ -297,7 +297,8 @@ class _Patterns(_Kind):
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise _bad(pattern, f"a valid regular expression ({exc})") from None
+                # As written (one level of escaping), not a repr that doubles every backslash.
+                raise _Invalid(f"`{pattern}` is not allowed; expected a valid regular expression ({exc})") from None
         return tuple(value)
 
 

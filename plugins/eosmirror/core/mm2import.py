@@ -1,16 +1,23 @@
 """``eosmirror import-mm2``: a MirrorMaker 2 ``mm2.properties`` translated into ``mirrors.yaml`` text.
 
-Pure: text in, text out. One mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can
-express becomes a field; everything else is listed, with the reason, in a comment at the top of
-the output -- nothing is dropped silently. Secrets never reach the output: a password in
-``sasl.jaas.config`` becomes ``${<ALIAS>_SASL_PASSWORD}`` and the value of any secret-looking key is
-shown as ``<hidden>`` in the comments.
+Pure: properties in, text out. The file is read as MM2 reads it (``core/mm2props``: Java's
+Properties.load, ISO-8859-1). One mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can
+express becomes a field; everything else is listed, with the reason, in a comment at the top of the
+output -- nothing is dropped silently. Secrets never reach the output: a password in
+``sasl.jaas.config`` becomes ``${<ALIAS>_SASL_PASSWORD}`` and the value of any secret key
+(``core/secrets``) is shown as ``<hidden>`` in the comments.
 
-MM2's semantics followed here (apache/kafka connect/mirror ``MirrorMakerConfig``,
-``MirrorSourceConfig``, ``DefaultReplicationPolicy``): a key ``A->B.x`` overrides ``x`` for that flow;
-``A.x`` are cluster settings; ``topics``/``topics.exclude`` are comma-separated regular expressions
-that must match the whole topic name (as eosmirror's); the default policy names remote topics
-``<source alias><separator><topic>``; ``tasks.max`` defaults to 1.
+MM2's semantics followed here (Kafka 4.3.1's connect-mirror, checked name by name against its own
+classes in tests/integration/test_mm2_selection.py): a key ``A->B.x`` overrides ``x`` for that flow
+(MirrorMakerConfig.connectorBaseConfig); ``A.x`` are cluster settings, a top-level client setting
+applies to every cluster unless ``A.x`` says otherwise (clusterProps); ``topics``/``groups`` and their
+``.exclude`` are comma lists of regular expressions that must match the whole name; the default policy
+names remote topics ``<source alias><separator><topic>``; ``tasks.max`` defaults to 1.
+
+Bad input (no bootstrap servers for a flow's cluster, an unknown replication policy, a malformed
+``\\uXXXX``) raises ConfigError naming the key and its line. What eosmirror cannot select as MM2 does (a
+custom filter class, a regular expression Java reads differently, a legacy ``*.blacklist`` key) is
+collected in ``Imported.partial``: the CLI refuses to write it unless ``--allow-partial``.
 """
 
 from __future__ import annotations
@@ -19,12 +26,29 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosmirror.core import mm2props
+from eosmirror.core.errors import ConfigError
 from eosmirror.core.secrets import shown
 
-DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
-IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
-# MM2's default topics.exclude; eosmirror never mirrors these anyway (naming.BUILTIN_EXCLUDES).
-MM2_DEFAULT_EXCLUDES = (r".*[\-\.]internal", r".*\.replica", r"__.*")
+MIRROR_PACKAGE = "org.apache.kafka.connect.mirror."
+DEFAULT_POLICY = MIRROR_PACKAGE + "DefaultReplicationPolicy"
+IDENTITY_POLICY = MIRROR_PACKAGE + "IdentityReplicationPolicy"
+# Kafka 4.3.1's defaults (the constants of DefaultTopicFilter, DefaultGroupFilter and
+# DefaultConfigPropertyFilter in connect-mirror-4.3.1.jar).
+MM2_TOPICS_EXCLUDE = (r"mm2.*\.internal", r".*\.replica", r"__.*")
+MM2_GROUPS_EXCLUDE = (r"console-consumer-.*", r"connect-.*", r"__.*")
+# eosmirror never mirrors these (naming.BUILTIN_EXCLUDES covers them): not repeated in the file.
+COVERED_BY_BUILTINS = MM2_TOPICS_EXCLUDE + (r".*[\-\.]internal", r".*[-.]internal")
+# MM2's ReplicationPolicy.isInternalTopic never copies a topic whose name starts with '.', whatever
+# `topics` says; eosmirror's built-in excludes do not cover it, so every imported mirror excludes it.
+MM2_NEVER_COPIED = (r"\..*",)
+# eosmirror's own consumer groups (progress, readers): never synced, whatever MM2's lists say.
+EOSMIRROR_GROUPS = (r"eosmirror\..*", r"eosmirror-.*")
+FILTER_CLASSES = {"topic.filter.class": "DefaultTopicFilter", "group.filter.class": "DefaultGroupFilter",
+                  "config.property.filter.class": "DefaultConfigPropertyFilter"}
+# Removed in Kafka 4.0 (MM2 4.x ignores them); before, each was read when its successor was not set.
+LEGACY_KEYS = {"topics.blacklist": "topics.exclude", "groups.blacklist": "groups.exclude",
+               "config.properties.blacklist": "config.properties.exclude"}
 # Java client security settings with the same name and meaning in librdkafka.
 SAME_IN_LIBRDKAFKA = ("security.protocol", "sasl.mechanism", "ssl.endpoint.identification.algorithm")
 # MM2 settings about machinery eosmirror does differently (say why, once per key).
@@ -37,7 +61,7 @@ NO_EQUIVALENT_WHY = {
     "emit.offset-syncs": "eosmirror always writes offset syncs (they make translation exact)",
     "offset.lag.max": "eosmirror's offset syncs are exact: every copied range has one",
     "refresh.topics": "each eosmirror run lists the source topics again",
-    "refresh.groups": "group offsets are the groups section's job",
+    "refresh.groups": "each group sync lists the groups again",
     "sync.topic.configs.interval": "each eosmirror run syncs topic configs",
     "sync.topic.acls.interval": "each eosmirror run syncs topic ACLs (with sync_topic_acls)",
     "offset.storage": "MM2's Connect internal topics; eosmirror keeps progress in a consumer group",
@@ -55,37 +79,30 @@ NO_EQUIVALENT_WHY = {
 
 @dataclass
 class Imported:
-    """The translation: mirrors (as YAML-ready dicts), what was not translated, the groups notes."""
+    """The translation: mirrors (as YAML-ready dicts), what was not translated, what differs from MM2."""
 
     mirrors: list[dict[str, Any]] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)       # "key = value: why"
-    group_notes: dict[str, list[str]] = field(default_factory=dict)   # mirror name -> comment lines
+    partial: list[str] = field(default_factory=list)        # where the mirror cannot select as MM2 does
+    notes: list[str] = field(default_factory=list)          # what the reader should know, not a difference
     env_vars: list[str] = field(default_factory=list)
     translated: list[str] = field(default_factory=list)     # the keys the mirrors express
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Java .properties: `key=value`, `key: value` or `key value`; # and ! comments; \\ continues a line."""
-    props: dict[str, str] = {}
-    logical, pending = [], ""
-    for raw in text.splitlines():
-        line = (pending + raw.lstrip()) if pending else raw.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        pending = ""
-        logical.append(line)
-    for line in logical:
-        match = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", line)
-        key, value = (match.group(1), match.group(2)) if match else (line, "")
-        props[key.replace("\\", "")] = value.strip()
-    return props
+_JAVA_TRIM = "".join(map(chr, range(33)))          # String.trim(): every char <= ' '
+_JAVA_COMMA = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")   # ConfigDef's \s*,\s* (Java's ASCII \s)
+
+
+def java_list(value: str) -> list[str]:
+    """A Kafka LIST setting exactly as ConfigDef.parseType splits it: trimmed, then split at commas
+    with the blanks around them; an empty text is an empty list, an empty item stays (as "")."""
+    trimmed = value.strip(_JAVA_TRIM)
+    return _JAVA_COMMA.split(trimmed) if trimmed else []
 
 
 def split_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
+    """A list setting with empty items dropped (``clusters``, ``bootstrap.servers``)."""
+    return [item for item in java_list(value) if item]
 
 
 def env_name(alias: str, what: str) -> str:
@@ -95,8 +112,8 @@ def env_name(alias: str, what: str) -> str:
 class _Props:
     """The properties with a record of which keys the translation used."""
 
-    def __init__(self, props: dict[str, str]):
-        self.props, self.used = props, set()
+    def __init__(self, props: mm2props.Properties):
+        self.source, self.props, self.used = props, props.values, set()
 
     def get(self, key: str, default: str | None = None) -> str | None:
         if key in self.props:
@@ -104,11 +121,22 @@ class _Props:
             return self.props[key]
         return default
 
+    def flow_key(self, source: str, target: str, key: str) -> str | None:
+        """Which key sets ``key`` for the flow: ``A->B.key`` over ``key`` (MM2's precedence)."""
+        for candidate in (f"{source}->{target}.{key}", key):
+            if candidate in self.props:
+                self.used.add(candidate)
+                return candidate
+        return None
+
     def flow(self, source: str, target: str, key: str, default: str | None = None) -> str | None:
-        """A flow's setting: ``A->B.key`` over ``key`` (MM2's precedence)."""
-        specific = self.get(f"{source}->{target}.{key}")
-        general = self.get(key)
-        return specific if specific is not None else (general if general is not None else default)
+        found = self.flow_key(source, target, key)
+        return self.props[found] if found is not None else default
+
+    def cluster(self, alias: str, key: str) -> str | None:
+        """A cluster's client setting: ``A.key``, else the top-level ``key`` (MirrorMakerConfig.clusterProps)."""
+        value = self.get(f"{alias}.{key}")
+        return value if value is not None else self.get(key)
 
     def with_prefix(self, prefix: str) -> dict[str, str]:
         return {k[len(prefix):]: v for k, v in self.props.items() if k.startswith(prefix)}
@@ -120,20 +148,20 @@ def cluster_ref(alias: str, props: _Props, style: str, out: Imported) -> dict[st
         for key in props.with_prefix(f"{alias}."):
             props.used.add(f"{alias}.{key}")
         return {"connection": re.sub(r"[^A-Za-z0-9_.-]", "_", alias)}
-    settings: dict[str, Any] = {}
-    bootstrap = props.get(f"{alias}.bootstrap.servers")
-    settings["bootstrap.servers"] = ",".join(split_list(bootstrap)) if bootstrap else "${" + env_name(alias, "BOOTSTRAP") + "}"
+    settings: dict[str, Any] = {"bootstrap.servers": ",".join(split_list(props.cluster(alias, "bootstrap.servers") or ""))}
     for key in SAME_IN_LIBRDKAFKA:
-        value = props.get(f"{alias}.{key}")
+        value = props.cluster(alias, key)
         if value is not None:
             settings[key] = value.lower() if key == "security.protocol" else value
-    jaas = props.get(f"{alias}.sasl.jaas.config")
+    jaas = props.cluster(alias, "sasl.jaas.config")
     if jaas is not None:
         user = re.search(r'username\s*=\s*"([^"]*)"', jaas)
         settings["sasl.username"] = user.group(1) if user else "${" + env_name(alias, "SASL_USERNAME") + "}"
         settings["sasl.password"] = "${" + env_name(alias, "SASL_PASSWORD") + "}"
         out.env_vars.append(env_name(alias, "SASL_PASSWORD"))
-    if f"{alias}.ssl.truststore.location" in props.props:   # listed too: see why_unmapped
+    if props.cluster(alias, "ssl.truststore.location") is not None:   # listed too: see why_unmapped
+        for key in (f"{alias}.ssl.truststore.location", "ssl.truststore.location"):
+            props.used.discard(key)
         settings["ssl.ca.location"] = "${" + env_name(alias, "SSL_CA_PEM_FILE") + "}"
         out.env_vars.append(env_name(alias, "SSL_CA_PEM_FILE"))
     return {"config": settings}
@@ -150,44 +178,44 @@ def flows(props: _Props, aliases: list[str]) -> list[tuple[str, str]]:
     return enabled
 
 
-def naming_fields(props: _Props, source: str, target: str, out: Imported) -> dict[str, Any]:
-    policy = props.flow(source, target, "replication.policy.class", DEFAULT_POLICY) or DEFAULT_POLICY
+def check_flow(props: _Props, source: str, target: str) -> list[str]:
+    """What makes MM2 itself refuse the flow: each problem names the key and its line."""
+    problems, enabled = [], props.source.where(f"{source}->{target}.enabled")
+    for alias in (source, target):
+        if not split_list(props.cluster(alias, "bootstrap.servers") or ""):
+            problems.append(f"{enabled} enables a flow, but `{alias}.bootstrap.servers` is not set (nor a "
+                            f"top-level `bootstrap.servers`): MirrorMaker 2 cannot connect to cluster {alias!r}. "
+                            f"Add `{alias}.bootstrap.servers = host:port,...`")
+    key = props.flow_key(source, target, "replication.policy.class")
+    if key is not None and props.props[key].strip() not in (DEFAULT_POLICY, IDENTITY_POLICY):
+        problems.append(f"{props.source.where(key)} = {props.props[key].strip() or '(empty)'}: not a replication "
+                        f"policy eosmirror has; it names target topics as {DEFAULT_POLICY} (prefix) or "
+                        f"{IDENTITY_POLICY} (identity) does. Import with one of those, or write the mirror by hand")
+    return problems
+
+
+def naming_fields(props: _Props, source: str, target: str) -> dict[str, Any]:
+    policy = (props.flow(source, target, "replication.policy.class", DEFAULT_POLICY) or "").strip()
     separator = props.flow(source, target, "replication.policy.separator", ".") or "."
-    if policy.endswith("IdentityReplicationPolicy"):
+    if policy == IDENTITY_POLICY:
         return {"replication_policy": "identity"}
-    if not policy.endswith("DefaultReplicationPolicy"):
-        out.unmapped.append(f"{source}->{target}: replication.policy.class = {policy}: a custom policy; "
-                            f"the mirror uses the default naming `{source}{separator}<topic>`, check it")
     fields: dict[str, Any] = {"replication_policy": "prefix", "source_alias": source, "target_alias": target}
     if separator != ".":
         fields["replication_separator"] = separator
     return fields
 
 
-def topic_fields(props: _Props, source: str, target: str, out: Imported) -> dict[str, Any]:
-    include = split_list(props.flow(source, target, "topics", ".*") or "")
-    exclude_text = props.flow(source, target, "topics.exclude")
-    legacy = props.flow(source, target, "topics.blacklist")
-    exclude = split_list(exclude_text if exclude_text is not None else (legacy or ""))
-    # MM2's default excludes are eosmirror's built-in ones: not repeated in the file.
-    exclude = [e for e in exclude if e not in MM2_DEFAULT_EXCLUDES]
-    fields: dict[str, Any] = {"topics": include or ["(?!)"]}
-    if not include:
-        out.unmapped.append(f"{source}->{target}: topics is empty: MM2 mirrors nothing; the mirror's pattern "
-                            f"`(?!)` matches nothing either")
-    if exclude:
-        fields["topics_exclude"] = exclude
-    return fields
-
-
 def config_sync_fields(props: _Props, source: str, target: str, default_configs: tuple[str, ...],
                        out: Imported) -> dict[str, Any]:
+    from eosmirror.core import mm2select
+
     fields: dict[str, Any] = {}
     enabled = props.flow(source, target, "sync.topic.configs.enabled", "true")
-    excluded = split_list(props.flow(source, target, "config.properties.exclude", "") or "")
+    excluded = mm2select.listed(props, source, target, "config.properties.exclude", mm2select.MM2_CONFIGS_EXCLUDE,
+                                out)
     if (enabled or "true").lower() == "false":
         fields["sync_topic_configs"] = []
-    elif excluded:
+    else:
         kept = [c for c in default_configs if not any(re.fullmatch(p, c) for p in excluded)]
         if len(kept) != len(default_configs):
             fields["sync_topic_configs"] = kept
@@ -199,48 +227,46 @@ def config_sync_fields(props: _Props, source: str, target: str, default_configs:
     return fields
 
 
-def note_groups(props: _Props, source: str, target: str, name: str, out: Imported) -> None:
-    """MM2's group offset sync belongs to the groups section (another change); kept as a comment."""
-    keys = ("groups", "groups.exclude", "groups.blacklist", "sync.group.offsets.enabled",
-            "sync.group.offsets.interval.seconds", "emit.checkpoints.enabled", "emit.checkpoints.interval.seconds")
-    lines = []
-    for key in keys:
-        value = props.flow(source, target, key)
-        if value is not None:
-            lines.append(f"{key} = {value}")
-    if lines:
-        out.group_notes[name] = lines
-
-
 def mirror_name(source: str, target: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{source}-to-{target}")[:100]
 
 
 def translate_flow(props: _Props, source: str, target: str, clusters: str,
                    default_configs: tuple[str, ...], out: Imported) -> dict[str, Any]:
+    from eosmirror.core import mm2select
+
     name = mirror_name(source, target)
     mirror: dict[str, Any] = {"name": name, "source": cluster_ref(source, props, clusters, out),
                               "target": cluster_ref(target, props, clusters, out)}
-    mirror.update(topic_fields(props, source, target, out))
-    mirror.update(naming_fields(props, source, target, out))
+    mirror.update(mm2select.topic_fields(props, source, target, out))
+    mirror.update(naming_fields(props, source, target))
     tasks = props.flow(source, target, "tasks.max", "1") or "1"
     mirror["slots"] = int(tasks) if tasks.isdigit() and 1 <= int(tasks) <= 1024 else 1
     mirror.update(config_sync_fields(props, source, target, default_configs, out))
-    note_groups(props, source, target, name, out)
+    mirror["groups"] = mm2select.group_section(props, source, target, out)
+    mm2select.check_filter_classes(props, source, target, out)
     return mirror
 
 
-def translate(text: str, clusters: str = "inline", default_configs: tuple[str, ...] | None = None) -> Imported:
-    """The mirrors an mm2.properties describes. ``clusters``: ``inline`` or ``connection``."""
+def translate(source: mm2props.Properties | bytes | str, clusters: str = "inline",
+              default_configs: tuple[str, ...] | None = None) -> Imported:
+    """The mirrors an mm2.properties describes. ``clusters``: ``inline`` or ``connection``.
+    ConfigError (every problem, each with its key and line) when MM2 itself could not run the file."""
     if default_configs is None:
         from eosmirror.core.config import DEFAULT_SYNC_TOPIC_CONFIGS
 
         default_configs = DEFAULT_SYNC_TOPIC_CONFIGS
-    props = _Props(parse_properties(text))
+    if not isinstance(source, mm2props.Properties):
+        source = mm2props.parse(source)
+    props = _Props(source)
     out = Imported()
     aliases = split_list(props.get("clusters", "") or "")
-    for source, target in flows(props, aliases):
-        out.mirrors.append(translate_flow(props, source, target, clusters, default_configs, out))
+    enabled = flows(props, aliases)
+    problems = [p for s, t in enabled for p in check_flow(props, s, t)]
+    if problems:
+        raise ConfigError("\n".join(problems))
+    for s, t in enabled:
+        out.mirrors.append(translate_flow(props, s, t, clusters, default_configs, out))
     out.translated = sorted(props.used & set(props.props))
     for key, value in sorted(props.props.items()):
         if key not in props.used:
@@ -251,9 +277,8 @@ def translate(text: str, clusters: str = "inline", default_configs: tuple[str, .
 def why_unmapped(key: str, aliases: list[str]) -> str:
     bare = key
     for alias in aliases:   # A.x and A->B.x: the reason is that of x
-        for prefix in (f"{alias}.",):
-            if bare.startswith(prefix):
-                bare = bare[len(prefix):]
+        if bare.startswith(f"{alias}."):
+            bare = bare[len(alias) + 1:]
     bare = re.sub(r"^[^.>]+->[^.>]+\.", "", bare)
     if re.fullmatch(r"[^>]+->[^.>]+\.enabled", key):
         return "a flow between aliases that are not in `clusters` (MM2 ignores it too)"
@@ -263,7 +288,7 @@ def why_unmapped(key: str, aliases: list[str]) -> str:
     if bare.startswith(("consumer.", "producer.", "admin.", "source.", "target.")):
         return "a Java client setting; set the librdkafka equivalent under source_consumer/target_producer if needed"
     if bare == "ssl.truststore.location":
-        alias = key[: -len(".ssl.truststore.location")]
+        alias = key[: -len(".ssl.truststore.location")] if key != bare else "<alias>"
         return (f"librdkafka reads a PEM CA file, not a JKS/PKCS12 truststore: `ssl.ca.location` is "
                 f"${{{env_name(alias, 'SSL_CA_PEM_FILE')}}}; export it as the path of the CA certificate (PEM)")
     if bare.startswith(("ssl.", "sasl.")):
@@ -272,22 +297,21 @@ def why_unmapped(key: str, aliases: list[str]) -> str:
 
 
 def render(imported: Imported, source_name: str) -> str:
-    """The mirrors.yaml text: the comment header, the mirrors, the groups notes per mirror."""
+    """The mirrors.yaml text: the comment header, then the mirrors."""
     import yaml
 
     lines = [f"# Imported from {source_name} by `eosmirror import-mm2`. Review before use.", "#"]
+    if imported.partial:
+        lines.append("# NOT WHAT MIRRORMAKER 2 SELECTS (written because of --allow-partial; fix these by hand):")
+        lines += [f"#   {item}" for item in imported.partial]
+        lines.append("#")
     if imported.env_vars:
         lines.append("# Export before use (secrets are never written here): " + ", ".join(sorted(set(imported.env_vars))))
         lines.append("#")
-    if imported.unmapped:
-        lines.append("# MirrorMaker 2 settings with no eosmirror equivalent (not translated):")
-        lines += [f"#   {item}" for item in imported.unmapped]
-        lines.append("#")
-    for name, notes in sorted(imported.group_notes.items()):
-        lines.append(f"# groups of mirror {name} (consumer-group offset sync; goes into its `groups` section "
-                     f"once that exists -- offsets then translate exactly through the offset syncs):")
-        lines += [f"#   {note}" for note in notes]
-        lines.append("#")
+    for block, items in (("Notes:", imported.notes),
+                         ("MirrorMaker 2 settings with no eosmirror equivalent (not translated):", imported.unmapped)):
+        if items:
+            lines += [f"# {block}"] + [f"#   {item}" for item in items] + ["#"]
     if not imported.mirrors:
         lines.append("# No enabled flow (`A->B.enabled = true`) was found: nothing to mirror.")
     body = yaml.safe_dump({"mirrors": imported.mirrors}, sort_keys=False, default_flow_style=False)

@@ -66,6 +66,12 @@ def is_builtin_excluded(topic: str) -> bool:
     return any(re.fullmatch(pattern, topic) for pattern in BUILTIN_EXCLUDES)
 
 
+def as_written(patterns: tuple[str, ...] | list[str]) -> str:
+    """Patterns as the user wrote them in the mirror file, for messages: `a\\.b`, never the doubled
+    backslashes of a Python repr ('a\\\\.b'), which send a reader hunting for an escaping bug."""
+    return ", ".join(f"`{p}`" for p in patterns) if patterns else "none"
+
+
 def select_topics(topics: list[str], include: tuple[str, ...], exclude: tuple[str, ...],
                   target_alias: str | None = None, separator: str = SEPARATOR) -> list[str]:
     """Source topics a mirror copies: matching an include pattern, no exclude, never internal."""

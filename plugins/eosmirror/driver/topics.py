@@ -146,8 +146,8 @@ def resolve(mirror: MirrorConfig, source: Cluster, only: list[str] | None = None
         selected = [t for t in selected if t in only]
     if not selected:
         raise ConfigError(
-            f"mirror {mirror.name!r}: no topic on the {source.label} matches topics={list(mirror.topics)} "
-            f"(exclude={list(mirror.topics_exclude)}). Check the patterns, and that the principal has "
+            f"mirror {mirror.name!r}: no topic on the {source.label} matches topics: "
+            f"{naming.as_written(mirror.topics)} (topics_exclude: {naming.as_written(mirror.topics_exclude)}). Check the patterns, and that the principal has "
             f"Describe on the topics (topics it may not describe are invisible)")
     policy = naming.policy_of(mirror)
     described = describe(source, selected)
