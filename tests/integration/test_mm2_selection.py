@@ -110,33 +110,57 @@ def test_where_they_cannot_agree_the_import_says_so(classpath, tmp_path):
         "PAY", "pay", "ORDERS"}   # (?i) reaches `pay` in Java: the mirror's `pay` would not match PAY
 
 
-def test_plan_on_the_imported_file_lists_the_topics_mm2_would_copy(clusters, source_conf, target_conf, unique,
-                                                                   classpath, tmp_path):
-    """Real topics on the project's source cluster, a real `eosmirror plan` on the imported file."""
+def commit_offsets(conf, group, topic, offset):
+    """A consumer group that has read ``topic`` up to ``offset`` (as an application commits it)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_plan_and_groups_plan_on_the_imported_file_select_what_mm2_would(clusters, source_conf, target_conf, unique,
+                                                                        classpath, tmp_path):
+    """Real topics and groups on the project's source cluster; a real `eosmirror plan` and `eosmirror groups
+    plan` on the file import-mm2 wrote; MM2's classes on the same mm2.properties."""
+    import json
+
     from confluent_kafka.admin import AdminClient
 
-    p = unique("mm2")
+    p, g = unique("mm2"), unique("grp")
     names = [f"{p}orders.t", f"{p}ordersXt", f"{p}orders.t.v2", f"{p}pay.x", f"{p}payXx", f"{p}audit.log",
              f"{p}audit-eu"]
     for topic in names:
         helpers.create_topic(source_conf, topic)
+    helpers.seed_sequence(source_conf, f"{p}orders.t", 1, 3)
+    groups = [f"{g}app.1", f"{g}appX1", f"{g}team.a", f"{g}teamXa", f"{g}team.b", f"{g}other"]
+    for group in groups:
+        commit_offsets(source_conf, group, f"{p}orders.t", 2)
     props = tmp_path / "mm2.properties"
     props.write_text(f"clusters = src, dst\nsrc.bootstrap.servers = {source_conf['bootstrap.servers']}\n"
                      f"dst.bootstrap.servers = {target_conf['bootstrap.servers']}\nsrc->dst.enabled = true\n"
                      f"src->dst.topics = {p}orders\\.t, {p}pay\\\\..*, {p}audit.*\n"
-                     f"src->dst.topics.exclude = {p}audit\\\\.log\nreplication.factor = 1\n")
+                     f"src->dst.topics.exclude = {p}audit\\\\.log\nreplication.factor = 1\n"
+                     f"src->dst.groups = {g}app\\\\..*, {g}team.*\ngroups.exclude = {g}team\\.a\n")
     mirrors = tmp_path / "mirrors.yaml"
     imported = helpers.cli("import-mm2", str(props), "--output", str(mirrors))
     assert imported.returncode == 0, imported.stderr
     on_cluster = sorted(t for t in AdminClient(source_conf).list_topics(timeout=30).topics if t.startswith(p))
     assert on_cluster == sorted(names)
-    by_mm2 = mm2java.mm2_selects(classpath, props, "src", "dst", {"topic": on_cluster})["topic"]
-    assert by_mm2 == {f"{p}orders.t", f"{p}ordersXt", f"{p}pay.x", f"{p}audit-eu"}
+    by_mm2 = mm2java.mm2_selects(classpath, props, "src", "dst", {"topic": on_cluster, "group": groups})
+    assert by_mm2["topic"] == {f"{p}orders.t", f"{p}ordersXt", f"{p}pay.x", f"{p}audit-eu"}
+    assert by_mm2["group"] == {f"{g}app.1", f"{g}team.b"}   # `team\.a` is the regex team.a: teamXa goes too
 
     planned = helpers.cli("plan", "src-to-dst", "--config", str(mirrors))
     assert planned.returncode == 0, planned.stderr
     in_plan = set(re.findall(r"^(\S+)\[0\] -> ", planned.stdout, flags=re.MULTILINE))
-    assert {t for t in in_plan if t.startswith(p)} == by_mm2, planned.stdout
+    assert {t for t in in_plan if t.startswith(p)} == by_mm2["topic"], planned.stdout
+    group_plan = helpers.cli("groups", "plan", "src-to-dst", "--config", str(mirrors), "--json")
+    assert group_plan.returncode == 0, group_plan.stdout + group_plan.stderr
+    in_group_plan = {r["group"] for r in json.loads(group_plan.stdout)["groups"]}
+    assert {x for x in in_group_plan if x.startswith(g)} == by_mm2["group"], group_plan.stdout
 
 
 def test_an_error_shows_the_pattern_as_written_in_the_mirror_file(clusters, source_conf, unique, tmp_path):
