@@ -1,6 +1,7 @@
 """import-mm2 on three real-world MirrorMaker 2 files: the output loads, means what MM2 meant,
 lists every setting it did not translate, and never holds a secret."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -170,7 +171,9 @@ def test_patterns_java_reads_differently_are_found(pattern, differs):
 def test_a_java_only_pattern_makes_the_import_partial():
     out = mm2import.translate((FLOWS + "A->B.groups = \\\\p{Alpha}+\n").encode())
     assert out.partial == ["A->B: mm2.properties line 5: `A->B.groups`: pattern `\\p{Alpha}+`: a \\p{...} class "
-                           "means something else (or nothing) in Python"], out.partial
+                           "means something else (or nothing) in Python; left out of the mirror (it selects less "
+                           "than MM2)"], out.partial
+    assert out.mirrors[0]["groups"]["include"] == ["(?!)"]   # nothing left: selects no group
 
 
 def test_a_pattern_error_shows_the_pattern_as_written_in_the_mirror_file():
@@ -182,3 +185,13 @@ def test_a_pattern_error_shows_the_pattern_as_written_in_the_mirror_file():
     from eosmirror.core import naming
 
     assert naming.as_written(("orders\\.t", "pay")) == "`orders\\.t`, `pay`"
+
+
+def test_a_pattern_python_cannot_read_is_left_out_of_includes_and_refused_in_excludes():
+    out = mm2import.translate((FLOWS + "A->B.topics = orders, \\\\p{Lower}+\n").encode())
+    assert out.mirrors[0]["topics"] == ["orders"]
+    assert out.partial and "left out of the mirror (it selects less than MM2)" in out.partial[0]
+    for key in ("topics.exclude", "groups.exclude", "config.properties.exclude"):
+        with pytest.raises(ConfigError, match=rf"line 5: `A->B.{re.escape(key)}`: pattern `x\\Qa\\E`: .*cannot "
+                                              rf"exclude what it excludes"):
+            mm2import.translate((FLOWS + f"A->B.{key} = x\\\\Qa\\\\E\n").encode())

@@ -89,12 +89,29 @@ def listed(props: "mi._Props", source: str, target: str, key: str, default: tupl
     items = mi.java_list(props.props[found]) if found is not None else list(default)
     if "" in items:   # Kafka 4.3's ValidList: "Configuration 'topics' values must not be empty"
         raise ConfigError(f"{props.source.where(found)} = {props.props[found]}: an empty item in the comma "
-                             f"list; MirrorMaker 2 refuses it (\"values must not be empty\"). Remove the extra comma")
+                          f"list; MirrorMaker 2 refuses it (\"values must not be empty\"). Remove the extra comma")
+    kept = []
     for n, pattern in enumerate(items):
         why = regex_difference(pattern, later=n + 1 < len(items))
+        where = f"{flow}: {props.source.where(found or key)}: pattern `{pattern}`"
+        if why and not _compiles(pattern):
+            if key.endswith(".exclude"):   # left out, the mirror would copy what MM2 excludes: never
+                raise ConfigError(f"{where}: {why}; the mirror cannot exclude what it excludes. Rewrite it in "
+                                  f"syntax both read (e.g. [a-z] for \\p{{Lower}}, a\\.b for \\Qa.b\\E)")
+            out.partial.append(f"{where}: {why}; left out of the mirror (it selects less than MM2)")
+            continue
         if why:
-            out.partial.append(f"{flow}: {props.source.where(found or key)}: pattern `{pattern}`: {why}")
-    return items
+            out.partial.append(f"{where}: {why}")
+        kept.append(pattern)
+    return kept
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+        return True
+    except re.error:
+        return False
 
 
 def topic_fields(props: "mi._Props", source: str, target: str, out: "mi.Imported") -> dict[str, Any]:
