@@ -108,6 +108,12 @@ def test_where_they_cannot_agree_the_import_says_so(classpath, tmp_path):
     assert "PAY" not in TOPICS
     assert mm2java.mm2_selects(classpath, path, "A", "B", {"topic": ["PAY", "pay", "ORDERS"]})["topic"] == {
         "PAY", "pay", "ORDERS"}   # (?i) reaches `pay` in Java: the mirror's `pay` would not match PAY
+    nested = tmp_path / "nested.properties"
+    nested.write_text(CLUSTERS + "A->B.enabled = true\nA->B.groups = [a[b]]\n")
+    assert any("class inside a class" in p for p in mm2import.translate(nested.read_bytes()).partial)
+    # Java reads a union [ab]; Python a class [a[b] then a literal ]: they really select differently.
+    assert mm2java.mm2_selects(classpath, nested, "A", "B", {"group": ["b", "b]"]})["group"] == {"b"}
+    assert [n for n in ("b", "b]") if re.fullmatch("[a[b]]", n)] == ["b]"]
 
 
 def commit_offsets(conf, group, topic, offset):

@@ -195,3 +195,15 @@ def test_a_pattern_python_cannot_read_is_left_out_of_includes_and_refused_in_exc
         with pytest.raises(ConfigError, match=rf"line 5: `A->B.{re.escape(key)}`: pattern `x\\Qa\\E`: .*cannot "
                                               rf"exclude what it excludes"):
             mm2import.translate((FLOWS + f"A->B.{key} = x\\\\Qa\\\\E\n").encode())
+
+
+def test_top_level_client_settings_apply_to_every_cluster_as_in_mm2():
+    """MirrorMakerConfig.clusterProps: `A.x` over a top-level `x` (checked against MM2 4.3.1)."""
+    out = mm2import.translate(b"clusters = A, B\nbootstrap.servers = shared:9092\nA.bootstrap.servers = a:9092\n"
+                              b"security.protocol = SASL_SSL\nsasl.mechanism = PLAIN\nA->B.enabled = true\n"
+                              b"sasl.jaas.config = x required username=\"u\" password=\"pw-top\";\n")
+    source, target = out.mirrors[0]["source"]["config"], out.mirrors[0]["target"]["config"]
+    assert (source["bootstrap.servers"], target["bootstrap.servers"]) == ("a:9092", "shared:9092")
+    assert source["security.protocol"] == target["security.protocol"] == "sasl_ssl"
+    assert (source["sasl.password"], target["sasl.password"]) == ("${A_SASL_PASSWORD}", "${B_SASL_PASSWORD}")
+    assert "pw-top" not in mm2import.render(out, "x")
