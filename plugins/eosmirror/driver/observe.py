@@ -85,6 +85,40 @@ def _recover(pair: TopicPair, p: int, history: PartitionSyncs, target_topic_ids:
     return history.progress  # type: ignore[return-value]
 
 
+# How long the planner waits for a pending first progress commit to settle (see progress.read_settled).
+# Markers normally land within milliseconds of a slot's commit; a slot still committing, or one under
+# a loaded broker, within seconds. Longer means an open transaction: a running or killed slot.
+PROGRESS_SETTLE_SECONDS = 15.0
+
+
+def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mirrored: set[str],
+                      target_label: str) -> None:
+    """Partitions whose answer stayed "pending" are never planned as having no progress.
+
+    In a topic the mirror already copies, "no progress" means "new partition, copy from offset 0":
+    planning that from a pending answer would show (and, without the slots' re-read after fencing,
+    copy) records the mirror already copied, so the plan stops with what to do. In a topic's first
+    mirroring the fallback is ``start_from`` and the slots' re-read after fencing decides the real
+    start; refusing there would leave a run killed in its first commit unrecoverable by the next run
+    until the broker times its transaction out, so the plan goes on and says so once.
+    """
+    if not unsettled:
+        return
+    refused = sorted(tp for tp in unsettled if tp[0] in mirrored)
+    example = ", ".join(f"{t}[{p}]" for t, p in (refused or sorted(unsettled))[:3])
+    if refused:
+        raise ProgressUnavailableError(
+            f"{target_label}: the progress of {len(refused)} partition(s) of topics the mirror already copies "
+            f"(e.g. {example}) is not stable after {PROGRESS_SETTLE_SECONDS:.0f} s: a transaction of the mirror "
+            f"that holds their first progress is still open (a slot of a running run, or a killed one). Their "
+            f"start is unknown, not 0. Wait for that run to end (the broker aborts an abandoned transaction "
+            f"after {mirror.transaction_timeout_ms // 1000} s) or `eosmirror fence {mirror.name}`, then plan again")
+    log.warning("%s: the first progress of %d partition(s) of topics mirrored for the first time (e.g. %s) is not "
+                "stable after %.0f s (an open transaction of the mirror: a running or killed slot); they are "
+                "planned from start_from, and the slots start from whatever that transaction left, read after "
+                "fencing", target_label, len(unsettled), example, PROGRESS_SETTLE_SECONDS)
+
+
 def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, target_admin: Any,
             target_conf: dict[str, Any], target_topic_ids: dict[str, str], source_label: str,
             target_label: str, until: dt.datetime | None = None) -> list[PartitionObservation]:
@@ -99,13 +133,15 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
                                      source_label)
     start_from = _start_from(mirror, source_admin, source_tps, earliest, stable, source_label)
 
-    committed = progress.read(target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)],
-                              target_label, mirror.progress_group, stable=False)
+    committed, unsettled = progress.read_settled(
+        target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], target_label,
+        mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
     # Only each partition's newest sync matters here: the snapshot plus the syncs after its marker.
     newest = syncstore.latest(target_conf, mirror.name, target_label, mirror.progress_group).newest if missing else {}
     syncs = {tp: PartitionSyncs([sync]) for tp, sync in newest.items()}
     mirrored = mirrored_topics(pairs, committed, syncs)
+    _refuse_unsettled(mirror, unsettled - set(syncs), mirrored, target_label)
 
     observations = []
     for pair in pairs:

@@ -57,9 +57,9 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
 
     ``stable=True`` (a slot, after fencing): require_stable (KIP-447); a pending transactional commit
     of the group is waited for, so what it returns is never about to change.
-    ``stable=False`` (the planner, verify, reports): the last committed progress, without waiting on
-    a transaction that a killed producer may hold open until it times out; a plan is an estimate,
-    the slots re-read after fencing.
+    ``stable=False`` (verify, reports): the last committed progress, without waiting on a
+    transaction that a killed producer may hold open until it times out. Its "no offset" also
+    means "first commit pending": the planner reads with ``read_settled``, which tells them apart.
 
     Read with a consumer, never with AdminClient.list_consumer_group_offsets: librdkafka 2.16 handles
     a coordinator error in that response with the consumer-group code path, which an admin client
@@ -108,6 +108,31 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
                                                  generation=int(meta.get("g", 0) or 0),
                                                  committed_ms=int(meta.get("t", 0) or 0))
     return out
+
+
+def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster: str, group: str,
+                 settle_seconds: float) -> tuple[dict[tuple[str, int], Progress], set[tuple[str, int]]]:
+    """The planner's read: (progress, unsettled). A partition absent from both has no progress.
+
+    A plain (non-stable) OffsetFetch answers "no offset" for a partition whose FIRST progress sits
+    in a transaction that is committed but whose markers have not reached __consumer_offsets yet (a
+    slot's commit_transaction() returns before they are written) or that is still open: the same
+    answer as for a partition never copied. So every partition without progress is asked again with
+    require_stable, which waits while a commit is pending, for at most ``settle_seconds``. Those
+    still pending then are returned as ``unsettled``, never as "no progress": the caller decides.
+    Partitions WITH progress keep the plain answer: a pending commit only moves them forward, which
+    the slots read after fencing; waiting on them would let one open transaction stall every plan.
+    """
+    wanted = list(partitions)
+    found = read(target_conf, wanted, cluster, group, stable=False)
+    missing = [tp for tp in wanted if tp not in found]
+    if not missing:
+        return found, set()
+    try:
+        found.update(read(target_conf, missing, cluster, group, stable=True, timeout=settle_seconds))
+    except ProgressUnavailableError:   # still pending at the deadline (one answer for the whole request)
+        return found, set(missing)
+    return found, set()
 
 
 def _raise_group_error(reader: Any, cluster: str, group: str, needs: str) -> None:

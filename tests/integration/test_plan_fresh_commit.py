@@ -1,0 +1,136 @@
+"""A plan never turns "not stable yet" into "no progress" (issue #23.1).
+
+A partition's first progress commit is invisible to a plain (non-stable) OffsetFetch until the
+transaction's markers reach the group's __consumer_offsets partition: the broker answers "no
+offset" for it, exactly as for a partition that was never copied. A slot's commit_transaction()
+returns before those markers are written, and a slot can sit in its commit for seconds. A plan made
+in that window must wait for the stable answer, never plan a partition the mirror already copies
+from its log start ("new-partition") and never warn that it is new; an answer that never settles is
+a clear error, not a guess.
+"""
+
+import logging
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from eosmirror import driver
+from eosmirror.core import planning
+from eosmirror.core.errors import ProgressUnavailableError
+from tests.helpers import cli, create_topic, faults_env, mirror, run, seed_sequence, write_mirror_file
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 300
+RECORDS = 3
+NEW_PARTITION_WARNING = "is new to a topic the mirror already copies"
+
+
+def committed(target_conf, group: str, topic: str, partitions: int, stable: bool, timeout: float = 20) -> dict[int, int]:
+    """The group's committed offsets as librdkafka's own consumer reads them (stable: require_stable)."""
+    reader = Consumer({**target_conf, "group.id": group, "enable.auto.commit": False,
+                       "isolation.level": "read_committed" if stable else "read_uncommitted"})
+    try:
+        got = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=timeout)
+        return {tp.partition: tp.offset for tp in got if tp.error is None and tp.offset >= 0}
+    finally:
+        reader.close()
+
+
+def planned(prepared) -> dict[int, tuple[int, int, str]]:
+    return {p.partition: (p.start, p.end, p.origin) for s in prepared.slots for p in s.partitions}
+
+
+def new_partition_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if NEW_PARTITION_WARNING in r.getMessage()]
+
+
+def test_plan_while_a_slot_commits_waits_for_its_progress(source_conf, target_conf, unique, caplog, tmp_path):
+    topic = create_topic(source_conf, unique("fresh"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    m = mirror(unique("m"), [topic], slots=4)
+    config_file = write_mirror_file(tmp_path / "mirrors.yaml", m, max_transaction_seconds=30)
+    held = {p for p in range(PARTITIONS) if planning.slot_for(topic, p, 4) == 0}
+    # Slot 0 sends its records and progress, then waits 8 s before commit_transaction(): its first
+    # progress is pending in the group while the other three slots' progress is already visible.
+    slow_commit = faults_env({"point": "before_commit", "action": "sleep", "seconds": 8, "slot": 0})
+    running = cli("run", m.name, "--config", str(config_file), "--inprocess", env=slow_commit, background=True)
+    try:
+        deadline, seen = time.monotonic() + 120, {}
+        while time.monotonic() < deadline and running.poll() is None:
+            seen = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=False)
+            if len(seen) == PARTITIONS - len(held):
+                break
+            time.sleep(0.1)
+        # The window is really open: three slots committed, slot 0's commit still pending.
+        assert running.poll() is None and set(seen) == set(range(PARTITIONS)) - held, (
+            f"the run ended or never reached the window (exit {running.poll()}): {len(seen)} partitions with "
+            f"progress, expected {PARTITIONS - len(held)}")
+        caplog.set_level(logging.WARNING, logger="eosmirror")
+        started = time.monotonic()
+        prepared = driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
+        waited = time.monotonic() - started
+        output = running.communicate(timeout=120)[0]
+        assert running.returncode == 0, output[-3000:]
+    finally:
+        if running.poll() is None:
+            running.kill()
+    truth = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=True)
+    assert truth == {p: RECORDS for p in range(PARTITIONS)}
+    plan = planned(prepared)
+    wrong = {p: got for p, got in plan.items() if got != (truth[p], RECORDS, planning.ORIGIN_PROGRESS)}
+    assert not wrong, (f"planned in {waited:.1f} s: {len(wrong)} of {PARTITIONS} partitions not planned from "
+                       f"their progress ({len(held)} were pending), e.g. {sorted(wrong.items())[:3]}")
+    warnings = new_partition_warnings(caplog)
+    assert not warnings, f"{len(warnings)} false 'new partition' warnings, e.g. {warnings[0]}"
+
+
+def test_plan_right_after_runs_sees_every_partition_progress(source_conf, target_conf, unique, caplog):
+    """The issue's sequence: a run, then at once a plan (several fresh mirrors: several first commits)."""
+    topic = create_topic(source_conf, unique("fresh"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    caplog.set_level(logging.WARNING, logger="eosmirror")
+    for attempt in range(3):
+        m = mirror(unique("m"), [topic], slots=4)
+        assert run(m)["records"] == PARTITIONS * RECORDS
+        prepared = driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
+        truth = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=True)
+        assert truth == {p: RECORDS for p in range(PARTITIONS)}
+        wrong = {p: got for p, got in planned(prepared).items() if got != (RECORDS, RECORDS, planning.ORIGIN_PROGRESS)}
+        assert not wrong, f"mirror {attempt}: {len(wrong)} partitions misplanned, e.g. {sorted(wrong.items())[:3]}"
+    warnings = new_partition_warnings(caplog)
+    assert not warnings, f"{len(warnings)} false 'new partition' warnings, e.g. {warnings[0]}"
+
+
+def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source_conf, target_conf, unique, caplog):
+    """An open transaction holds the first progress of partitions of a mirrored topic (a slot killed in
+    its commit): the plan refuses with the fix, it never plans them from offset 0."""
+    topic = create_topic(source_conf, unique("zombie"), partitions=2)
+    seed_sequence(source_conf, topic, 2, RECORDS)
+    m = mirror(unique("m"), [topic], slots=1, max_transaction_seconds=60)
+    assert run(m)["records"] == 2 * RECORDS
+    for conf in (source_conf, target_conf):   # the topic grows; partitions 2 and 3 have no progress yet
+        admin = AdminClient(conf)
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+    zombie = Producer({**target_conf, "transactional.id": unique("zombie-txn"), "transaction.timeout.ms": 120000})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    group = Consumer({**target_conf, "group.id": m.progress_group}).consumer_group_metadata()
+    zombie.send_offsets_to_transaction([TopicPartition(topic, 2, 1), TopicPartition(topic, 3, 1)], group, 30)
+    caplog.set_level(logging.WARNING, logger="eosmirror")
+    try:
+        started = time.monotonic()
+        with pytest.raises(ProgressUnavailableError) as refused:
+            driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
+        waited = time.monotonic() - started
+    finally:
+        zombie.abort_transaction(30)
+    assert "not stable" in str(refused.value) and f"eosmirror fence {m.name}" in str(refused.value), refused.value
+    assert waited < 60, f"the plan waited {waited:.0f} s before refusing"
+    assert not new_partition_warnings(caplog)
+    # Once the transaction is gone the answer is "no progress", and they are new partitions indeed.
+    plan = planned(driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True))
+    assert {p: plan[p][2] for p in range(4)} == {0: planning.ORIGIN_PROGRESS, 1: planning.ORIGIN_PROGRESS,
+                                                 2: planning.ORIGIN_NEW_PARTITION, 3: planning.ORIGIN_NEW_PARTITION}
