@@ -135,3 +135,20 @@ def test_a_topic_counts_as_mirrored_when_any_partition_has_progress_or_an_offset
     syncs = {("x.b", 1): PartitionSyncs([OffsetSync("x.b", 1, "b", 0, 5, 0, ((0, 5),))])}  # b's progress expired
     assert mirrored_topics(pairs, committed, syncs) == {"a", "x.b"}        # c: never copied -> start_from
     assert mirrored_topics(pairs, {}, {}) == set()
+
+
+def test_an_unsettled_answer_in_a_mirrored_topic_stops_the_plan_and_names_the_fence(caplog):
+    from eosmirror.core.errors import ProgressUnavailableError
+    from eosmirror.driver import observe
+    from tests.unit.test_config import one
+
+    m = one()
+    observe._refuse_unsettled(m, set(), {"a.x"}, "target")   # nothing pending: nothing to say
+    with pytest.raises(ProgressUnavailableError) as refused:
+        observe._refuse_unsettled(m, {("a.x", 3), ("a.y", 0)}, {"a.x"}, "target")
+    text = str(refused.value)
+    assert "1 partition(s)" in text and "a.x[3]" in text and "eosmirror fence m1" in text and "not offset 0" in text
+    # A topic's first mirroring goes on (the slots read the settled start after fencing), and says so once.
+    caplog.set_level("WARNING", logger="eosmirror")
+    observe._refuse_unsettled(m, {("a.y", 0), ("a.y", 1)}, {"a.x"}, "target")
+    assert [r.getMessage().count("not stable") for r in caplog.records] == [1]

@@ -108,11 +108,12 @@ def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mir
     example = ", ".join(f"{t}[{p}]" for t, p in (refused or sorted(unsettled))[:3])
     if refused:
         raise ProgressUnavailableError(
-            f"{target_label}: the progress of {len(refused)} partition(s) of topics the mirror already copies "
-            f"(e.g. {example}) is not stable after {PROGRESS_SETTLE_SECONDS:.0f} s: a transaction of the mirror "
-            f"that holds their first progress is still open (a slot of a running run, or a killed one). Their "
-            f"start is unknown, not 0. Wait for that run to end (the broker aborts an abandoned transaction "
-            f"after {mirror.transaction_timeout_ms // 1000} s) or `eosmirror fence {mirror.name}`, then plan again")
+            f"{target_label}: {len(refused)} partition(s) of topics the mirror already copies show no progress "
+            f"(e.g. {example}), and that answer is not stable after {PROGRESS_SETTLE_SECONDS:.0f} s: a "
+            f"transaction of the mirror holding progress of the group is still open (a slot of a running run, "
+            f"or a killed one). Their start is unknown, not offset 0. Wait for that run to end (the broker "
+            f"aborts an abandoned transaction after {mirror.transaction_timeout_ms // 1000} s) or run "
+            f"`eosmirror fence {mirror.name}`, then plan again")
     log.warning("%s: the first progress of %d partition(s) of topics mirrored for the first time (e.g. %s) is not "
                 "stable after %.0f s (an open transaction of the mirror: a running or killed slot); they are "
                 "planned from start_from, and the slots start from whatever that transaction left, read after "
