@@ -55,6 +55,10 @@ def producer_sizing(task: SlotTask) -> dict[str, Any]:
             "batch.size": min(1_000_000, min(p.max_message_bytes for p in task.partitions) - 1024)
             if task.partitions else 1_000_000,
             "queue.buffering.max.messages": 500_000,
+            # librdkafka's default lets the producer queue 1 GB: with large records a slot's memory
+            # would follow the target's speed. 64 MB kept the copy rate of 2 KB records (the source
+            # consumer's own queue, 64 MB by default, is left alone: at 32 MB the copy ran 1.8x slower).
+            "queue.buffering.max.kbytes": 65536,
             "linger.ms": 20}
 
 
