@@ -45,7 +45,7 @@ demo: setup
 # Three pytest-xdist workers, each with its own clusters, home and Airflow database (tests/conftest.py);
 # whole files go to one worker (fixed-port test clusters stay within their file). The suite waits on
 # brokers, Spark and Airflow far more than it computes: on 2 cores, 3 workers took 10 min 16 s where
-# 2 took 16 min 14 s (the latter before the 45 s close() fix; see the README).
+# 2 took 16 min 14 s (the latter before the 45 s close() fix; see docs/testing-and-benchmarks.md).
 TEST_WORKERS ?= 3
 test: setup browser
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e tests/integration tests/unit

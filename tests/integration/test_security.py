@@ -1,6 +1,6 @@
 """ACLs on real SASL/PLAIN brokers (StandardAuthorizer), credentials, unreachable clusters, config errors.
 
-The least-privilege ACL set documented in the README is enough; each ACL in it is necessary, and
+The least-privilege ACL set documented in docs/real-clusters.md is enough; each ACL in it is necessary, and
 without it the run fails naming that permission, with no record and no progress written.
 """
 

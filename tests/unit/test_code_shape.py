@@ -1,4 +1,4 @@
-"""The shipped package keeps the shape its README promises: small functions, edges imported lazily,
+"""The shipped package keeps the shape docs/architecture.md promises: small functions, edges imported lazily,
 and executors' code (core, kafka, slot) free of the driver, Spark, Airflow and the dev tools."""
 
 import ast

@@ -3,7 +3,7 @@
 Every field is declared once, on the frozen dataclass that holds it (:class:`MirrorConfig`,
 :class:`AirflowSettings`, :class:`ClusterRef`): its name, type and default, a *kind* that reads and
 checks the YAML value (bounds, choices, formats) and a one-line meaning. The loader, the error
-messages and the Markdown field reference (:func:`field_reference`, the README table) are all derived
+messages and the Markdown field reference (:func:`field_reference`, the table in docs/configuration.md) are all derived
 from those declarations, so they cannot drift apart.
 
 Every error names the file, the mirror, the field (dotted when nested: ``airflow.schedule``), the bad
@@ -790,7 +790,7 @@ def _reference_rows(cls: type, prefix: str = "") -> Iterator[tuple[str, str, str
 
 
 def field_reference() -> str:
-    """Every mirror field as a Markdown table (field, type, default, meaning): README's field reference."""
+    """Every mirror field as a Markdown table (field, type, default, meaning): the reference in docs/configuration.md."""
     lines = ["| field | type | default | meaning |", "|---|---|---|---|"]
     for row in _reference_rows(MirrorConfig):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")

@@ -1,4 +1,4 @@
-"""Exact source->target offset translation from offset-sync records (README "How a run works", slot step 4.5).
+"""Exact source->target offset translation from offset-sync records (docs/architecture.md "How a run works", slot step 4.5).
 
 Each copy transaction writes, per partition whose progress it moves, one ``OffsetSync`` (more when
 a heavily compacted range has very many runs) to the mirror's offset-sync topic on the target, in

@@ -1,4 +1,4 @@
-"""Gather what planning needs (README "How a run works", driver step 2): source offsets, committed
+"""Gather what planning needs (docs/architecture.md "How a run works", driver step 2): source offsets, committed
 progress, recovered progress.
 
 The only module that turns broker answers into ``PartitionObservation`` values; it also fails loudly

@@ -5,7 +5,7 @@ AddPartitionsToTxn purges the records and the abort fails with INVALID_TXN_STATE
 tell each client which operations it may perform on a topic, so the driver compares them with what
 the mirror needs and names every missing permission in one message.
 
-Needed (the README's least-privilege list; topics the mirror creates need Create first):
+Needed (docs/real-clusters.md, the least-privilege list; topics the mirror creates need Create first):
   source  topic:  Read (implies Describe), DescribeConfigs (for sync_topic_configs)
   target  topic:  Write, Read (transactional offset commits need it), DescribeConfigs
   target  internal topics eosmirror-state.<mirror>.internal, eosmirror-offset-syncs.<mirror>.internal,
@@ -68,4 +68,4 @@ def check(mirror: MirrorConfig, pairs: list[TopicPair], targets: dict[str, Topic
     if problems:
         raise AuthorizationError(
             f"mirror {mirror.name!r}: the principal lacks these permissions (ACLs): " + "; ".join(problems)
-            + ". Grant them (see the README's ACL list) and run again; no record or progress was written")
+            + ". Grant them (see the ACL list in docs/real-clusters.md) and run again; no record or progress was written")

@@ -1,4 +1,4 @@
-"""Resolve and sync topics (README "How a run works", driver steps 1 and 3).
+"""Resolve and sync topics (docs/architecture.md "How a run works", driver steps 1 and 3).
 
 Partition i of a source topic always goes to partition i of its target topic, so a target topic
 needs at least the source's partition count; a target that has fewer and cannot be grown is an

@@ -1,6 +1,6 @@
 """The at_least_once delivery mode of a slot: no transactions, so duplicates are possible, never loss.
 
-Per batch (the numbers are README "How a run works", slot steps): 4.2 copy (recordloop.py); 4.3
+Per batch (the numbers are docs/architecture.md "How a run works", slot steps): 4.2 copy (recordloop.py); 4.3
 flush, where any failed delivery fails the slot (progress must never pass a lost record); 4.5 the
 offset syncs, each based on the target's end minus the records written (there is no delivery report
 per record); then, instead of 4.6-4.7, a plain commit of the progress once every record and sync was

@@ -3,7 +3,7 @@ with an error that names what to fix.
 
 - Transactional calls (``transactional_call``): retriable -> retry the same call until a deadline;
   abortable (``txn_requires_abort``) -> ``Abortable``, on which the copier aborts and rewinds to the
-  committed progress (README "How a run works", slot step 3 again); fatal -> ``FencedError`` when a
+  committed progress (docs/architecture.md "How a run works", slot step 3 again); fatal -> ``FencedError`` when a
   newer instance took the transactional id over, otherwise the translated error.
 - An abortable error that no retry cures (a record too large, a missing ACL): ``permanent_cause``.
 - A record larger than the target accepts: ``oversize_record`` (seen before producing) and
@@ -117,7 +117,7 @@ def source_error(task: SlotTask, m: Any, err: Any, group_refused: bool) -> bool:
     if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
         raise DataLossError(f"{where}: the offsets the mirror must copy next were deleted on the source while "
                             f"this run was copying ({err.str()}); nothing of this transaction was committed. "
-                            f"Raise the source retention; see on_truncation in the README")
+                            f"Raise the source retention; see on_truncation in docs/configuration.md")
     if name == "TOPIC_AUTHORIZATION_FAILED":
         raise calls.translate(Exception(err), "read the source topic", where, f"Read on topic {m.topic()}")
     if name in calls.MISSING_TOPIC:

@@ -1,6 +1,6 @@
 """One slot's copy: the protocol. Runs inside a Spark task (or directly in tests).
 
-exactly_once, per slot attempt; the numbers are README "How a run works" (a slot's steps) and mark
+exactly_once, per slot attempt; the numbers are docs/architecture.md "How a run works" (a slot's steps) and mark
 the code below:
   1. Fence: init_transactions() with the slot's stable transactional id. This fences every older
      instance of the slot (a retried or speculative Spark attempt, an overlapping run, a stalled

@@ -1,4 +1,4 @@
-"""The per-record loop of a slot: step 4.2 of README "How a run works" (copy), consume -> produce.
+"""The per-record loop of a slot: step 4.2 of docs/architecture.md "How a run works" (copy), consume -> produce.
 
 ``RecordLoop.copy`` polls the source consumer (assigned ``read_committed`` at the committed progress
 by ``assign``) in batches of up to CONSUME_BATCH records and produces every record of a partition's

@@ -1,4 +1,4 @@
-"""What a slot writes besides the records, in both delivery modes: the offset syncs (README "How a
+"""What a slot writes besides the records, in both delivery modes: the offset syncs (docs/architecture.md "How a
 run works", slot step 4.5) and the progress offsets (step 4.6, or at_least_once's plain commit).
 
 An offset sync states which source offsets of a partition went to which target offsets; a
