@@ -9,6 +9,8 @@ from eosmirror.core import config
 from tests.airflow_helpers import DAGS
 from tests.helpers import mirrors_file
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def dagbag():

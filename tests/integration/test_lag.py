@@ -17,6 +17,9 @@ from eosmirror.core import naming
 from eosmirror.driver import lag
 from eosmirror.kafka import lagstore
 from tests.helpers import cli, create_topic, mirror, producer, run, seed_sequence, write_mirror_file
+import pytest
+
+pytestmark = pytest.mark.integration
 
 MINUTELY = {"airflow": {"schedule": "* * * * *"}, "lag": {"schedule": "* * * * *"}}
 

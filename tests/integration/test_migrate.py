@@ -10,6 +10,9 @@ import yaml
 
 from eosmirror.core import config, mm2import
 from tests import helpers
+import pytest
+
+pytestmark = pytest.mark.integration
 
 
 def test_a_mirror_imported_from_mm2_properties_runs(clusters, source_conf, target_conf, unique, tmp_path):

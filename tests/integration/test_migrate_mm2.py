@@ -16,6 +16,9 @@ import uuid
 
 from eosmirror.kafka.retry import wait_until
 from tests import helpers
+import pytest
+
+pytestmark = pytest.mark.integration
 
 PARTITIONS = 2
 

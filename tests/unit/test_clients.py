@@ -5,6 +5,14 @@ from eosmirror.core.errors import ConfigError
 
 
 def test_source_consumer_forces_exactly_once_settings():
+    conf = clients.source_consumer_config({"bootstrap.servers": "127.0.0.1:1", "acks": "all"},
+                                          {"fetch.wait.max.ms": 50}, "g", "c")
+    assert {k: str(conf[k]).lower() for k in ("isolation.level", "enable.auto.commit", "enable.auto.offset.store",
+                                              "auto.offset.reset", "enable.partition.eof")} == {
+        "isolation.level": "read_committed", "enable.auto.commit": "false", "enable.auto.offset.store": "false",
+        "auto.offset.reset": "error", "enable.partition.eof": "true"}
+    assert "acks" not in conf                      # a producer setting of the shared cluster config is dropped
+    assert conf["fetch.wait.max.ms"] == 50 and conf["group.id"] == "g" and conf["client.id"] == "c"
     c = clients.source_consumer({"bootstrap.servers": "127.0.0.1:1", "acks": "all"}, {}, "g", "c")
     c.close()  # built without contacting a broker: the forced settings are accepted by librdkafka
 

@@ -53,3 +53,10 @@ def test_executor_code_imports_only_core_kafka_and_slot():
                         ["core"], ["kafka"], ["slot"]) and module != "eosmirror":
                     bad.append(f"{path.relative_to(PACKAGE)}: {module}")
     assert bad == [], bad
+
+
+def test_every_integration_and_e2e_test_file_carries_its_marker():
+    tests = Path(__file__).resolve().parents[1]
+    missing = [str(p.relative_to(tests)) for folder in ("integration", "e2e") for p in sorted((tests / folder).glob("test_*.py"))
+               if f"pytest.mark.{folder}" not in p.read_text()]
+    assert not missing, f"test files without their `pytestmark = pytest.mark.<folder>`: {missing}"

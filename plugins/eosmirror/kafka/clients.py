@@ -163,11 +163,17 @@ def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], gr
     """
     from confluent_kafka import Consumer
 
+    return Consumer(source_consumer_config(cluster, overrides, group_id, client_id, where))
+
+
+def source_consumer_config(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
+                           client_id: str, where: str = "source consumer") -> dict[str, Any]:
+    """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
     conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
     conf.update(overrides)
     conf = _merge_forced("source consumer", conf, _SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id
-    return Consumer(_with_logger(conf, client_id))
+    return _with_logger(conf, client_id)
 
 
 def transactional_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
