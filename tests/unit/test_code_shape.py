@@ -60,3 +60,61 @@ def test_every_integration_and_e2e_test_file_carries_its_marker():
     missing = [str(p.relative_to(tests)) for folder in ("integration", "e2e") for p in sorted((tests / folder).glob("test_*.py"))
                if f"pytest.mark.{folder}" not in p.read_text()]
     assert not missing, f"test files without their `pytestmark = pytest.mark.<folder>`: {missing}"
+
+
+MAX_MODULE_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = ["eosmirror", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def own_imports(path: Path, top_only: bool) -> set[str]:
+    """The eosmirror modules ``path`` imports (``from eosmirror.x import y`` counts y when it is a module)."""
+    known = {module_name(p) for p in modules()}
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("eosmirror"):
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            found |= subs or ({node.module} & known)
+    return found - {module_name(path)}
+
+
+def test_core_imports_nothing_of_the_edges():
+    """core holds the rules; kafka, slot, driver, spark and airflow use it, never the other way round."""
+    bad = [f"{p.relative_to(PACKAGE)}: {m}" for p in sorted((PACKAGE / "core").rglob("*.py"))
+           for m in sorted(own_imports(p, top_only=False))
+           if m.split(".")[1] in ("kafka", "slot", "driver", "spark", "airflow", "cli", "cliops")]
+    assert bad == [], bad
+
+
+def test_no_import_cycle_between_modules():
+    """Module-level imports form no cycle (a cycle hides an import order, and breaks on a reorder)."""
+    graph = {module_name(p): own_imports(p, top_only=True) for p in modules()}
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}   # a package's own __init__
+
+    def cycle_from(start: str) -> list[str] | None:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for dep in graph.get(node, ()):
+                if dep == start:
+                    return path + [start]
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append((dep, path + [dep]))
+        return None
+
+    cycles = [c for c in (cycle_from(m) for m in sorted(graph)) if c]
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
+
+
+def test_no_shipped_module_is_over_400_lines():
+    long = [f"{p.relative_to(PACKAGE)} ({n} lines)" for p in modules()
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert long == [], f"modules over {MAX_MODULE_LINES} lines (split them by idea): {long}"

@@ -23,83 +23,21 @@ import os
 import time
 from typing import Any, Mapping
 
+from eosmirror.core.clientrules import (
+    CONSUMER_ONLY_PREFIXES,
+    IDEMPOTENT_PRODUCER_FORCED,
+    PRODUCER_ONLY_PREFIXES,
+    SOURCE_CONSUMER_FORCED,
+    TRANSACTIONAL_PRODUCER_FORCED,
+    drop_foreign,
+    merge_forced,
+)
 from eosmirror.core.errors import ConfigError
+
 # Which settings are secret is decided in ONE place, eosmirror.core.secrets; re-exported for callers.
 from eosmirror.core.secrets import is_secret_key, redact  # noqa: F401
 
 log = logging.getLogger(__name__)
-
-
-# (forced value, accepted spellings of it, why exactly-once needs it)
-_SOURCE_CONSUMER_FORCED: dict[str, tuple[Any, set[str], str]] = {
-    "isolation.level": ("read_committed", {"read_committed"},
-                        "records of aborted or still-open source transactions must never be mirrored"),
-    "enable.auto.commit": (False, {"false"},
-                           "progress is committed inside the target transaction, never by the consumer"),
-    "enable.auto.offset.store": (False, {"false"}, "the consumer's own offset store is never used"),
-    "auto.offset.reset": ("error", {"error"},
-                          "a start offset whose data was deleted must fail loudly instead of jumping "
-                          "to another offset and skipping records"),
-    "enable.partition.eof": (True, {"true"},
-                             "a range that ends on transaction markers or aborted records is only "
-                             "known to be finished by the end-of-partition event"),
-}
-
-_TRANSACTIONAL_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
-    "enable.idempotence": (True, {"true"}, "transactions require the idempotent producer"),
-    "acks": ("all", {"all", "-1"}, "a committed transaction must survive the loss of a broker"),
-    # No global delivery callback: a failed delivery fails commit_transaction() (abortable), and the
-    # copy asks for a report only for the first record per partition (the exact base offset).
-    "delivery.report.only.error": (False, {"false"},
-                                   "the first record's delivery report gives the exact target offset"),
-}
-
-_IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
-    "enable.idempotence": (True, {"true"}, "retries must not duplicate records"),
-    "acks": ("all", {"all", "-1"}, "progress is committed only for records no broker loss can undo"),
-    "delivery.report.only.error": (True, {"true"}, "only failed deliveries are reported"),
-}
-
-# Keys the mirror owns; a user must not set them at all.
-_OWNED_KEYS = {
-    "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",
-    "group.id": "the progress group is set by the mirror's `progress_group` field",
-}
-
-# librdkafka warns when a client receives a property of another role; we drop such properties
-# from the shared cluster config so that the logs stay readable.
-_CONSUMER_ONLY_PREFIXES = ("fetch.", "isolation.level", "auto.offset.reset", "enable.auto.commit",
-                           "enable.partition.eof", "queued.", "max.poll.interval.ms", "session.timeout.ms",
-                           "heartbeat.interval.ms", "partition.assignment.strategy", "check.crcs",
-                           "enable.auto.offset.store", "group.", "auto.commit.interval.ms")
-_PRODUCER_ONLY_PREFIXES = ("acks", "linger.ms", "batch.", "queue.buffering.", "compression.", "transaction.",
-                           "enable.idempotence", "message.timeout.ms", "delivery.", "retries",
-                           "request.required.acks", "sticky.partitioning", "partitioner",
-                           "enable.gapless.guarantee", "message.send.max.retries", "retry.backoff.ms")
-
-
-def _drop_foreign(conf: Mapping[str, Any], foreign: tuple[str, ...]) -> dict[str, Any]:
-    return {k: v for k, v in conf.items() if not k.startswith(foreign)}
-
-
-def _spelling(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value).strip().lower()
-
-
-def _merge_forced(role: str, user: Mapping[str, Any], forced: Mapping[str, tuple[Any, set[str], str]],
-                  where: str) -> dict[str, Any]:
-    merged = dict(user)
-    for key, why in _OWNED_KEYS.items():
-        if key in user:
-            raise ConfigError(f"{where}: `{key}` must not be set for the {role}: {why}. Remove it.")
-    for key, (value, accepted, why) in forced.items():
-        if key in user and _spelling(user[key]) not in accepted:
-            raise ConfigError(f"{where}: `{key}: {user[key]}` contradicts exactly-once copying; the {role} "
-                              f"needs `{key}: {_spelling(value)}` because {why}. Remove the setting.")
-        merged[key] = value
-    return merged
 
 
 # librdkafka reports a failed SASL/SSL handshake only as an error event; a request then just sees
@@ -169,9 +107,9 @@ def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], gr
 def source_consumer_config(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                            client_id: str, where: str = "source consumer") -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
-    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
     conf.update(overrides)
-    conf = _merge_forced("source consumer", conf, _SOURCE_CONSUMER_FORCED, where)
+    conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id
     return _with_logger(conf, client_id)
 
@@ -182,10 +120,10 @@ def transactional_producer(cluster: Mapping[str, Any], overrides: Mapping[str, A
     """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``."""
     from confluent_kafka import Producer
 
-    conf = _drop_foreign(cluster, _CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
     conf.update(overrides)
-    conf = _merge_forced("transactional producer", conf, _TRANSACTIONAL_PRODUCER_FORCED, where)
+    conf = merge_forced("transactional producer", conf, TRANSACTIONAL_PRODUCER_FORCED, where)
     conf["transactional.id"] = transactional_id
     conf["transaction.timeout.ms"] = int(transaction_timeout_ms)
     return Producer(_with_logger(conf, client_id))
@@ -196,10 +134,10 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     """The at_least_once producer: no duplicates from retries, no transactions."""
     from confluent_kafka import Producer
 
-    conf = _drop_foreign(cluster, _CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
     conf.update(overrides)
-    conf = _merge_forced("idempotent producer", conf, _IDEMPOTENT_PRODUCER_FORCED, where)
+    conf = merge_forced("idempotent producer", conf, IDEMPOTENT_PRODUCER_FORCED, where)
     return Producer(_with_logger(conf, client_id))
 
 
@@ -217,7 +155,7 @@ def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, s
     """
     from confluent_kafka import Consumer
 
-    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
     conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  # It never joins the group, so the session timeout means nothing to the broker; but
@@ -238,7 +176,7 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
     """
     from confluent_kafka import Consumer
 
-    conf = _drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES)
+    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
     conf.update({"group.id": group_id or f"{client_id}.reader", "enable.auto.commit": False,
                  "enable.auto.offset.store": False, "enable.partition.eof": True,
                  "auto.offset.reset": "error",
@@ -249,13 +187,5 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
 def admin_client(cluster: Mapping[str, Any], role_hint: str = "admin") -> Any:
     from confluent_kafka.admin import AdminClient
 
-    conf = _drop_foreign(_drop_foreign(cluster, _PRODUCER_ONLY_PREFIXES), _CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(drop_foreign(cluster, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)
     return AdminClient(_with_logger(conf, f"eosmirror-{role_hint}"))
-
-
-def check_overrides(mirror: Any, where: str) -> None:
-    """Refuse, at config load, role overrides in a mirror definition that contradict its delivery mode."""
-    _merge_forced("source consumer", mirror.source_consumer, _SOURCE_CONSUMER_FORCED, f"{where}: source_consumer")
-    forced = (_TRANSACTIONAL_PRODUCER_FORCED if mirror.delivery == "exactly_once"
-              else _IDEMPOTENT_PRODUCER_FORCED)
-    _merge_forced("target producer", mirror.target_producer, forced, f"{where}: target_producer")

@@ -1,0 +1,91 @@
+"""What exactly-once forces on each Kafka client role, and the check that refuses a contradiction.
+
+Pure rules (no client is built here): ``kafka.clients`` builds the clients with them, and the config
+loader refuses a mirror definition whose role overrides contradict them, at load time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from eosmirror.core.errors import ConfigError
+
+# (forced value, accepted spellings of it, why exactly-once needs it)
+SOURCE_CONSUMER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "isolation.level": ("read_committed", {"read_committed"},
+                        "records of aborted or still-open source transactions must never be mirrored"),
+    "enable.auto.commit": (False, {"false"},
+                           "progress is committed inside the target transaction, never by the consumer"),
+    "enable.auto.offset.store": (False, {"false"}, "the consumer's own offset store is never used"),
+    "auto.offset.reset": ("error", {"error"},
+                          "a start offset whose data was deleted must fail loudly instead of jumping "
+                          "to another offset and skipping records"),
+    "enable.partition.eof": (True, {"true"},
+                             "a range that ends on transaction markers or aborted records is only "
+                             "known to be finished by the end-of-partition event"),
+}
+
+TRANSACTIONAL_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "enable.idempotence": (True, {"true"}, "transactions require the idempotent producer"),
+    "acks": ("all", {"all", "-1"}, "a committed transaction must survive the loss of a broker"),
+    # No global delivery callback: a failed delivery fails commit_transaction() (abortable), and the
+    # copy asks for a report only for the first record per partition (the exact base offset).
+    "delivery.report.only.error": (False, {"false"},
+                                   "the first record's delivery report gives the exact target offset"),
+}
+
+IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
+    "enable.idempotence": (True, {"true"}, "retries must not duplicate records"),
+    "acks": ("all", {"all", "-1"}, "progress is committed only for records no broker loss can undo"),
+    "delivery.report.only.error": (True, {"true"}, "only failed deliveries are reported"),
+}
+
+# Keys the mirror owns; a user must not set them at all.
+OWNED_KEYS = {
+    "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",
+    "group.id": "the progress group is set by the mirror's `progress_group` field",
+}
+
+# librdkafka warns when a client receives a property of another role; we drop such properties
+# from the shared cluster config so that the logs stay readable.
+CONSUMER_ONLY_PREFIXES = ("fetch.", "isolation.level", "auto.offset.reset", "enable.auto.commit",
+                           "enable.partition.eof", "queued.", "max.poll.interval.ms", "session.timeout.ms",
+                           "heartbeat.interval.ms", "partition.assignment.strategy", "check.crcs",
+                           "enable.auto.offset.store", "group.", "auto.commit.interval.ms")
+PRODUCER_ONLY_PREFIXES = ("acks", "linger.ms", "batch.", "queue.buffering.", "compression.", "transaction.",
+                           "enable.idempotence", "message.timeout.ms", "delivery.", "retries",
+                           "request.required.acks", "sticky.partitioning", "partitioner",
+                           "enable.gapless.guarantee", "message.send.max.retries", "retry.backoff.ms")
+
+
+def drop_foreign(conf: Mapping[str, Any], foreign: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in conf.items() if not k.startswith(foreign)}
+
+
+def _spelling(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip().lower()
+
+
+def merge_forced(role: str, user: Mapping[str, Any], forced: Mapping[str, tuple[Any, set[str], str]],
+                  where: str) -> dict[str, Any]:
+    merged = dict(user)
+    for key, why in OWNED_KEYS.items():
+        if key in user:
+            raise ConfigError(f"{where}: `{key}` must not be set for the {role}: {why}. Remove it.")
+    for key, (value, accepted, why) in forced.items():
+        if key in user and _spelling(user[key]) not in accepted:
+            raise ConfigError(f"{where}: `{key}: {user[key]}` contradicts exactly-once copying; the {role} "
+                              f"needs `{key}: {_spelling(value)}` because {why}. Remove the setting.")
+        merged[key] = value
+    return merged
+
+
+
+def check_overrides(mirror: Any, where: str) -> None:
+    """Refuse, at config load, role overrides in a mirror definition that contradict its delivery mode."""
+    merge_forced("source consumer", mirror.source_consumer, SOURCE_CONSUMER_FORCED, f"{where}: source_consumer")
+    forced = (TRANSACTIONAL_PRODUCER_FORCED if mirror.delivery == "exactly_once"
+              else IDEMPOTENT_PRODUCER_FORCED)
+    merge_forced("target producer", mirror.target_producer, forced, f"{where}: target_producer")
