@@ -278,7 +278,7 @@ def parse(document: Any, path: Path) -> MirrorsFile:
 def _yaml_loader() -> type:
     import yaml
 
-    class UniqueKeyLoader(yaml.SafeLoader):
+    class UniqueKeyLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type stubs
         """SafeLoader that refuses a key written twice in one mapping (PyYAML would keep the last)."""
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:

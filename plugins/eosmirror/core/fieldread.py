@@ -102,7 +102,7 @@ class Section(Kind):
         return self.cls(**read_fields(self.cls, value))
 
 
-def declare(kind: Kind, doc: str, default: Any = MISSING, *, derive: Callable[[dict], Any] | None = None,
+def declare(kind: Kind, doc: str, default: Any = MISSING, *, derive: Callable[[dict[str, Any]], Any] | None = None,
            shown_default: str | None = None) -> Any:
     """Declares one field: how it is read (``kind``), its default and what it means (``doc``).
 
@@ -140,9 +140,9 @@ def refuse_unknown(raw: Mapping[Any, Any], known: list[str]) -> None:
 
 # --- the field reference ---------------------------------------------------------------------------
 
-def _shown_default(f: dataclasses.Field) -> str:
+def _shown_default(f: dataclasses.Field[Any]) -> str:
     if f.metadata["shown_default"]:
-        return f.metadata["shown_default"]
+        return str(f.metadata["shown_default"])
     value = f.default
     if value is MISSING:
         return "required"

@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need, merge_needs
@@ -67,6 +67,8 @@ def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation
     if syncs is None or not syncs.syncs:
         return Translation(NOT_MIRRORED)
     start, progress = syncs.mirrored_from, syncs.progress
+    if start is None or progress is None:
+        return Translation(NOT_MIRRORED)
     if committed_source < start:
         return Translation(BEFORE_RANGE, records=start - committed_source)
     if committed_source > progress:
@@ -154,7 +156,7 @@ class PartitionPlan:
     current: int | None = None      # the group's offset on the side it is moved to (None: none)
     records: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -162,7 +164,7 @@ def decide(translation: Translation, current: int | None, allow_rewind: bool) ->
     """For an EXACT translation: write it, leave it (already there), or refuse to move backwards."""
     if current is not None and translation.offset == current:
         return UNCHANGED
-    if current is not None and translation.offset < current and not allow_rewind:
+    if current is not None and translation.offset is not None and translation.offset < current and not allow_rewind:
         return REWIND_REFUSED
     return WRITE
 
@@ -177,7 +179,8 @@ class GroupPlan:
     def writes(self) -> dict[tuple[str, int], int]:
         if self.skipped:
             return {}
-        return {(p.to_topic, p.partition): p.new_offset for p in self.partitions if p.decision == WRITE}
+        return {(p.to_topic, p.partition): p.new_offset for p in self.partitions
+                if p.decision == WRITE and p.new_offset is not None}
 
     def left(self) -> dict[str, int]:
         """Partitions not moved (neither written nor already there), by reason: the outcome, or
@@ -194,7 +197,7 @@ class GroupPlan:
     def count(self, what: str) -> int:
         return sum(1 for p in self.partitions if what in (p.outcome, p.decision))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "state": self.state, "skipped": self.skipped,
                 "partitions": [p.as_dict() for p in self.partitions]}
 

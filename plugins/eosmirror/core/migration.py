@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 AUDIT_KEY_PREFIX = b"audit/"
 DEFAULT_TAIL_CHECK = 100
@@ -159,7 +160,7 @@ def mm2_offsets(records: list[tuple[bytes | None, bytes | None]], alias: str) ->
     return found
 
 
-def continuation(tail: list[tuple], source: list[tuple[int, tuple]], where: str) -> int:
+def continuation(tail: list[tuple[Any, ...]], source: list[tuple[int, tuple[Any, ...]]], where: str) -> int:
     """``--from target-end``: the source offset just after the target's last records.
 
     ``tail``: the contents (key, value, headers) of the target's last committed records, in order;
@@ -197,7 +198,7 @@ def mm2_running(records: list[tuple[bytes | None, bytes | None]]) -> list[str]:
     return sorted(name for name, state in latest.items() if state == "RUNNING")
 
 
-def moved(first: dict, second: dict) -> dict:
+def moved(first: dict[Any, Any], second: dict[Any, Any]) -> dict[Any, Any]:
     """Entries that differ between two looks (the check window): {key: (first, second)}."""
     return {k: (first.get(k), second.get(k)) for k in set(first) | set(second) if first.get(k) != second.get(k)}
 

@@ -113,7 +113,8 @@ class _Props:
     """The properties with a record of which keys the translation used."""
 
     def __init__(self, props: mm2props.Properties):
-        self.source, self.props, self.used = props, props.values, set()
+        self.source, self.props = props, props.values
+        self.used: set[str] = set()
 
     def get(self, key: str, default: str | None = None) -> str | None:
         if key in self.props:
@@ -314,5 +315,5 @@ def render(imported: Imported, source_name: str) -> str:
             lines += [f"# {block}"] + [f"#   {item}" for item in items] + ["#"]
     if not imported.mirrors:
         lines.append("# No enabled flow (`A->B.enabled = true`) was found: nothing to mirror.")
-    body = yaml.safe_dump({"mirrors": imported.mirrors}, sort_keys=False, default_flow_style=False)
+    body = str(yaml.safe_dump({"mirrors": imported.mirrors}, sort_keys=False, default_flow_style=False))
     return "\n".join(lines) + "\n" + body

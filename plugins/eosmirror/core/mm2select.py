@@ -87,7 +87,7 @@ def listed(props: "mi._Props", source: str, target: str, key: str, default: tupl
                            f"(the mirror ignores it too); MM2 before 4.0 read it as `{key}`. If yours was older, "
                            f"rename it to `{key}` and import again")
     items = mi.java_list(props.props[found]) if found is not None else list(default)
-    if "" in items:   # Kafka 4.3's ValidList: "Configuration 'topics' values must not be empty"
+    if "" in items and found is not None:   # Kafka 4.3's ValidList: "Configuration 'topics' values must not be empty"
         raise ConfigError(f"{props.source.where(found)} = {props.props[found]}: an empty item in the comma "
                           f"list; MirrorMaker 2 refuses it (\"values must not be empty\"). Remove the extra comma")
     kept = []

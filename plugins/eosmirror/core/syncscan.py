@@ -172,7 +172,8 @@ class Snapshot:
 
     @staticmethod
     def decode(records: list[tuple[bytes | None, bytes | None]]) -> "Snapshot":
-        snapshot, folded_upto = Snapshot({}), {}
+        snapshot = Snapshot({})
+        folded_upto: dict[tuple[str, int], int] = {}
         for key, value in records:
             if value is None:
                 continue

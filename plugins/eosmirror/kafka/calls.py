@@ -117,4 +117,4 @@ def is_partition_eof(err: Any) -> bool:
     """A consumer's end-of-partition event (``enable.partition.eof``), not an error."""
     from confluent_kafka import KafkaError
 
-    return err.code() == KafkaError._PARTITION_EOF
+    return bool(err.code() == KafkaError._PARTITION_EOF)

@@ -55,7 +55,8 @@ def _from_clusters_file(conn_id: str) -> dict[str, Any] | None:
         raise ConfigError(f"{path} is readable by others (mode {stat.filemode(mode)}); it holds secrets and "
                           f"must be 0600")
     clusters = json.loads(file.read_text())
-    return clusters.get(conn_id)
+    found = clusters.get(conn_id)
+    return dict(found) if found is not None else None
 
 
 def _extra_to_settings(extra: Any, conn_id: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
 def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster: str,
                  timeout: float = 10.0) -> None:
     """Create the lag topic when missing (a concurrent creator is fine)."""
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
 
     topic = naming.lag_topic(mirror)
     if exists(admin, topic, timeout):

@@ -37,9 +37,10 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, r
     consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
     try:
         # A topic just created has no leader for a moment: wait for it, briefly.
-        return retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15,
-                                                                      cached=False),
-                           lambda exc: calls.error_name(exc) in calls.LEADERSHIP_MOVING)
+        low, high = retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                                           timeout=15, cached=False),
+                                lambda exc: calls.error_name(exc) in calls.LEADERSHIP_MOVING)
+        return int(low), int(high)
     except Exception as exc:  # noqa: BLE001 - translated
         raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster,
                               f"Describe on topic {topic}") from None
