@@ -7,6 +7,7 @@ always runs unless ``--keep-topics``; it only ever touches names that hold this 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -275,16 +276,21 @@ def _empty_run(ctx: Context, empty: ConfigResult, name: str, config_path: Any, m
 
 # --- 5./6. MirrorMaker 2 ---------------------------------------------------------------------------
 
-def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = True) -> ConfigResult:
-    slug = ("mm2-eos" if exactly_once else "mm2-alo") + ("-tuned" if tuned else "")
+def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = True, tasks: int = 2,
+            variant: tuple[str, dict[str, str]] | None = None) -> ConfigResult:
+    """MirrorMaker 2 at its defaults or tuned (``mm2.TUNED``); ``variant`` (name, settings) replaces
+    both for a sweep."""
+    suffix = "-" + re.sub(r"[^A-Za-z0-9]+", "-", variant[0]) if variant else ("-tuned" if tuned else "")
+    slug = ("mm2-eos" if exactly_once else "mm2-alo") + suffix
     topic = f"{ctx.settings.topic_prefix(slug)}-{size.slug}"
     delivery = "exactly_once" if exactly_once else "at_least_once"
-    how = "tuned: mm2.TUNED" if tuned else "defaults"
-    result = ConfigResult(key=f"{size.name}/mm2-{delivery}" + ("-tuned" if tuned else ""), kind="mm2",
-                          label=f"MirrorMaker 2 {'exactly-once' if exactly_once else 'at-least-once'} (2 tasks, {how})",
+    how = variant[0] if variant else "tuned: mm2.TUNED" if tuned else "defaults"
+    result = ConfigResult(key=f"{size.name}/mm2-{delivery}{suffix}" + (f"-{tasks}tasks" if tasks != 2 else ""),
+                          kind="mm2",
+                          label=f"MirrorMaker 2 {'exactly-once' if exactly_once else 'at-least-once'} ({tasks} tasks, {how})",
                           size_class=size.name, expected=size.records, record_bytes=size.record_bytes,
-                          delivery=delivery, slots=2, details={"tuned": tuned})
-    extra = {**(mm2.TUNED if tuned else {}), **ctx.settings.mm2_properties}
+                          delivery=delivery, slots=tasks, details={"tuned": tuned or bool(variant)})
+    extra = {**(variant[1] if variant else mm2.TUNED if tuned else {}), **ctx.settings.mm2_properties}
     uid = uuid.uuid4().hex[:6]
     source_alias, target_alias = f"src{uid}", f"tgt{uid}"   # fresh aliases: fresh MM2 state
     folder = ctx.settings.mm2_dir / f"{ctx.settings.run_id}-{slug}-{size.slug}"
@@ -292,7 +298,7 @@ def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = Tru
     def body() -> None:
         _load(ctx, topic, size)
         props = mm2.properties(source_alias, target_alias, ctx.source, ctx.target, topic, exactly_once,
-                               mm2.free_port(), extra=extra)
+                               mm2.free_port(), tasks=tasks, extra=extra)
         ctx.say(f"MirrorMaker 2 ({source_alias}->{target_alias}), properties in {folder / 'mm2.properties'}")
         done = mm2.run(props, folder, ctx.target_conf, topic, PARTITIONS, size.records,
                        ctx.settings.copy_timeout(size.records), ctx.say)
