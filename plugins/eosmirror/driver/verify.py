@@ -160,6 +160,19 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
     chain = settled(syncs, target_end)
     target_low, target = _read_held(target_conf, target_topic, partition, 0, target_end, target_label,
                                     "eosmirror-verify-target", group)
+    return judge(source_topic, target_topic, partition, chain, target_end, target_low, target,
+                 lambda start, end: _read_held(source_conf, source_topic, partition, start, end, source_label,
+                                               "eosmirror-verify-source", group),
+                 max_differences, compacted, taken_over_below)
+
+
+def judge(source_topic: str, target_topic: str, partition: int, chain: PartitionSyncs, target_end: int,
+          target_low: int, target: list[readers.Record],
+          read_source: Callable[[int, int], tuple[int, list[readers.Record]]], max_differences: int = 10,
+          compacted: bool = False, taken_over_below: int = 0) -> PartitionCheck | None:
+    """The checks of one partition over records already read: ``target`` holds the target's committed
+    records from ``target_low`` (its log start) to ``target_end``; ``read_source(start, end)`` gives
+    (first offset of [start, end) the source still holds, its committed records from there)."""
     mirrored, foreign = split_foreign(target, chain)
     earlier = [r for r in foreign if r.offset < taken_over_below]
     foreign = foreign[len(earlier):] if earlier else foreign
@@ -179,8 +192,7 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
             differ(f"foreign record {_describe(rec)}")
     if not chain.syncs:
         return check
-    held, source = _read_held(source_conf, source_topic, partition, start, end, source_label,
-                              "eosmirror-verify-source", group)
+    held, source = read_source(start, end)
     if held > start:
         check.source_gone = held - start
         check.unchecked.append(
@@ -244,7 +256,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     from confluent_kafka.admin import OffsetSpec
 
     source, target = Cluster.resolve("source", mirror.source, mirror.name), Cluster.resolve("target", mirror.target, mirror.name)
-    source_conf, target_conf, source_label, target_label = source.settings, target.settings, source.label, target.label
+    target_conf, target_label = target.settings, target.label
     target_admin = target.admin
     pairs = topics.resolve(mirror, source)
     source_policies = topics.cleanup_policies(source, [p.source for p in pairs])
@@ -259,20 +271,25 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
 
     audit = state.read_audit(target_conf, mirror.name, target_label, mirror.progress_group)
 
-    def check(pair: topics.TopicPair, k: int, history: dict[tuple[str, int], PartitionSyncs]) -> PartitionCheck | None:
-        syncs = history.get((pair.target, k))
-        switch = migration.taken_over_below(audit, pair.target, k, syncs.mirrored_from if syncs else None)
-        return check_partition(source_conf, target_conf, pair.source, pair.target, k, syncs,
-                               None, source_label, target_label, compacted=pair.source in compacted,
-                               group=mirror.progress_group, target_end=ends[(pair.target, k)],
-                               taken_over_below=switch[0] if switch else 0)
+    def check_all(batch: list[tuple[topics.TopicPair, int]], history: dict[tuple[str, int], PartitionSyncs],
+                  ) -> dict[tuple[str, int], PartitionCheck | None]:
+        from eosmirror.driver import verifybatch
+
+        jobs = []
+        for pair, k in batch:
+            syncs = history.get((pair.target, k))
+            switch = migration.taken_over_below(audit, pair.target, k, syncs.mirrored_from if syncs else None)
+            jobs.append(verifybatch.Job(pair.source, pair.target, k, settled(syncs, ends[(pair.target, k)]),
+                                        ends[(pair.target, k)], compacted=pair.source in compacted,
+                                        taken_over_below=switch[0] if switch else 0))
+        return verifybatch.check_many(source, target, jobs, mirror.progress_group)
 
     history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
-    checks = {(pair.target, k): check(pair, k, history) for pair, k in partitions}
+    checks = check_all(partitions, history)
     suspects = [(pair, k) for pair, k in partitions if getattr(checks[(pair.target, k)], "foreign", 0)]
     if suspects:   # a sync committed with its records may have become visible after them: ask once more
         history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
-        checks.update({(pair.target, k): check(pair, k, history) for pair, k in suspects})
+        checks.update(check_all(suspects, history))
     return [c for c in checks.values() if c is not None]
 
 

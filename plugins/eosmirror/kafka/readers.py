@@ -1,14 +1,18 @@
-"""Bounded reads of one partition (verification, internal topics, tests). Never commit anything."""
+"""Bounded reads of partitions (verification, internal topics, tests). Never commit anything.
+
+Reads of many partitions use ONE consumer with all of them assigned (``scan_ranges``): a consumer
+per partition costs a client start, a metadata round trip and a fetch session each."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.retry import retry_until
 
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -152,13 +156,34 @@ def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, 
     consumer for all partitions), as (reached, offsets): every offset below ``reached`` was read. It
     falls short of ``end`` only where the partition's last stable offset lies below ``end``.
     Transaction markers and aborted records are skipped by the consumer, as any consumer skips them."""
+    reached, found = scan_ranges(conf, ranges, cluster, lambda m: m.offset(), client_id, group_id, timeout)
+    return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
+
+
+def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+                client_id: str = "eosmirror-reader", group_id: str | None = None, timeout: float = 120.0,
+                moved: set[tuple[str, int]] | None = None) -> dict[tuple[str, int], list[Record]]:
+    """Per partition, its committed records in [start, end) (read_committed, ONE consumer for all the
+    partitions: one assignment, fetches shared among them, so the cost follows the records read, not
+    the partitions). ``end`` must not exceed the partition's last stable offset. A partition whose
+    ``start`` lies below its log start (retention or delete-records ran) is added to ``moved`` and
+    left out, when ``moved`` is given; otherwise it fails as ``read_range`` does."""
+    return scan_ranges(conf, ranges, cluster, _record, client_id, group_id, timeout, moved)[1]
+
+
+def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+                keep: Callable[[Any], T], client_id: str = "eosmirror-reader", group_id: str | None = None,
+                timeout: float = 60.0, moved: set[tuple[str, int]] | None = None,
+                ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[T]]]:
+    """(reached, kept): the committed records of every [start, end) read by one read_committed
+    consumer, ``keep(message)`` of each, in offset order; every offset below ``reached`` was read."""
     from confluent_kafka import TopicPartition
 
     wanted = {tp: rng for tp, rng in ranges.items() if rng[1] > rng[0]}
     reached = {tp: start for tp, (start, _) in ranges.items()}
-    found: dict[tuple[str, int], list[int]] = {tp: [] for tp in ranges}
+    found: dict[tuple[str, int], list[T]] = {tp: [] for tp in ranges}
     if not wanted:
-        return {tp: (reached[tp], ()) for tp in ranges}
+        return reached, found
     consumer = clients.plain_consumer(conf, client_id, read_committed=True, group_id=group_id)
     try:
         consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
@@ -170,8 +195,7 @@ def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, 
 
         while pending:
             if time.monotonic() > deadline:
-                left = ", ".join(f"{t}[{p}] at {reached[(t, p)]} of {wanted[(t, p)][1]}" for t, p in sorted(pending))
-                raise calls.translate(TimeoutError(), f"read {left} within {timeout:.0f} s", cluster)
+                raise _timed_out(pending, reached, wanted, timeout, cluster)
             for m in consumer.consume(500, 0.2):
                 tp, err = (m.topic(), m.partition()), m.error()
                 if tp not in pending:
@@ -183,20 +207,41 @@ def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, 
                         continue
                     if err.name() == "GROUP_AUTHORIZATION_FAILED":
                         continue
+                    if moved is not None and err.name() == "_AUTO_OFFSET_RESET":
+                        moved.add(tp)
+                        found[tp] = []
+                        done(tp)
+                        continue
                     raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster, f"Read on topic {tp[0]}")
                 if m.offset() >= wanted[tp][1]:
                     reached[tp] = wanted[tp][1]
                     done(tp)
                     continue
-                found[tp].append(m.offset())
+                found[tp].append(keep(m))
                 reached[tp] = max(reached[tp], m.offset() + 1)
             if pending:   # markers and aborted records move the position without a message
-                for position in consumer.position([TopicPartition(*tp) for tp in pending]):
-                    tp = (position.topic, position.partition)
-                    if position.offset >= 0:
-                        reached[tp] = max(reached[tp], min(position.offset, wanted[tp][1]))
-                    if reached[tp] >= wanted[tp][1]:
-                        done(tp)
-        return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
+                _advance(consumer, pending, reached, wanted, done)
+        return reached, found
     finally:
         consumer.close()
+
+
+def _advance(consumer: Any, pending: set[tuple[str, int]], reached: dict[tuple[str, int], int],
+             wanted: dict[tuple[str, int], tuple[int, int]], done: Callable[[tuple[str, int]], None]) -> None:
+    """Move ``reached`` to each pending partition's position; a range whose end it reaches is done."""
+    from confluent_kafka import TopicPartition
+
+    for position in consumer.position([TopicPartition(*tp) for tp in pending]):
+        tp = (position.topic, position.partition)
+        if position.offset >= 0:
+            reached[tp] = max(reached[tp], min(position.offset, wanted[tp][1]))
+        if reached[tp] >= wanted[tp][1]:
+            done(tp)
+
+
+def _timed_out(pending: set[tuple[str, int]], reached: dict[tuple[str, int], int],
+               wanted: dict[tuple[str, int], tuple[int, int]], timeout: float, cluster: str) -> Exception:
+    left = sorted(pending)
+    named = ", ".join(f"{t}[{p}] at {reached[(t, p)]} of {wanted[(t, p)][1]}" for t, p in left[:10])
+    more = f" and {len(left) - 10} more partition(s)" if len(left) > 10 else ""
+    return calls.translate(TimeoutError(), f"read {named}{more} within {timeout:.0f} s", cluster)
