@@ -47,14 +47,15 @@ def new_partition_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if NEW_PARTITION_WARNING in r.getMessage()]
 
 
-def test_plan_while_a_slot_commits_waits_for_its_progress(source_conf, target_conf, unique, caplog, tmp_path):
-    topic = create_topic(source_conf, unique("fresh"), partitions=PARTITIONS)
+def while_slot_0_commits(source_conf, target_conf, unique, tmp_path, prefix, during):
+    """A 4-slot run whose slot 0 waits 8 s before commit_transaction(): its first progress is pending
+    in the group while the other three slots' progress is already visible. ``during(m, topic)`` runs
+    in that window; returns (m, topic, held partitions, what ``during`` returned)."""
+    topic = create_topic(source_conf, unique(prefix), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
     m = mirror(unique("m"), [topic], slots=4)
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m, max_transaction_seconds=30)
     held = {p for p in range(PARTITIONS) if planning.slot_for(topic, p, 4) == 0}
-    # Slot 0 sends its records and progress, then waits 8 s before commit_transaction(): its first
-    # progress is pending in the group while the other three slots' progress is already visible.
     slow_commit = faults_env({"point": "before_commit", "action": "sleep", "seconds": 8, "slot": 0})
     running = cli("run", m.name, "--config", str(config_file), "--inprocess", env=slow_commit, background=True)
     try:
@@ -68,10 +69,7 @@ def test_plan_while_a_slot_commits_waits_for_its_progress(source_conf, target_co
         assert running.poll() is None and set(seen) == set(range(PARTITIONS)) - held, (
             f"the run ended or never reached the window (exit {running.poll()}): {len(seen)} partitions with "
             f"progress, expected {PARTITIONS - len(held)}")
-        caplog.set_level(logging.WARNING, logger="eosmirror")
-        started = time.monotonic()
-        prepared = driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
-        waited = time.monotonic() - started
+        got = during(m, topic)
         output = running.communicate(timeout=120)[0]
         assert running.returncode == 0, output[-3000:]
     finally:
@@ -79,8 +77,19 @@ def test_plan_while_a_slot_commits_waits_for_its_progress(source_conf, target_co
             running.kill()
     truth = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=True)
     assert truth == {p: RECORDS for p in range(PARTITIONS)}
+    return m, topic, held, got
+
+
+def test_plan_while_a_slot_commits_waits_for_its_progress(source_conf, target_conf, unique, caplog, tmp_path):
+    def plan(m, topic):
+        caplog.set_level(logging.WARNING, logger="eosmirror")
+        started = time.monotonic()
+        prepared = driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
+        return prepared, time.monotonic() - started
+
+    m, topic, held, (prepared, waited) = while_slot_0_commits(source_conf, target_conf, unique, tmp_path, "fresh", plan)
     plan = planned(prepared)
-    wrong = {p: got for p, got in plan.items() if got != (truth[p], RECORDS, planning.ORIGIN_PROGRESS)}
+    wrong = {p: got for p, got in plan.items() if got != (RECORDS, RECORDS, planning.ORIGIN_PROGRESS)}
     assert not wrong, (f"planned in {waited:.1f} s: {len(wrong)} of {PARTITIONS} partitions not planned from "
                        f"their progress ({len(held)} were pending), e.g. {sorted(wrong.items())[:3]}")
     warnings = new_partition_warnings(caplog)
@@ -134,3 +143,18 @@ def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source
     plan = planned(driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True))
     assert {p: plan[p][2] for p in range(4)} == {0: planning.ORIGIN_PROGRESS, 1: planning.ORIGIN_PROGRESS,
                                                  2: planning.ORIGIN_NEW_PARTITION, 3: planning.ORIGIN_NEW_PARTITION}
+
+
+def test_lag_while_a_slot_commits_waits_for_its_progress(source_conf, target_conf, unique, tmp_path):
+    """`eosmirror lag` reads progress as the planner does: a partition whose first progress commit is
+    pending is not counted from its log start (record lag = the whole partition)."""
+    from eosmirror.driver import lag, topics
+
+    def sample(m, topic):
+        clusters = lag.Clusters.of(m)
+        return lag.collect(m, clusters, int(time.time() * 1000), topics.resolve(m, clusters.source))
+
+    m, topic, held, got = while_slot_0_commits(source_conf, target_conf, unique, tmp_path, "lag", sample)
+    wrong = {s.partition: s.progress for s in got.partitions if s.progress != RECORDS}
+    assert not wrong, (f"{len(wrong)} of {PARTITIONS} partitions sampled without their progress ({len(held)} were "
+                       f"pending), e.g. {sorted(wrong.items())[:3]}")

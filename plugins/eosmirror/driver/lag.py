@@ -17,6 +17,7 @@ from eosmirror.core.errors import EosMirrorError
 from eosmirror.kafka import lagstore, progress, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
 
 log = logging.getLogger(__name__)
 PARALLEL_MIRRORS = 8
@@ -49,8 +50,15 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
     starts = list_offsets(source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label)
     highs = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label, read_committed=False)
     stables = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)
-    committed = progress.read(target.settings, [(target_of[t], p) for t, p in keys], target.label,
-                              mirror.progress_group, stable=False)
+    # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
+    # first progress commit is pending, and the partition would count from its log start.
+    committed, unsettled = progress.read_settled(target.settings, [(target_of[t], p) for t, p in keys], target.label,
+                                                 mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
+    if unsettled:   # an open transaction holds their first progress: nothing is committed for them yet
+        example = ", ".join(f"{t}[{p}]" for t, p in sorted(unsettled)[:3])
+        log.warning("mirror %s: the first progress of %d partition(s) (e.g. %s) is held by a transaction still open "
+                    "after %.0f s; they count from their log start", mirror.name, len(unsettled), example,
+                    PROGRESS_SETTLE_SECONDS)
     done = {k: committed.get((target_of[k[0]], k[1])) for k in keys}
     ranges = {k: (max(done[k].offset if done[k] else starts[k], starts[k]), stables[k]) for k in keys}
     oldest = readers.first_timestamps(source.settings, ranges, source.label, f"eosmirror-{mirror.name}-lag",
