@@ -1,7 +1,7 @@
 """`make bench` at smoke size: every configuration kind runs and verifies, and the report has its shape.
 
 Runs ``python -m eosmirror_tools.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
-sweep) as a subprocess, into a temporary folder so that the real build/bench report is never overwritten.
+sweep; the scale kind on its own, ``--quick --only scale``) as a subprocess, into a temporary folder so that the real build/bench report is never overwritten.
 Timings are reported by the bench, never asserted here: only shapes and exact counts are.
 """
 
@@ -10,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+from eosmirror_tools.bench.settings import KINDS
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +24,9 @@ RATE_FIELDS = ("records_per_second", "mb_per_second", "end_to_end_records_per_se
 @pytest.fixture(scope="module")
 def bench(clusters, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--out", str(out)],
+    # Every kind but scale, which has its own smoke test below (and its own time budget).
+    kinds = ",".join(k for k in KINDS if k != "scale")
+    done = subprocess.run([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--only", kinds, "--out", str(out)],
                           capture_output=True, text=True, timeout=480)
     return done, out
 
@@ -120,3 +124,25 @@ def test_rereads_after_failover_eosmirror_zero_and_mm2_counted(bench):
     assert result["groups_synced"] + len(result["not_synced"]) == 6
     assert "## Re-reads after failover" in (out / "report.md").read_text()
     assert "re-reads total" in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_quick_scale_bench_verifies_every_shape_and_writes_its_rows(clusters, tmp_path):
+    """`--only scale --quick` (issue #23): 1 x 50, 1 x 500 and 20 x 5 partitions of 200 records; every step
+    of every shape ran and verified, the rows are in scale.json with the issue's columns."""
+    done = subprocess.run([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--only", "scale", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    section = json.loads((tmp_path / "scale.json").read_text())
+    rows = section["rows"]
+    assert [(r["topics"], r["partitions"]) for r in rows] == [(1, 50), (1, 500), (20, 100)]
+    for r in rows:
+        assert r["verified"] is True and all(r["checks"].values()), (r["shape"], r["checks"], r["failed_logs"])
+        assert r["records"] == r["partitions"] * 200
+        assert {"topics", "partitions", "empty_run_s", "first_run_s", "verify_s", "groups_sync_s", "lag_s",
+                "peak_rss_mb"} <= set(r) and all(r[k] > 0 for k in ("empty_run_s", "verify_s", "peak_rss_mb")), r
+    assert section["growth"]["from_partitions"] == 50 and section["growth"]["to_partitions"] == 500
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["scale"]["rows"] == rows and report["all_verified"] is True
+    assert "## Scale: many partitions of few records" in (tmp_path / "report.md").read_text()
+    assert "| topics | partitions | empty run (s) |" in done.stdout

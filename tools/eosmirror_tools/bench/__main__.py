@@ -3,13 +3,16 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,mm2,translation,rereads;
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,mm2,translation,rereads,scale;
                    jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
                    consume + produce + commit on these brokers;
                    translation: group-offset translation and progress recovery vs offset-sync history
                    (1 M and 10 M sync records; --quick: 20 k and 200 k); rereads: re-reads and skips
                    of consumer groups after failover, eosmirror vs MirrorMaker 2's group offset sync
-                   (20 groups on 4 x 5,000 records; --quick: 6 groups on 4 x 1,000)
+                   (20 groups on 4 x 5,000 records; --quick: 6 groups on 4 x 1,000);
+                   scale: run, empty run, verify, groups sync and lag of mirrors of many partitions
+                   (1 x 500, 1 x 5,000 and 1,000 x 5 partitions of 200 records, 1,000 groups, 4 slots;
+                   --quick: 1 x 50 and 10 x 5, 20 groups), rows also in build/bench/scale.json
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows

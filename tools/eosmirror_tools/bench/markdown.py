@@ -146,6 +146,18 @@ def rereads_table(doc: dict[str, Any]) -> str:
                    "group offsets (s, after copy)", "note"], rows, "lrrrrrrl")
 
 
+def scale_table(doc: dict[str, Any]) -> str:
+    """One row per scale shape: the seconds of each step and the peak RSS of a Python process."""
+    section = doc.get("scale")
+    if not section:
+        return ""
+    rows = [[f"{r['topics']:,}", f"{r['partitions']:,}", _n(r["empty_run_s"], 1), _n(r["first_run_s"], 1),
+             _n(r["verify_s"], 1), f"{_n(r['groups_sync_s'], 1)} ({r['groups']:,} x {r['group_partitions']})",
+             _n(r["lag_s"], 1), _n(r["peak_rss_mb"]), "yes" if r["verified"] else "NO"] for r in section["rows"]]
+    return _table(["topics", "partitions", "empty run (s)", "first run (s)", "verify (s)", "groups sync (s)",
+                   "lag (s)", "peak RSS MB", "verified"], rows, "rrrrrrrrl")
+
+
 def _errors(doc: dict[str, Any]) -> str:
     lines = [f"- `{r['key']}`: {r['error']}" for r in doc["configurations"] if r.get("error")]
     return "\n".join(lines)
@@ -190,6 +202,15 @@ def render(doc: dict[str, Any]) -> str:
          "MirrorMaker 2: dedicated mode, at-least-once, `sync.group.offsets.enabled=true`, checkpoints and syncs "
          "every 1 s, `offset.lag.max` 100 (default); its group offsets are read once they stop changing.")
         if doc.get("rereads") else "",
+        "## Scale: many partitions of few records" if doc.get("scale") else "",
+        scale_table(doc),
+        (f"{doc['scale']['records_per_partition']} records of 200 B per partition, {doc['scale']['slots']} slots, "
+         "each step a fresh `python -m eosmirror.cli` process timed from start to exit (the runs include Spark's "
+         "start; the empty run starts none); groups sync: that many source groups of that many partitions "
+         "each; peak RSS: the largest Python process (CLI, driver, slot workers). Growth (one topic, "
+         f"{doc['scale']['growth'].get('from_partitions', '-')} -> {doc['scale']['growth'].get('to_partitions', '-')} "
+         f"partitions): {', '.join(f'{k} x{v}' for k, v in doc['scale']['growth'].items() if k.endswith('_s'))}.")
+        if doc.get("scale") else "",
         "## Ratios (same run)",
         _ratios(doc),
         "## Targets",

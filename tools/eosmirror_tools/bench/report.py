@@ -133,8 +133,9 @@ def translation_verified(translation: dict[str, Any] | None) -> bool:
 
 def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[str, Any], seconds: float,
           profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None,
-          rereads: dict[str, Any] | None = None) -> dict[str, Any]:
+          rereads: dict[str, Any] | None = None, scale: dict[str, Any] | None = None) -> dict[str, Any]:
     from eosmirror_tools.bench.rereads import targets as rereads_targets, verified as rereads_verified
+    from eosmirror_tools.bench.scale import targets as scale_targets
 
     rows = [r.as_dict() for r in results]
     by_key = {r["key"]: r for r in rows}
@@ -161,9 +162,10 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
         "ratios": ratio_table,
         "quiet": quiet(rows),
         "targets": targets(settings, ratio_table, empty, by_key) + (translation or {}).get("targets", [])
-        + rereads_targets(rereads),
+        + rereads_targets(rereads) + scale_targets(scale),
         "translation": translation,
         "rereads": rereads,
+        "scale": scale,
         "slot_sweep": [{"slots": r["slots"], "master": r["details"].get("master"),
                         "records_per_second": r["records_per_second"],
                         "end_to_end_records_per_second": r["end_to_end_records_per_second"],
@@ -178,8 +180,9 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                               if r["offsets_on_target"] is not None and r["target_count"] is not None else None}
                              for r in rows if r["kind"] == "mm2" and r["delivery"] == "exactly_once"],
         "mm2_tuned_settings": mm2.TUNED,
-        "all_verified": (bool(rows) or translation is not None or rereads is not None)
-        and all(r["verified"] for r in rows) and translation_verified(translation) and rereads_verified(rereads),
+        "all_verified": (bool(rows) or translation is not None or rereads is not None or scale is not None)
+        and all(r["verified"] for r in rows) and translation_verified(translation) and rereads_verified(rereads)
+        and (scale is None or scale["verified"]),
         "profiles": profiles or {},
     }
 
@@ -202,4 +205,5 @@ def console_summary(document: dict[str, Any]) -> str:
     from eosmirror_tools.bench import markdown
 
     return (markdown.results_table(document) + "\n\n" + markdown.translation_table(document) + "\n\n"
-            + markdown.rereads_table(document) + "\n\n" + markdown.targets_table(document))
+            + markdown.rereads_table(document) + "\n\n" + markdown.scale_table(document) + "\n\n"
+            + markdown.targets_table(document))

@@ -147,6 +147,14 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
              f"({time.monotonic() - started:.0f} s since start)")
         rereads_section = rereads.run(source_conf, target_conf, settings.quick, settings.keep_topics,
                                       settings.mm2_dir / f"{settings.run_id}-rereads", lambda text: emit("      " + text))
+    scale_section = None
+    if "scale" in settings.kinds:
+        from eosmirror_tools.bench import scale
+
+        emit(f"[scale] costs that grow with the partition count  ({time.monotonic() - started:.0f} s since start)")
+        scale_section = scale.run(source_conf, target_conf, settings.quick, settings.keep_topics, settings.run_id,
+                                  settings.work_dir / "scale", lambda text: emit("      " + text))
+        emit(f"      written: {scale.write(scale_section, settings.out_dir)}")
     profiles: dict[str, Any] = {}
     if settings.profile:
         from eosmirror_tools.bench import profiling
@@ -155,7 +163,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
         profiles = profiling.run_all(ctx)
     document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs,
-                            rereads_section)
+                            rereads_section, scale_section)
     written = report.write_all(document, settings.out_dir)
     emit(report.console_summary(document))
     emit("written: " + ", ".join(str(p) for p in written))
