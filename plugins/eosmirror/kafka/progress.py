@@ -27,6 +27,12 @@ _RETRIED = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_CO
             "REBALANCE_IN_PROGRESS", "_TIMED_OUT", "UNSTABLE_OFFSET_COMMIT"}
 
 
+# Partitions per committed() call. librdkafka matches its answer to the request partition by
+# partition, in time quadratic in their number: 5,000 partitions in one call cost 0.24 s of CPU, in
+# calls of 250 0.014 s (a groups sync reads 1,000 groups; issue #23).
+COMMITTED_CHUNK = 250
+
+
 @dataclass(frozen=True)
 class Progress:
     offset: int
@@ -78,7 +84,11 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
 
     def ask() -> Any:
         try:
-            return reader.committed(wanted, timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+            answers = []
+            for at in range(0, len(wanted), COMMITTED_CHUNK):
+                answers += reader.committed(wanted[at:at + COMMITTED_CHUNK],
+                                            timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+            return answers
         except Exception:
             _raise_group_error(reader, cluster, group, needs)   # a missing ACL fails at once
             raise
