@@ -207,7 +207,8 @@ def render(doc: dict[str, Any]) -> str:
         (f"{doc['scale']['records_per_partition']} records of 200 B per partition, {doc['scale']['slots']} slots, "
          "each step a fresh `python -m eosmirror.cli` process timed from start to exit (the runs include Spark's "
          "start; the empty run starts none); groups sync: that many source groups of that many partitions "
-         "each; peak RSS: the largest Python process (CLI, driver, slot workers). Growth (one topic, "
+         "each; peak RSS: the largest Python process (CLI, driver, a slot worker: one process, not the "
+         "sum). Growth (one topic, "
          f"{doc['scale']['growth'].get('from_partitions', '-')} -> {doc['scale']['growth'].get('to_partitions', '-')} "
          f"partitions): {', '.join(f'{k} x{v}' for k, v in doc['scale']['growth'].items() if k.endswith('_s'))}.")
         if doc.get("scale") else "",

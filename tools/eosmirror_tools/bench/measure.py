@@ -137,6 +137,7 @@ class TreeUsage:
     samples: int = 0
     cpu_seconds: float = 0.0                       # the tree's own CPU time (see the module doc)
     cpu_by_role_seconds: dict[str, float] = field(default_factory=dict)
+    largest_by_role_mb: dict[str, float] = field(default_factory=dict)   # the largest single process per role
 
     def as_dict(self) -> dict[str, Any]:
         return {"total_mb": round(self.total_mb, 1), "samples": self.samples,
@@ -172,6 +173,7 @@ class TreeSampler:
             self._roles[pid] = role
             total += kb
             roles[role] = roles.get(role, 0) + kb
+            self.peak.largest_by_role_mb[role] = max(self.peak.largest_by_role_mb.get(role, 0.0), kb / 1024)
             self._ticks[pid] = max(self._ticks.get(pid, 0), cpu_ticks(pid))
         peak = self.peak
         peak.samples += 1

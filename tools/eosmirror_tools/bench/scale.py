@@ -113,7 +113,8 @@ def _step(work: Path, label: str, args: list[str], timeout: float) -> dict[str, 
     with ChildProcess([sys.executable, "-m", "eosmirror.cli", *args], log_path) as child:
         code = child.wait(timeout)
     lines = log_path.read_text(errors="replace")
-    rss = {role: mb for role, mb in child.peak.by_role_mb.items() if role in PYTHON_ROLES}
+    # Per process, not summed per role: forked slot workers share their parent's pages.
+    rss = {role: round(mb, 1) for role, mb in child.peak.largest_by_role_mb.items() if role in PYTHON_ROLES}
     return {"exit_code": code, "seconds": round(child.seconds, 2), "python_rss_mb": rss, "log": str(log_path),
             "tail": lines[-2000:]}
 
@@ -182,7 +183,8 @@ def _cleanup(source_conf: dict[str, Any], target_conf: dict[str, Any], prefix: s
     for conf in (source_conf, target_conf):
         admin = AdminClient(conf)
         try:
-            names = [t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix + "-") or f".{prefix}." in t]
+            names = [t for t in admin.list_topics(timeout=30).topics
+                     if t.startswith(prefix + "-") or f".{prefix}." in t]
             if names:
                 for future in admin.delete_topics(names, request_timeout=120).values():
                     future.exception(180)
