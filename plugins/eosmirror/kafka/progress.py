@@ -84,11 +84,8 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
 
     def ask() -> Any:
         try:
-            answers = []
-            for at in range(0, len(wanted), COMMITTED_CHUNK):
-                answers += reader.committed(wanted[at:at + COMMITTED_CHUNK],
-                                            timeout=max(1.0, min(5.0, deadline - time.monotonic())))
-            return answers
+            return [tp for at in range(0, len(wanted), COMMITTED_CHUNK) for tp in reader.committed(
+                wanted[at:at + COMMITTED_CHUNK], timeout=max(1.0, min(5.0, deadline - time.monotonic())))]
         except Exception:
             _raise_group_error(reader, cluster, group, needs)   # a missing ACL fails at once
             raise
