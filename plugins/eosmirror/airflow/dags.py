@@ -52,11 +52,12 @@ Retrying any task is safe: every slot fences older attempts and re-reads its com
 
 
 def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
-    from airflow.sdk import DAG, AssetAlias, CronDataIntervalTimetable, Param, task
+    from airflow.sdk import DAG, AssetAlias, Param, task
 
     from eosmirror.airflow import tasks
+    from eosmirror.airflow.compat import cron_data_interval_timetable
 
-    schedule = CronDataIntervalTimetable(m.airflow.schedule, timezone="UTC") if m.airflow.schedule else None
+    schedule = cron_data_interval_timetable(m.airflow.schedule) if m.airflow.schedule else None
     params = {
         "until": Param(None, type=["null", "string"], format="date-time", pattern=ISO_TIMESTAMP, title="Copy up to",
                        description="Copy only records below the source offsets of this time. Empty: the data "
@@ -194,13 +195,14 @@ The figures are also on the "Mirror lag" page (`/eosmirror/`), in `/eosmirror/me
 def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     import datetime as dt
 
-    from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task
+    from airflow.sdk import DAG, Param, task
 
     from eosmirror.airflow import lagtasks
+    from eosmirror.airflow.compat import cron_data_interval_timetable
 
     names = mirrors.names()
     cron = mirrors.mirrors[0].lag.schedule if mirrors.mirrors else config.LagSettings().schedule
-    schedule = CronDataIntervalTimetable(cron, timezone="UTC") if cron else None
+    schedule = cron_data_interval_timetable(cron) if cron else None
     with DAG(dag_id=LAG_DAG_ID, schedule=schedule, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
              catchup=False, max_active_runs=1, tags=["eosmirror", "kafka", "lag"], doc_md=LAG_DOC,
              description="lag of every mirror: history, statuses, SLO alerts",

@@ -45,8 +45,7 @@ def call_hooks(mirrors: Any, alerting: list[dict[str, Any]]) -> list[str]:
 
 def evaluate(mirror: str, config_path: str | None = None) -> dict[str, Any]:
     """Sample every mirror (or ``mirror``), record the samples, evaluate; fail on an alert."""
-    from airflow.sdk.exceptions import AirflowFailException
-
+    from eosmirror.airflow.compat import fail_exception
     from eosmirror.airflow.tasks import fail_without_retry
     from eosmirror.core import config, lagview
     from eosmirror.core.errors import ConfigError
@@ -70,5 +69,5 @@ def evaluate(mirror: str, config_path: str | None = None) -> dict[str, Any]:
         for status in statuses:
             if status.alerting and status.partitions:
                 log.error("partitions of %s:\n%s", status.mirror, lagview.partitions_table(status, now))
-        raise AirflowFailException("lag alert: " + "; ".join(messages))
+        raise fail_exception()("lag alert: " + "; ".join(messages))
     return document

@@ -86,9 +86,9 @@ def run_options(context: dict[str, Any]) -> Any:
 
 def fail_without_retry(exc: Exception) -> Exception:
     """A configuration or Param error is not transient: fail the task now, never retry it."""
-    from airflow.sdk.exceptions import AirflowFailException
+    from eosmirror.airflow.compat import fail_exception
 
-    return AirflowFailException(f"{type(exc).__name__}: {exc}")
+    return fail_exception()(f"{type(exc).__name__}: {exc}")
 
 
 def preflight(mirror_name: str, config_path: str | None = None, context: dict[str, Any] | None = None,
