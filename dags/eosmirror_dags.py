@@ -1,12 +1,9 @@
-"""eosmirror DAGs: one per mirror in mirrors.yaml (eosmirror__<name>) and eosmirror_fence.
-
-Declarations only; the tasks live in the eosmirror package. Parsing reads the mirrors.yaml beside
-this file (or $EOSMIRROR_CONFIG) and touches no broker, connection or Variable.
-"""
+"""eosmirror DAGs for the mirrors.yaml beside this file (or $EOSMIRROR_CONFIG): the same two lines a team
+with its own Airflow writes (docs/install.md). Declarations only; eosmirror.airflow.factory builds them."""
 
 import os
 from pathlib import Path
 
-from eosmirror.airflow.dags import build_all
+from eosmirror.airflow.factory import mirror_dags
 
-globals().update(build_all(os.environ.get("EOSMIRROR_CONFIG") or str(Path(__file__).with_name("mirrors.yaml"))))
+globals().update(mirror_dags(os.environ.get("EOSMIRROR_CONFIG") or Path(__file__).with_name("mirrors.yaml")))

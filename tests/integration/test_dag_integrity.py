@@ -93,3 +93,18 @@ def test_group_dags_exist_for_mirrors_with_a_groups_section_with_validated_param
             assert set(dag.params.keys()) == {"direction", "dry_run", "allow_rewind", "groups"}
             assert list(dag.task_dict) == ["sync_groups"]
             assert dag.params.get_param("direction").schema["enum"] == ["failover", "failback"]
+
+
+def test_a_teams_two_line_dag_file_loads_the_same_dags_as_dags_folder(dagbag, tmp_path):
+    """docs/install.md: with the wheel installed, a team's DAG file is the factory import and one call."""
+    from airflow.models import DagBag
+
+    folder = tmp_path / "team_dags"
+    folder.mkdir()
+    two_lines = ("from eosmirror.airflow.factory import mirror_dags\n"
+                 f"globals().update(mirror_dags({str(config.default_config_path())!r}))\n")
+    (folder / "mirrors_dag.py").write_text(two_lines)
+    bag = DagBag(dag_folder=str(folder))
+    assert bag.import_errors == {}
+    assert len(two_lines.splitlines()) == 2
+    assert sorted(bag.dag_ids) == sorted(dagbag.dag_ids) and len(bag.dag_ids) >= 5, (bag.dag_ids, dagbag.dag_ids)
