@@ -57,7 +57,9 @@ def airflow_environ() -> dict[str, str]:
         **listening,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
+        # The plugin comes from the installed package's airflow.plugins entry point, as for any user: the
+        # plugins folder is the home's own (empty), never plugins/ (Airflow would import each module there).
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": f"{__name__}.SQLITE_CONNECT_ARGS",
