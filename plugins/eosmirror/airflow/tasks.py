@@ -373,4 +373,12 @@ def operator_class() -> type:
                 raise RuntimeError(f"mirror {self.mirror}: the Spark job ended without printing its run report")
             return self.run_report
 
+        def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+            """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
+            from eosmirror.airflow import lineage
+
+            report = self.run_report or {}
+            return lineage.operator_lineage(report, lineage.source_bootstrap(self.mirror, self.config_path),
+                                            report.get("target_bootstrap", ""))
+
     return MirrorSparkSubmitOperator

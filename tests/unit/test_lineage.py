@@ -1,0 +1,51 @@
+"""OpenLineage datasets of a copy run (#24): OpenLineage's Kafka naming and the run's record counts.
+
+The OpenLineage provider is not in the locked environment; this tests the pure builder the copy
+operator's get_openlineage_facets_on_complete hands to it."""
+
+import pytest
+
+from eosmirror.airflow import lineage
+
+REPORT = {"target_bootstrap": "dst-1:9093", "slots": [
+    {"slot": 0, "partitions": [
+        {"source_topic": "orders", "target_topic": "src.orders", "partition": 0, "records": 7},
+        {"source_topic": "payments", "target_topic": "src.payments", "partition": 1, "records": 0}]},
+    {"slot": 1, "partitions": [
+        {"source_topic": "orders", "target_topic": "src.orders", "partition": 1, "records": 5}]}]}
+
+
+def test_each_source_topic_is_an_input_and_each_target_topic_an_output_with_record_counts():
+    found = lineage.datasets(REPORT, "src-1:9092,src-2:9092", "dst-1:9093")
+    assert found == {
+        "inputs": [{"namespace": "kafka://src-1:9092", "name": "orders", "records": 12},
+                   {"namespace": "kafka://src-1:9092", "name": "payments", "records": 0}],
+        "outputs": [{"namespace": "kafka://dst-1:9093", "name": "src.orders", "records": 12},
+                    {"namespace": "kafka://dst-1:9093", "name": "src.payments", "records": 0}]}
+
+
+def test_namespace_is_the_first_bootstrap_server_without_a_listener_prefix():
+    assert lineage.kafka_namespace(" SASL_SSL://b1.example:9096 , b2:9096") == "kafka://b1.example:9096"
+    with pytest.raises(ValueError, match="no bootstrap server"):
+        lineage.kafka_namespace("")
+
+
+def test_a_run_with_no_partitions_has_no_datasets():
+    assert lineage.datasets({"slots": []}, "s:1", "t:2") == {"inputs": [], "outputs": []}
+
+
+def test_without_the_openlineage_provider_the_operator_reports_nothing_and_does_not_fail():
+    pytest.importorskip("airflow")
+    try:
+        import airflow.providers.openlineage  # noqa: F401
+    except ImportError:
+        assert lineage.operator_lineage(REPORT, "s:1", "t:2") is None
+    else:
+        assert len(lineage.operator_lineage(REPORT, "s:1", "t:2").outputs) == 2
+
+
+def test_the_copy_operator_offers_openlineage_facets_on_complete():
+    pytest.importorskip("airflow.providers.apache.spark")
+    from eosmirror.airflow.tasks import operator_class
+
+    assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))
