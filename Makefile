@@ -15,7 +15,7 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit bench chaos airflow deploy-test down status clean browser lagbench
+.PHONY: help setup demo test test-unit matrix bench chaos airflow deploy-test down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
@@ -55,6 +55,11 @@ test-unit: setup
 
 bench: setup
 	$(BIN)/python -m eosmirror_tools.bench
+
+# The wheel beside Airflow 3.1/3.2/3.3 and PySpark 3.5/4.x, one fresh venv each (build/matrix.md;
+# MATRIX_CELLS=3.1 selects cells). `make test` tests the locked versions only.
+matrix: setup
+	$(BIN)/python -m eosmirror_tools.matrix
 
 # Debian's chromium for the headless page test (tests/e2e/test_lag_ui.py); `make test` installs it when missing
 # (apt-get as root; otherwise it says what to run).

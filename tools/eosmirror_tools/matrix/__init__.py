@@ -1,0 +1,1 @@
+"""`make matrix`: the eosmirror wheel installed beside each supported Airflow and PySpark line (#30)."""
