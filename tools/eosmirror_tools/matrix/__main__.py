@@ -105,6 +105,9 @@ def main() -> int:
     BUILD.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "plugins", "pyproject.toml"],
+                           capture_output=True, text=True).stdout.strip()
+    commit += "+uncommitted changes" if dirty else ""    # the table must not claim a commit it did not test
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     wheel = build_wheel(env)
     from eosmirror.airflow.factory import mirror_dags    # the DAG ids the locked environment builds
