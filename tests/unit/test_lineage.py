@@ -49,3 +49,30 @@ def test_the_copy_operator_offers_openlineage_facets_on_complete():
     from eosmirror.airflow.tasks import operator_class
 
     assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))
+
+
+GROUPS = {"direction": "failover", "checkpoints_topic": "src.checkpoints.internal", "groups": [
+    {"group": "g1", "written": True, "partitions": [
+        {"from_topic": "orders", "to_topic": "src.orders", "partition": 0, "decision": "write"},
+        {"from_topic": "payments", "to_topic": "src.payments", "partition": 0, "decision": "skip"}]},
+    {"group": "g2", "written": False, "partitions": [
+        {"from_topic": "refunds", "to_topic": "src.refunds", "partition": 0, "decision": "write"}]}]}
+
+
+def test_a_group_sync_reads_the_groups_topics_and_outputs_what_it_wrote_with_the_checkpoints_topic():
+    found = lineage.group_datasets(GROUPS, "src:9092", "dst:9093")
+    assert found == {"inputs": [{"namespace": "kafka://src:9092", "name": t} for t in ("orders", "payments", "refunds")],
+                     "outputs": [{"namespace": "kafka://dst:9093", "name": t}
+                                 for t in ("src.orders", "src.checkpoints.internal")]}
+
+
+def test_a_dry_run_group_sync_has_no_outputs():
+    dry = {**GROUPS, "groups": [{**g, "written": False} for g in GROUPS["groups"]]}
+    assert lineage.group_datasets(dry, "s:1", "t:2")["outputs"] == []
+
+
+def test_the_group_sync_operator_offers_openlineage_facets_on_complete():
+    pytest.importorskip("airflow")
+    from eosmirror.airflow.grouptasks import operator_class
+
+    assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))

@@ -148,7 +148,7 @@ The task log holds one table per group; XCom the whole report.
 
 
 def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
-    from airflow.sdk import DAG, Param, task
+    from airflow.sdk import DAG, Param
 
     from eosmirror.airflow import grouptasks
 
@@ -167,11 +167,8 @@ def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
              params=params, tags=sorted({"eosmirror", "kafka", "consumer-groups", *m.airflow.tags}),
              doc_md=_groups_doc(m), description=f"consumer-group failover/failback of mirror {m.name}") as dag:
 
-        @task(task_id="sync_groups", multiple_outputs=False)
-        def sync_groups(**context: Any) -> dict[str, Any]:
-            return grouptasks.sync_groups(m.name, config_path, context)
-
-        sync_groups()
+        grouptasks.operator_class()(task_id="sync_groups", mirror=m.name, config_path=config_path)
+    return dag   # (it was missing: build_all's dict held None and Airflow's auto-registration hid it)
 
 
 LAG_DOC = """### Mirror lag: how far behind each mirror is

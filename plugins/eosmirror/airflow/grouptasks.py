@@ -10,6 +10,7 @@ goes to XCom and, as a table per group, to the task log.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -68,3 +69,33 @@ def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, An
         raise RuntimeError(f"mirror {mirror_name}: writing the offsets of {', '.join(failed)} failed and was rolled "
                            f"back; the retry writes them again (every write is one transaction)")
     return result
+
+
+@functools.cache
+def operator_class() -> type:
+    """``GroupSyncOperator``: the group DAG's task, an operator (not @task) so that it can offer OpenLineage
+    facets; built on first use so that importing eosmirror needs no Airflow."""
+    from airflow.sdk import BaseOperator
+
+    class GroupSyncOperator(BaseOperator):
+        """Consumer-group failover/failback of ``mirror``; the report is the return value (XCom)."""
+
+        ui_color = "#e8f0fd"
+
+        def __init__(self, *, mirror: str, config_path: str | None = None, **kwargs: Any):
+            super().__init__(**kwargs)
+            self.mirror = mirror
+            self.config_path = config_path
+            self.report: dict[str, Any] | None = None
+
+        def execute(self, context: Any) -> dict[str, Any]:
+            self.report = sync_groups(self.mirror, self.config_path, context)
+            return self.report
+
+        def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+            """OpenLineage (with the provider installed): topics whose offsets were read in, written out."""
+            from eosmirror.airflow import lineage
+
+            return lineage.group_lineage(self.report, self.mirror, self.config_path)
+
+    return GroupSyncOperator

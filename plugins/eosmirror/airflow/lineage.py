@@ -1,6 +1,7 @@
 """OpenLineage for the copy task (#24): each source topic an input, each target topic an output, named
 as OpenLineage names Kafka datasets (namespace ``kafka://<host>:<port>`` of the first bootstrap server,
-name = the topic), with the run's record counts as statistics facets.
+name = the topic), with the run's record counts as statistics facets. The group sync task likewise:
+the topics whose group offsets it read, and the topics (and checkpoints topic) it wrote offsets for.
 
 ``datasets`` is pure (the run report in, plain dicts out) so it is tested without OpenLineage;
 ``operator_lineage`` imports the OpenLineage provider inside, guarded: a user without it loses nothing.
@@ -40,14 +41,51 @@ def datasets(report: dict[str, Any], source_bootstrap: str, target_bootstrap: st
             "outputs": [{"namespace": target, "name": t, "records": n} for t, n in sorted(written.items())]}
 
 
-def source_bootstrap(mirror: str, config_path: str | None) -> str:
-    """The mirror's source ``bootstrap.servers`` (the run report names only the target's); only this key
-    leaves the resolved settings, which hold secrets."""
+def group_datasets(report: dict[str, Any], read_bootstrap: str, written_bootstrap: str,
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """A group sync report (driver.groups.sync_groups) as datasets: inputs are the topics whose committed
+    group offsets were read, outputs the topics offsets were written for plus the checkpoints topic
+    (none in a dry run, or when nothing was written). ``records`` is absent: offsets, not records, move."""
+    read = sorted({p["from_topic"] for g in report.get("groups") or [] for p in g.get("partitions") or []})
+    wrote = sorted({p["to_topic"] for g in report.get("groups") or [] if g.get("written")
+                    for p in g.get("partitions") or [] if p.get("decision") == "write"})
+    if wrote and report.get("checkpoints_topic"):
+        wrote.append(report["checkpoints_topic"])
+    source, target = kafka_namespace(read_bootstrap), kafka_namespace(written_bootstrap)
+    return {"inputs": [{"namespace": source, "name": t} for t in read],
+            "outputs": [{"namespace": target, "name": t} for t in wrote]}
+
+
+def bootstraps(mirror: str, config_path: str | None) -> tuple[str, str]:
+    """The mirror's source and target ``bootstrap.servers``; only this key leaves the resolved settings,
+    which hold secrets."""
     from eosmirror.core import config
     from eosmirror.kafka import connections
 
     m = config.load(config_path).get(mirror)
-    return str(connections.resolve(m.source, f"mirror {mirror}: source").get("bootstrap.servers", ""))
+    return tuple(str(connections.resolve(ref, f"mirror {mirror}: {side}").get("bootstrap.servers", ""))
+                 for ref, side in ((m.source, "source"), (m.target, "target")))
+
+
+def source_bootstrap(mirror: str, config_path: str | None) -> str:
+    """The mirror's source ``bootstrap.servers`` (the run report names only the target's)."""
+    return bootstraps(mirror, config_path)[0]
+
+
+def group_lineage(report: dict[str, Any] | None, mirror: str, config_path: str | None) -> Any:
+    """``OperatorLineage`` of a group sync; None without the OpenLineage provider."""
+    try:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+        from openlineage.client.event_v2 import InputDataset, OutputDataset
+    except ImportError:
+        return None
+    if not report:
+        return OperatorLineage()
+    source, target = bootstraps(mirror, config_path)
+    failback = report.get("direction") == "failback"
+    found = group_datasets(report, *((target, source) if failback else (source, target)))
+    return OperatorLineage(inputs=[InputDataset(namespace=d["namespace"], name=d["name"]) for d in found["inputs"]],
+                           outputs=[OutputDataset(namespace=d["namespace"], name=d["name"]) for d in found["outputs"]])
 
 
 def operator_lineage(report: dict[str, Any] | None, source_bootstrap: str, target_bootstrap: str) -> Any:
