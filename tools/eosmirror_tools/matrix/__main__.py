@@ -3,6 +3,9 @@ PySpark (resolved by uv: Airflow's constraint files are not reachable from our b
 that the plugin and the DAGs load with no error, delete the venv (about 1 GB each), and write the table
 build/matrix.md (commit, date, result per cell) that docs/install.md "Supported versions" quotes.
 
+Then (MATRIX_RUN=0 skips it) one mirror DAG run per cell against the local clusters (mirrorrun.py); the
+matrix starts them at $EOSMIRROR_SOURCE_PORT/TARGET_PORT when they are not running and stops only those.
+
 MATRIX_CELLS=3.1,pyspark-3.5 runs the matching cells only. `make test` keeps testing the locked cell.
 """
 
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 from eosmirror_tools.matrix import cells as cellmod
+from eosmirror_tools.matrix import mirrorrun
 
 REPO = Path(__file__).resolve().parents[3]
 UV = REPO / "var" / "tools" / "uv" / "bin" / "uv"
@@ -47,7 +51,8 @@ def build_wheel(env: dict[str, str]) -> Path:
     return next(dist.glob("eosmirror-*.whl"))
 
 
-def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str]) -> dict:
+def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str],
+             clusters: tuple[dict, dict] | None) -> dict:
     """One cell: fresh venv, install, check; the venv is removed whatever happens."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"eosmirror-matrix-{cell.name}-") as work:
@@ -82,18 +87,25 @@ def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: lis
             problems.append(f"`airflow plugins` lacks eosmirror: {(plugins.stdout + plugins.stderr)[-800:]}")
         if '"eosmirror"' not in providers.stdout:
             problems.append(f"`airflow providers list` lacks eosmirror: {(providers.stdout + providers.stderr)[-800:]}")
+        if clusters and not problems:
+            failed = mirrorrun.run(venv, home, cell_env, *clusters)
+            problems += [f"mirror DAG run: {failed}"] if failed else []
+            checked["mirror_run"] = "failed" if failed else f"{mirrorrun.PARTITIONS * mirrorrun.PER_PARTITION} records, exact"
         return {**result, **checked, "result": "fail" if problems else "pass", "detail": "; ".join(problems),
                 "seconds": round(time.monotonic() - started)}
 
 
 def table(rows: list[dict], commit: str, date: str) -> str:
     lines = [f"Commit `{commit}`, {date}. Each cell: a fresh venv with the wheel, resolved by uv; the plugin "
-             "and provider are listed by `airflow plugins`/`airflow providers list` and the two-line DAG file "
-             "loads its DAGs with no import error.", "",
-             "| Airflow | PySpark | Spark provider | confluent-kafka | result |", "|---|---|---|---|---|"]
+             "and provider are listed by `airflow plugins`/`airflow providers list`, the two-line DAG file "
+             "loads its DAGs with no import error, and one mirror DAG run (`airflow dags test`) copies a fresh "
+             "2-partition topic to the local target cluster, read back with a read_committed consumer.", "",
+             "| Airflow | PySpark | Spark provider | confluent-kafka | mirror DAG run | result |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.get('apache-airflow', r['cell'])} | {r.get('pyspark', '')} | "
                      f"{r.get('apache-airflow-providers-apache-spark', '')} | {r.get('confluent-kafka', '')} | "
+                     f"{r.get('mirror_run', 'not run')} | "
                      f"{r['result']}{(': ' + r['detail'][:200].replace('|', '/')) if r.get('detail') else ''} |")
     return "\n".join(lines) + "\n"
 
@@ -115,15 +127,37 @@ def main() -> int:
     expected = sorted(mirror_dags(REPO / "dags" / "mirrors.yaml"))
     rows = []
     results = BUILD / "matrix.json"
-    for cell in cellmod.select(os.environ.get("MATRIX_CELLS")):
-        print(f"matrix: {cell.name} ...", flush=True)
-        row = run_cell(cell, wheel, env, expected)
-        print(f"matrix: {cell.name}: {row['result']} ({row['seconds']} s) {row.get('detail', '')[:300]}", flush=True)
-        rows.append(row)
-        results.write_text(json.dumps({"commit": commit, "date": date, "rows": rows}, indent=1))
-        (BUILD / "matrix.md").write_text(table(rows, commit, date))
+    started, clusters = local_clusters() if os.environ.get("MATRIX_RUN", "1") != "0" else ([], None)
+    try:
+        for cell in cellmod.select(os.environ.get("MATRIX_CELLS")):
+            rows.append(one(cell, wheel, env, expected, clusters))
+            results.write_text(json.dumps({"commit": commit, "date": date, "rows": rows}, indent=1))
+            (BUILD / "matrix.md").write_text(table(rows, commit, date))
+    finally:
+        from eosmirror_tools.local import cluster
+
+        for c in started:     # only the clusters this matrix started
+            cluster.stop(c)
     print(f"matrix: {BUILD / 'matrix.md'}")
     return 0 if all(r["result"] == "pass" for r in rows) else 1
+
+
+def local_clusters() -> tuple[list, tuple[dict, dict]]:
+    """The local source and target clusters' client settings; starts those not running (returned first)."""
+    from eosmirror_tools.local import cluster
+
+    wanted = cluster.default_clusters()
+    started = [c for c in wanted if not cluster.is_reachable(c)]
+    if started:
+        cluster.up(started)
+    return started, (wanted[0].client_config(), wanted[1].client_config())
+
+
+def one(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str], clusters) -> dict:
+    print(f"matrix: {cell.name} ...", flush=True)
+    row = run_cell(cell, wheel, env, expected, clusters)
+    print(f"matrix: {cell.name}: {row['result']} ({row['seconds']} s) {row.get('detail', '')[:300]}", flush=True)
+    return row
 
 
 if __name__ == "__main__":
