@@ -106,7 +106,7 @@ def table(rows: list[dict], commit: str, date: str) -> str:
         lines.append(f"| {r.get('apache-airflow', r['cell'])} | {r.get('pyspark', '')} | "
                      f"{r.get('apache-airflow-providers-apache-spark', '')} | {r.get('confluent-kafka', '')} | "
                      f"{r.get('mirror_run', 'not run')} | "
-                     f"{r['result']}{(': ' + r['detail'][:200].replace('|', '/')) if r.get('detail') else ''} |")
+                     f"{r['result']}{(': ' + ' '.join(r['detail'][:300].replace('|', '/').split())) if r.get('detail') else ''} |")
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ back with a read_committed librdkafka consumer. The clusters are connections, as
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import uuid
@@ -46,6 +47,12 @@ def read_back(target: dict[str, str], topic: str, budget: float = 60.0) -> dict[
         consumer.close()
 
 
+def first_error(output: str) -> str:
+    """The first exception line (``SomeError: why``) of a failed command's output, else its last 300 chars."""
+    found = re.search(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .*$", output, re.MULTILINE)
+    return found.group(0)[:300] if found else output[-300:]
+
+
 def run(venv: Path, home: Path, env: dict[str, str], source: dict[str, str], target: dict[str, str]) -> str:
     """'' when the run copied every record exactly once in order; otherwise what went wrong."""
     name = f"mx{uuid.uuid4().hex[:8]}"
@@ -64,7 +71,7 @@ def run(venv: Path, home: Path, env: dict[str, str], source: dict[str, str], tar
     for args, budget in ((["db", "migrate"], 600), (["dags", "test", f"eosmirror__{name}"], 900)):
         done = subprocess.run([airflow, *args], env=env, capture_output=True, text=True, timeout=budget)
         if done.returncode:
-            return f"`airflow {' '.join(args)}` exit {done.returncode}: {(done.stdout + done.stderr)[-600:]}"
+            return f"`airflow {' '.join(args)}` exit {done.returncode}: {first_error(done.stdout + done.stderr)}"
     if "state=success" not in done.stdout.split("DagRun Finished")[-1]:
         return f"the DAG run did not succeed: {done.stdout[-600:]}"
     seen = read_back(target, topic)
