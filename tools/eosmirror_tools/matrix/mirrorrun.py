@@ -47,10 +47,11 @@ def read_back(target: dict[str, str], topic: str, budget: float = 60.0) -> dict[
         consumer.close()
 
 
-def first_error(output: str) -> str:
-    """The first exception line (``SomeError: why``) of a failed command's output, else its last 300 chars."""
-    found = re.search(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .*$", output, re.MULTILINE)
-    return found.group(0)[:300] if found else output[-300:]
+def last_error(output: str) -> str:
+    """The last exception line (``SomeError: why``: the one raised, after any chained ones) of a failed
+    command's output, else its last 300 characters."""
+    found = re.findall(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .*$", output, re.MULTILINE)
+    return found[-1][:300] if found else output[-300:]
 
 
 def run(venv: Path, home: Path, env: dict[str, str], source: dict[str, str], target: dict[str, str]) -> str:
@@ -71,7 +72,7 @@ def run(venv: Path, home: Path, env: dict[str, str], source: dict[str, str], tar
     for args, budget in ((["db", "migrate"], 600), (["dags", "test", f"eosmirror__{name}"], 900)):
         done = subprocess.run([airflow, *args], env=env, capture_output=True, text=True, timeout=budget)
         if done.returncode:
-            return f"`airflow {' '.join(args)}` exit {done.returncode}: {first_error(done.stdout + done.stderr)}"
+            return f"`airflow {' '.join(args)}` exit {done.returncode}: {last_error(done.stdout + done.stderr)}"
     if "state=success" not in done.stdout.split("DagRun Finished")[-1]:
         return f"the DAG run did not succeed: {done.stdout[-600:]}"
     seen = read_back(target, topic)
