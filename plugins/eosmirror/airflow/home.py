@@ -51,7 +51,8 @@ def airflow_environ() -> dict[str, str]:
     root = paths.checkout_root()
     if root is None:
         raise RuntimeError("the project's own Airflow home needs a checkout of eosmirror; with an installed "
-                           "wheel, use your Airflow and put dags/eosmirror_dags.py and mirrors.yaml in its DAGs folder")
+                           "wheel, use your Airflow with a two-line DAG file: `from eosmirror.airflow.factory import "
+                           "mirror_dags; globals().update(mirror_dags('/path/mirrors.yaml'))` (docs/install.md)")
     listening = listen.settings(home)    # first: an unknown EOSMIRROR_LISTEN fails before anything starts
     return {
         **listening,
