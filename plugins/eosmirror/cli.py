@@ -103,7 +103,9 @@ def _run(args: argparse.Namespace) -> int:
     from eosmirror.spark import job, submit
 
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
-    if args.inprocess or args.dry_run or _nothing_to_copy(mirror, args):
+    job.check_follow(mirror, job.options_from(args))
+    following = args.follow_seconds is not None or bool(args.follow_until)
+    if args.inprocess or args.dry_run or (not following and _nothing_to_copy(mirror, args)):
         from eosmirror.driver.run import run_in_process
 
         code, result = job.run(args.mirror, args, run_in_process)
@@ -114,9 +116,11 @@ def _run(args: argparse.Namespace) -> int:
             if args.result_json:
                 report.write_json(result, args.result_json)
         return code
+    # --follow-seconds counts from now, not from when Spark has started: passed on as --follow-until.
+    follow = job.follow_until(args)
     job_args = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
                                     args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
-                                    args.dry_run, args.result_json)
+                                    args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
     cmd = submit.command(args.master or submit.default_master(), job_args,
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)

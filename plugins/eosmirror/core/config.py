@@ -57,6 +57,7 @@ from eosmirror.core.fieldkinds import (
     Separator,
     Strings,
     Time,
+    schedule_interval_seconds,
     suggestion,
 )
 from eosmirror.core.fieldread import (
@@ -125,8 +126,16 @@ class MirrorConfig:
         Int(low=1024, high=10**15, optional=True),
         "per-run bound; a slot stops after the batch that crosses it; null = none", None)
     max_transaction_seconds: float = declare(
-        Seconds(low=1.0, high=300.0), "a transaction is committed after this long; "
-                                       "`transaction.timeout.ms` = 2× + 30 s", 30.0)
+        Seconds(low=0.5, high=300.0), "a transaction is committed after this long (below 1 s only for "
+                                      "`follow` mirrors); `transaction.timeout.ms` = 2× + 30 s", 30.0)
+    follow: bool = declare(
+        Flag(), "a scheduled run of the latest interval, after its bound, keeps copying (a transaction every "
+                "`max_transaction_seconds`) until the next run takes over; catch-up, backfill and manual runs "
+                "never follow. Holds the Spark executors all the time", False)
+    follow_max_seconds: float | None = declare(
+        Seconds(low=10.0, high=7 * 86400.0, optional=True),
+        "how long a follow run may follow at most when no next run takes over; null = twice the schedule "
+        "interval", None)
     start_from: str | dt.datetime = declare(
         Time(words=("earliest", "latest"), allowed="earliest, latest or an ISO-8601 timestamp such as "
                                                     "2026-01-31T00:00:00Z"),
@@ -181,6 +190,16 @@ class MirrorConfig:
             max_bytes_per_slot=max_bytes_per_slot if max_bytes_per_slot is not None else self.max_bytes_per_slot)
 
     @property
+    def follow_bound_seconds(self) -> float | None:
+        """How long a follow run may follow at most: ``follow_max_seconds``, else twice the schedule
+        interval (a missed next run cannot leave it running for ever). None: no follow."""
+        if not self.follow:
+            return None
+        if self.follow_max_seconds is not None:
+            return self.follow_max_seconds
+        return 2 * schedule_interval_seconds(str(self.airflow.schedule))
+
+    @property
     def transaction_timeout_ms(self) -> int:
         """Broker-side transaction timeout: twice the copy budget plus room for flush and commit.
 
@@ -214,6 +233,17 @@ def _check_rules(mirror: MirrorConfig) -> None:
     if mirror.replication_policy == "prefix" and not mirror.source_alias:
         raise Invalid("missing; expected a cluster alias such as dc1 (required by replication_policy: prefix, "
                        "which names target topics `<source_alias>.<topic>`)", "source_alias")
+    if mirror.max_transaction_seconds < 1.0 and not mirror.follow:
+        raise Invalid(f"{mirror.max_transaction_seconds} is below 1 s, which only `follow: true` mirrors may use "
+                      f"(a bounded run gains nothing from shorter transactions); expected a number of seconds "
+                      f"from 1.0 to 300.0, or set `follow: true`", "max_transaction_seconds")
+    if mirror.follow and mirror.delivery != "exactly_once":
+        raise Invalid("`follow: true` needs `delivery: exactly_once`: the next run takes over by fencing the "
+                      "slots' transactional ids, which at_least_once has none of", "follow")
+    if mirror.follow and mirror.airflow.schedule is None and mirror.follow_max_seconds is None:
+        raise Invalid("missing; a `follow: true` mirror without `airflow.schedule` needs an explicit bound "
+                      "(only scheduled runs follow; the default bound is twice the schedule interval)",
+                      "follow_max_seconds")
 
 
 def parse_mirror(raw: Any, path: Path, index: int, inherited: Collection[str] = ()) -> MirrorConfig:

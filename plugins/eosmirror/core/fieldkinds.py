@@ -276,6 +276,16 @@ class Cron(Kind):
         return value
 
 
+def schedule_interval_seconds(schedule: str) -> float:
+    """The longest gap between two fires of a cron schedule over its next 50 fires (a follow bound
+    must outlast the longest interval, not the average one)."""
+    from croniter import croniter
+
+    it = croniter(CRON_PRESETS.get(schedule.strip(), schedule), dt.datetime(2026, 1, 1))
+    fires = [it.get_next(dt.datetime) for _ in range(51)]
+    return max((b - a).total_seconds() for a, b in zip(fires, fires[1:]))
+
+
 def _cron_problem(expression: str) -> str | None:
     # croniter is what Airflow's cron timetables run on (an Airflow dependency, so always installed).
     from croniter import CroniterBadCronError, CroniterBadDateError, croniter

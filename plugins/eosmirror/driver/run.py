@@ -26,7 +26,8 @@ from eosmirror.slot.slotstate import PartitionTask, SlotTask
 log = logging.getLogger(__name__)
 
 SlotRunner = Callable[[list[SlotTask]], list[dict[str, Any]]]
-OK_STATUSES = ("committed", "nothing-to-do", "dry-run")
+# handed-over / follow-bound: how a follow run's slot ends well (slot/follow.py).
+OK_STATUSES = ("committed", "nothing-to-do", "dry-run", "handed-over", "follow-bound")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class RunOptions:
     topics: tuple[str, ...] = ()
     max_records_per_partition: int | None = None
     max_bytes_per_slot: int | None = None
+    # Follow run: after the bound, keep copying until the next run takes over or this time passes.
+    follow_until: dt.datetime | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
@@ -157,7 +160,8 @@ class MirrorRun:
                 source_overrides=dict(m.source_consumer), target_overrides=dict(m.target_producer),
                 max_transaction_seconds=m.max_transaction_seconds, transaction_timeout_ms=m.transaction_timeout_ms,
                 max_bytes=m.max_bytes_per_slot, source_label=self.source_label, target_label=self.target_label,
-                run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name)))
+                run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
+                follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None))
         return tasks
 
     def refresh_sync_snapshot(self) -> None:
@@ -209,6 +213,7 @@ def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label
         "dry_run": prepared.options.dry_run, "delivery": m.delivery,
         "started_at": prepared.started_at, "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "until": prepared.options.until.isoformat() if prepared.options.until else None,
+        "follow_until": prepared.options.follow_until.isoformat() if prepared.options.follow_until else None,
         "source": source_label, "target": target_label, "target_bootstrap": target_bootstrap,
         "generation": prepared.generation, "generation_changed": prepared.generation_changed,
         "fenced_transactional_ids": prepared.fenced, "topic_sync": prepared.topic_sync,

@@ -28,6 +28,10 @@ the code below:
      Errors (classify.py says which is which): retriable -> retry the same call; abortable ->
      abort, rewind to the committed progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row;
      fatal or fenced -> stop this slot and report it ("fenced").
+  F. Follow (follow runs only, follow.py): once every range is complete, rounds of "ends up to the
+     source's last stable offsets, step 4 until reached, wait out max_transaction_seconds" until the
+     next run of the same generation fences the slot ("handed-over", ok) or the bound passes
+     ("follow-bound", ok).
   5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
 
 at_least_once (atleastonce.py): 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the
@@ -54,7 +58,7 @@ from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailab
 from eosmirror.slot.atleastonce import AtLeastOnce
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
-from eosmirror.slot import lifeline
+from eosmirror.slot import follow, lifeline
 from eosmirror.slot.recordloop import RecordLoop
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
 from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask
@@ -109,10 +113,13 @@ class SlotCopier:
             self._open()
             self._start()
             self._copy_until_finished()                                           # 4 (loop)
-            self.result.status = "committed"
+            if self.task.follow_until is not None and self.exactly_once and not self._budget_spent():
+                self._follow()                                                    # F
+            self.result.status = "follow-bound" if self.result.follow_end else "committed"
             self._publish_to_source()                                             # 5
         except FencedError as exc:
             self.result.status, self.result.error, self.result.error_type = "fenced", str(exc), "FencedError"
+            self._handed_over()
         except EosMirrorError as exc:
             self._abort_quietly()
             self.result.status, self.result.error, self.result.error_type = "failed", str(exc), type(exc).__name__
@@ -136,6 +143,60 @@ class SlotCopier:
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
         self.loop.assign(self.states)
+
+    def _follow(self) -> None:
+        """Step F: follow the source until handed over (FencedError, see ``_handed_over``) or bounded."""
+        t = self.task
+        assert t.follow_until is not None
+        started = time.monotonic()
+        keys = [(p.source_topic, p.partition) for p in t.partitions]
+        try:
+            while True:
+                reason = follow.stop_reason(time.time(), t.follow_until, self.bytes_copied, t.max_bytes)
+                if reason:
+                    self.result.follow_end = reason
+                    log.info("slot %d: follow run ends (%s)", t.slot, reason)
+                    return
+                round_started = time.monotonic()
+                if follow.extend_ends(self.states.values(), self.io.source_stable_offsets(keys)):
+                    self.loop.assign(self.states)   # every partition with new work, from its committed progress
+                # At least one transaction even with nothing new: it carries the progress, and the
+                # broker's answer is how an idle follower learns that the next run took over.
+                self._copy_until_finished()
+                follow.pause(follow.pause_seconds(round_started, time.monotonic(), t.max_transaction_seconds,
+                                                  time.time(), t.follow_until))
+        finally:
+            self.result.follow_seconds = round(time.monotonic() - started, 3)
+
+    def _handed_over(self) -> None:
+        """Fenced in a follow run: by the next run of the same generation that is the normal end
+        ("handed-over") - also before this run's bound was reached, since the next run's bound is
+        later and it starts at the committed progress; by a newer generation (re-planned slots) it
+        stays "fenced"."""
+        if self.task.follow_until is None or not self.exactly_once:
+            return
+        try:
+            self.io.check_generation()
+        except Exception:  # noqa: BLE001 - a newer generation, or unknown: stay "fenced"
+            return
+        self.result.status, self.result.follow_end = follow.HANDED_OVER, follow.HANDED_OVER
+        self.result.error = self.result.error_type = None
+        log.info("slot %d: handed over to the next run (its slot fenced %s)", self.task.slot,
+                 self.task.transactional_id)
+
+    def _fenced_follower(self) -> bool:
+        """A follow run's producer fenced while flushing surfaces as whatever flush() raised (seen: a
+        SystemError from a delivery callback); the producer's own answer to an abort says if it was fenced."""
+        if self.task.follow_until is None or not self.exactly_once or self.producer is None:
+            return False
+        try:
+            self.producer.abort_transaction(10)
+        except Exception as exc:  # noqa: BLE001 - only the fenced answer matters here
+            return is_fenced(exc)
+        return False
+
+    def _budget_spent(self) -> bool:
+        return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
 
     def _copy_until_finished(self) -> None:
         """Step 4, repeated; an abortable error rewinds to step 3, MAX_ABORT_ATTEMPTS times in a row."""
@@ -176,10 +237,11 @@ class SlotCopier:
 
     def _report_unexpected(self, exc: Exception) -> None:
         t = self.task
-        if is_fenced(exc):   # fenced while producing (not inside a transactional call)
+        if is_fenced(exc) or self._fenced_follower():   # fenced while producing (not in a transactional call)
             self.result.status, self.result.error_type = "fenced", "FencedError"
             self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
                                  f"over ({calls.error_text(exc)}); this attempt stops")
+            self._handed_over()
         else:
             self._abort_quietly()
             error = calls.translate(exc, "copy", f"slot {t.slot}")
@@ -194,9 +256,7 @@ class SlotCopier:
         self.result.seconds = round(time.monotonic() - started, 3)
 
     def _finished(self) -> bool:
-        if all(s.committed >= s.end for s in self.states.values()):
-            return True
-        return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
+        return all(s.committed >= s.end for s in self.states.values()) or self._budget_spent()
 
     def _abort_quietly(self) -> None:
         if self.exactly_once and self.producer is not None:

@@ -40,6 +40,9 @@ class SlotIO(Protocol):
     def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The end (high watermark, read_uncommitted) of each target partition."""
 
+    def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The last stable offset (read_committed end) of each source partition, in one request (follow runs)."""
+
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
         """Best effort: the progress on the source cluster's group; an error text, never raises."""
 
@@ -67,7 +70,7 @@ class KafkaSlotIO:
 
     def __init__(self, task: SlotTask):
         self.task = task
-        self.producer = self.consumer = self.reader = self.admin = None
+        self.producer = self.consumer = self.reader = self.admin = self.source_admin = None
 
     def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
         t = self.task
@@ -100,6 +103,15 @@ class KafkaSlotIO:
         specs = {tp: OffsetSpec.latest() for tp in partitions}
         return list_offsets(self.admin, specs, self.task.target_label, read_committed=False)
 
+    def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        t = self.task
+        if self.source_admin is None:   # only follow runs ask; bounded runs never build it
+            self.source_admin = clients.admin_client(t.source_conf, f"{t.mirror}-{t.slot}-source")
+        specs = {tp: OffsetSpec.latest() for tp in partitions}
+        return list_offsets(self.source_admin, specs, t.source_label, read_committed=True)
+
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
         return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
 
@@ -117,4 +129,4 @@ class KafkaSlotIO:
                 pass
         # Drop the clients now: a traceback that keeps the copier (and this object) alive must not
         # keep a producer reconnecting (and logging) to a cluster long after the slot ended.
-        self.producer = self.admin = self.consumer = self.reader = None
+        self.producer = self.admin = self.source_admin = self.consumer = self.reader = None

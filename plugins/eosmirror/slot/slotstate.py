@@ -48,6 +48,9 @@ class SlotTask:
     target_label: str = "target"
     run_id: str = ""
     offset_sync_topic: str = ""
+    # Follow runs (follow.py): after the bounded ranges, keep copying up to the source's last stable
+    # offsets until this wall-clock time (epoch seconds) or until the next run takes over. None: bounded.
+    follow_until: float | None = None
 
 
 class PartitionCopy:
@@ -135,7 +138,7 @@ class PartitionCopy:
 class SlotResult:
     slot: int
     transactional_id: str
-    status: str = "pending"          # committed | nothing-to-do | dry-run | failed | fenced
+    status: str = "pending"          # committed | nothing-to-do | dry-run | handed-over | follow-bound | failed | fenced
     records: int = 0
     bytes: int = 0
     transactions: int = 0
@@ -148,5 +151,7 @@ class SlotResult:
     error: str | None = None
     error_type: str | None = None
     source_commit_error: str | None = None
+    follow_seconds: float = 0.0      # how long the slot followed after its bounded ranges (follow runs)
+    follow_end: str | None = None    # handed-over | follow-bound | byte-budget (follow runs)
     attempt_pid: int = 0
     executor: dict[str, str] = field(default_factory=dict)   # host, interpreter, where eosmirror came from

@@ -18,11 +18,11 @@ from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError
 log = logging.getLogger("eosmirror.spark.job")
 
 
-def parse_timestamp(value: str) -> dt.datetime:
+def parse_timestamp(value: str, flag: str = "--until") -> dt.datetime:
     try:
         parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"--until {value!r} is not an ISO-8601 timestamp (e.g. 2026-11-21T10:00:00Z)") from None
+        raise ConfigError(f"{flag} {value!r} is not an ISO-8601 timestamp (e.g. 2026-11-21T10:00:00Z)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
@@ -33,6 +33,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes-per-slot", type=int, help="override the mirror's bound")
     parser.add_argument("--topics", help="comma-separated subset of the mirror's source topics")
     parser.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
+    parser.add_argument("--follow-seconds", type=float,
+                        help="after the bound, keep copying what arrives (a transaction every "
+                             "max_transaction_seconds) for up to this long, or until the next run takes over")
+    parser.add_argument("--follow-until", help="as --follow-seconds, up to this time (ISO-8601; set by Airflow)")
     parser.add_argument("--result-json", help="write the run report (JSON) to this path")
 
 
@@ -44,9 +48,32 @@ def options_from(args: argparse.Namespace) -> Any:
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} {value} must be a positive integer")
     return RunOptions(until=parse_timestamp(args.until) if args.until else None, dry_run=args.dry_run,
+                      follow_until=follow_until(args),
                       topics=tuple(t.strip() for t in (args.topics or "").split(",") if t.strip()),
                       max_records_per_partition=args.max_records_per_partition,
                       max_bytes_per_slot=args.max_bytes_per_slot)
+
+
+def follow_until(args: argparse.Namespace) -> dt.datetime | None:
+    """The follow bound of --follow-until or --follow-seconds (from now); None: a bounded run."""
+    seconds, until = getattr(args, "follow_seconds", None), getattr(args, "follow_until", None)
+    if seconds is not None and until:
+        raise ConfigError("--follow-seconds and --follow-until both bound the follow; give one of them")
+    if seconds is not None:
+        if not 0 < seconds <= 7 * 86400:
+            raise ConfigError(f"--follow-seconds {seconds:g} must be a number of seconds from 0 to 604800 (a week)")
+        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    return parse_timestamp(until, "--follow-until") if until else None
+
+
+def check_follow(mirror: Any, options: Any) -> None:
+    """A follow run needs transactional ids: the next run takes over by fencing them."""
+    if options.follow_until is not None and mirror.delivery != "exactly_once":
+        raise ConfigError(f"mirror {mirror.name!r}: --follow-seconds/--follow-until need delivery exactly_once "
+                          f"(the next run takes over by fencing the slots' transactional ids; this mirror is "
+                          f"{mirror.delivery})")
+    if options.follow_until is not None and options.dry_run:
+        raise ConfigError("--dry-run writes nothing, so it cannot follow; drop --follow-seconds/--follow-until")
 
 
 def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, dict[str, Any] | None]:
@@ -56,7 +83,9 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, d
     from eosmirror.driver.lag import record_run
 
     mirror = config.load(args.config).get(mirror_name)
-    mirror_run = MirrorRun(mirror, options_from(args))
+    options = options_from(args)
+    check_follow(mirror, options)
+    mirror_run = MirrorRun(mirror, options)
     try:
         prepared = mirror_run.prepare()
         result = mirror_run.execute(prepared, runner)

@@ -35,9 +35,11 @@ SHIPPED_PACKAGES = ("core", "kafka", "slot")
 
 def job_arguments(mirror: str, config_path: str | None = None, until: str | None = None,
                   max_records_per_partition: int | None = None, max_bytes_per_slot: int | None = None,
-                  topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None) -> list[str]:
+                  topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None,
+                  follow_until: str | None = None) -> list[str]:
     args = ["--mirror", mirror]
-    options = {"--config": config_path, "--until": until, "--max-records-per-partition": max_records_per_partition,
+    options = {"--config": config_path, "--until": until, "--follow-until": follow_until,
+               "--max-records-per-partition": max_records_per_partition,
                "--max-bytes-per-slot": max_bytes_per_slot, "--topics": ",".join(topics) if topics else None,
                "--result-json": result_json}
     for flag, value in options.items():

@@ -1,0 +1,167 @@
+"""Follow runs (slot/follow.py, the copier's step F, the config and the job's options): the decisions,
+against the scripted fakes of test_slot_copier (no brokers; the hand-over on real brokers is
+tests/integration/test_follow.py)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+import pytest
+from confluent_kafka import KafkaError
+
+from eosmirror.core.errors import ConfigError, FencedError
+from eosmirror.slot import follow
+from eosmirror.slot.copier import SlotCopier
+from eosmirror.slot.faults import Faults
+from eosmirror.slot.slotstate import PartitionCopy, PartitionTask
+from eosmirror.spark import job
+from tests.unit.test_config import error_of, one
+from tests.unit.test_slot_copier import SRC, TGT, FakeIO, clock, kafka_error, slot_task, values  # noqa: F401 - clock: fixture
+
+FENCED = kafka_error(KafkaError.PRODUCER_FENCED, "There is a newer producer with the same transactionalId",
+                     fatal=True)
+
+
+class GrowingIO(FakeIO):
+    """The source grows by ``arrivals[n]`` records after the n-th committed transaction; the source's
+    last stable offset is its length. ``newer_generation_after``: check_generation fails from then on."""
+
+    def __init__(self, clock, initial, arrivals, fail=None):
+        super().__init__(clock, {SRC: values(initial)}, per_consume=100, fail=fail)
+        self.arrivals, self.stable_reads = list(arrivals), 0
+        self.newer_generation = False
+        commit = self.producer.commit_transaction
+
+        def commit_then_grow(*timeout):
+            commit(*timeout)
+            if self.arrivals:
+                grown = len(self.consumer.source[SRC]) + self.arrivals.pop(0)
+                self.consumer.source[SRC] = values(grown)
+
+        self.producer.commit_transaction = commit_then_grow
+
+    def source_stable_offsets(self, partitions):
+        self.stable_reads += 1
+        return {k: len(self.consumer.source[k]) for k in partitions}
+
+    def check_generation(self):
+        if self.newer_generation:
+            raise FencedError("the mirror moved to generation 2")
+
+
+@pytest.fixture
+def wall(clock, monkeypatch):
+    """Wall time that moves with the fake monotonic clock (the follow bound is wall-clock)."""
+    monkeypatch.setattr(type(clock), "time", lambda self: 50_000.0 + self.now, raising=True)
+    monkeypatch.setattr(follow, "time", clock)
+    return clock
+
+
+def follow_task(end, seconds):
+    return slot_task(end=end).__class__(**{**slot_task(end=end).__dict__, "follow_until": 50_000.0 + 1000.0 + seconds})
+
+
+def run(io, task):
+    return SlotCopier(task, faults=Faults([]), io=io).run()
+
+
+def test_a_follow_run_copies_what_arrives_after_its_bound_and_is_handed_over(wall):
+    # 5 records below the bound; 4 and then 3 arrive while it follows; the next run fences it at the
+    # commit of the 5th transaction (its open transaction is aborted by the broker).
+    io = GrowingIO(wall, 5, [4, 3, 0, 0], fail={"commit_transaction": [None, None, None, None, FENCED]})
+    result = run(io, follow_task(end=5, seconds=600))
+    assert (result.status, result.follow_end, result.error) == ("handed-over", "handed-over", None)
+    assert io.target.values(TGT) == values(12) and io.target.progress == {TGT: 12}
+    assert result.records == 12 and result.transactions == 4 and io.stable_reads >= 3
+
+
+def test_fenced_by_a_newer_generation_while_following_stays_fenced(wall):
+    io = GrowingIO(wall, 3, [2], fail={"commit_transaction": [None, None, FENCED]})
+    task = follow_task(end=3, seconds=600)
+    copier = SlotCopier(task, faults=Faults([]), io=io)
+    start = copier._start
+
+    def start_then_replan():
+        start()
+        io.newer_generation = True   # the slots are re-planned after this slot started
+
+    copier._start = start_then_replan
+    result = copier.run()
+    assert (result.status, result.error_type) == ("fenced", "FencedError") and io.target.progress == {TGT: 5}
+
+
+def test_a_follow_run_without_a_next_run_ends_at_its_bound_ok(wall):
+    io = GrowingIO(wall, 3, [1, 1])
+    result = run(io, follow_task(end=3, seconds=5))
+    assert (result.status, result.follow_end) == ("follow-bound", "follow-bound")
+    assert io.target.values(TGT) == values(5) and io.target.progress == {TGT: 5}
+    assert 3 <= result.follow_seconds <= 6   # the bound counts from the run's start, not the follow's
+    # Idle rounds still commit a progress-only transaction (how an idle follower learns it was fenced),
+    # one per max_transaction_seconds at most.
+    assert result.transactions >= 4
+
+
+def test_an_idle_follower_learns_of_the_hand_over_from_its_progress_transaction(wall):
+    io = GrowingIO(wall, 2, [], fail={"commit_transaction": [None, None, FENCED]})
+    result = run(io, follow_task(end=2, seconds=600))
+    assert (result.status, result.records) == ("handed-over", 2) and io.target.progress == {TGT: 2}
+
+
+def partition_copy(committed, end):
+    return PartitionCopy(PartitionTask("src", "tgt", 0, start=0, end=end, had_progress=True), committed)
+
+
+def test_ends_move_up_to_the_stable_offset_never_down():
+    done, behind = partition_copy(10, 10), partition_copy(4, 10)
+    assert follow.extend_ends([done, behind], {("src", 0): 7}) is False
+    assert (done.end, behind.end) == (10, 10)
+    assert follow.extend_ends([done], {("src", 0): 15}) is True and (done.end, done.done) == (15, False)
+    assert follow.extend_ends([done], {}) is False   # a partition the answer left out keeps its end
+
+
+def test_stop_reasons_and_pacing():
+    assert follow.stop_reason(100.0, 100.0, 0, None) == "follow-bound"
+    assert follow.stop_reason(99.0, 100.0, 10, 10) == "byte-budget"
+    assert follow.stop_reason(99.0, 100.0, 9, 10) is None
+    assert follow.pause_seconds(10.0, 10.2, 1.0, 500.0, 600.0) == pytest.approx(0.8)
+    assert follow.pause_seconds(10.0, 11.5, 1.0, 500.0, 600.0) == 0.0   # a long round: next one at once
+    assert follow.pause_seconds(10.0, 10.2, 1.0, 599.9, 600.0) == pytest.approx(0.1)   # never past the bound
+
+
+# --- config and options ------------------------------------------------------------------------------
+
+def test_follow_is_off_by_default_and_bounded_by_twice_the_schedule_interval():
+    assert one().follow is False and one().follow_bound_seconds is None
+    m = one(follow=True, max_transaction_seconds=0.5, airflow={"schedule": "*/5 * * * *"})
+    assert (m.max_transaction_seconds, m.follow_bound_seconds) == (0.5, 600.0)
+    assert one(follow=True, follow_max_seconds=90).follow_bound_seconds == 90.0
+    assert one(follow=True, airflow={"schedule": "0 9,17 * * *"}).follow_bound_seconds == 2 * 16 * 3600
+
+
+@pytest.mark.parametrize("fields, field, hint", [
+    ({"max_transaction_seconds": 0.5}, "max_transaction_seconds", "set `follow: true`"),
+    ({"follow": True, "delivery": "at_least_once"}, "follow", "exactly_once"),
+    ({"follow": True, "airflow": {"schedule": None}}, "follow_max_seconds", "explicit bound"),
+    ({"follow": True, "follow_max_seconds": 1}, "follow_max_seconds", "from 10.0"),
+    ({"follow": "yes"}, "follow", "true or false"),
+])
+def test_follow_config_errors_name_the_field_and_the_fix(fields, field, hint):
+    text = error_of(**fields)
+    assert f"`{field}`" in text and hint in text
+
+
+def args(**given):
+    return argparse.Namespace(**{"follow_seconds": None, "follow_until": None, **given})
+
+
+def test_follow_options_of_the_job():
+    assert job.follow_until(args()) is None
+    assert job.follow_until(args(follow_until="2026-11-25T10:00:00Z")) == dt.datetime(2026, 11, 25, 10,
+                                                                                      tzinfo=dt.timezone.utc)
+    soon = job.follow_until(args(follow_seconds=60))
+    assert 55 < (soon - dt.datetime.now(dt.timezone.utc)).total_seconds() <= 60
+    for bad, words in ((args(follow_seconds=60, follow_until="2026-11-25T10:00:00Z"), "give one"),
+                       (args(follow_seconds=0), "from 0 to"), (args(follow_until="tomorrow"), "--follow-until")):
+        with pytest.raises(ConfigError, match=words):
+            job.follow_until(bad)
