@@ -165,3 +165,51 @@ def test_follow_options_of_the_job():
                        (args(follow_seconds=0), "from 0 to"), (args(follow_until="tomorrow"), "--follow-until")):
         with pytest.raises(ConfigError, match=words):
             job.follow_until(bad)
+
+
+# --- which Airflow runs follow -------------------------------------------------------------------------
+
+END = dt.datetime(2026, 11, 25, 10, 5, tzinfo=dt.timezone.utc)
+
+
+class DagRun:
+    def __init__(self, run_type):
+        self.run_type, self.conf = run_type, {}
+
+
+def context(run_type="scheduled", **params):
+    return {"dag_run": DagRun(run_type), "data_interval_end": END, "params": params}
+
+
+@pytest.mark.parametrize("ctx, now_after_end, follows, why", [
+    (context(), 30, True, "latest scheduled interval"),
+    (context(), 299, True, "latest scheduled interval"),
+    (context(), 300, False, "catch-up run of a past interval"),        # the next interval has ended too
+    (context("backfill"), 30, False, "backfill runs never follow"),
+    (context("manual"), 30, False, "manual runs never follow"),
+    (context(until="2026-11-25T10:00:00Z"), 30, False, "explicit `until`"),
+    (context(dry_run=True), 30, False, "dry run"),
+])
+def test_only_a_scheduled_run_of_the_latest_interval_follows(ctx, now_after_end, follows, why):
+    from eosmirror.airflow.tasks import resolve_follow_until
+
+    m = one(follow=True, max_transaction_seconds=0.5, airflow={"schedule": "*/5 * * * *"})
+    bound, reason = resolve_follow_until(m, ctx, now=END + dt.timedelta(seconds=now_after_end))
+    assert why in reason
+    assert bound == ((END + dt.timedelta(seconds=600)).isoformat() if follows else None)
+
+
+def test_a_mirror_without_follow_never_follows_and_follow_refuses_catchup():
+    from eosmirror.airflow.tasks import resolve_follow_until
+
+    assert resolve_follow_until(one(), context(), now=END)[0] is None
+    text = error_of(follow=True, airflow={"catchup": True})
+    assert "`airflow.catchup`" in text and "overlap" in text and "catchup: false" in text
+
+
+def test_a_follow_mirrors_dag_lets_the_next_run_start_while_the_previous_follows():
+    from eosmirror.airflow.dags import build_mirror_dag
+
+    follower = build_mirror_dag(one(name="f1", follow=True, max_transaction_seconds=0.5), None)
+    bounded = build_mirror_dag(one(name="b1"), None)
+    assert (follower.max_active_runs, bounded.max_active_runs) == (2, 1)

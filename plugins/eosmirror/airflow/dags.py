@@ -72,7 +72,8 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
     operator = tasks.operator_class()
     with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,
-             catchup=m.airflow.catchup, max_active_runs=1, default_args=default_args, params=params,
+             # A follow mirror's next run starts while the previous one follows, and takes over from it.
+             catchup=m.airflow.catchup, max_active_runs=2 if m.follow else 1, default_args=default_args, params=params,
              tags=sorted({"eosmirror", "kafka", *m.airflow.tags}), doc_md=_doc(m),
              description=f"exactly-once mirror {m.name}") as dag:
 

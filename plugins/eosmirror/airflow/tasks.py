@@ -60,6 +60,30 @@ def resolve_until(context: dict[str, Any]) -> tuple[str, str]:
     return dt.datetime.now(dt.timezone.utc).isoformat(), "now (manual run)"
 
 
+def resolve_follow_until(mirror: Any, context: dict[str, Any], now: dt.datetime | None = None,
+                         ) -> tuple[str | None, str]:
+    """(follow bound as ISO-8601 or None, why) for this run. Only a scheduled run of the LATEST
+    interval of a ``follow: true`` mirror follows: its data interval ended less than one schedule
+    interval ago (else it is a catch-up run of a past interval, and the next run is already due).
+    Backfill and manual runs, and runs with an explicit `until` or a dry run, never follow. The bound
+    is the interval's end plus ``follow_bound_seconds`` (2 schedule intervals by default), so that
+    a missed next run cannot leave the run following for ever."""
+    if not mirror.follow:
+        return None, "the mirror does not follow"
+    params = context.get("params") or {}
+    run_type, end = _run_type(context), context.get("data_interval_end")
+    if run_type != "scheduled" or end is None:
+        return None, f"{run_type or 'manual'} runs never follow"
+    if params.get("until") or params.get("dry_run"):
+        return None, "a run with an explicit `until` or a dry run never follows"
+    now = now or dt.datetime.now(dt.timezone.utc)
+    interval = dt.timedelta(seconds=config.schedule_interval_seconds(str(mirror.airflow.schedule)))
+    if now >= end + interval:
+        return None, f"a catch-up run of a past interval (ended {end.isoformat()}) never follows"
+    bound = end + dt.timedelta(seconds=mirror.follow_bound_seconds)
+    return bound.isoformat(), f"the latest scheduled interval: follows until the next run takes over, at most until {bound.isoformat()}"
+
+
 RUN_PARAMS = ("until", "max_records_per_partition", "topics", "dry_run")
 
 
@@ -302,7 +326,9 @@ def _job_arguments(operator: Any, context: Any) -> list[str]:
     # Always an absolute --config: with --py-files the job imports eosmirror from the zip,
     # whose location says nothing about where the mirror definitions are.
     config_file = str(Path(operator.config_path or config.default_config_path()).resolve())
-    return submit.job_arguments(operator.mirror, config_file, until=until,
+    follow_until, why = resolve_follow_until(config.load(config_file).get(operator.mirror), context)
+    operator.log.info("mirror %s: %s", operator.mirror, why)
+    return submit.job_arguments(operator.mirror, config_file, until=until, follow_until=follow_until,
                                 max_records_per_partition=params.get("max_records_per_partition"),
                                 topics=list(params.get("topics") or []) or None, dry_run=bool(params.get("dry_run")))
 

@@ -244,6 +244,11 @@ def _check_rules(mirror: MirrorConfig) -> None:
         raise Invalid("missing; a `follow: true` mirror without `airflow.schedule` needs an explicit bound "
                       "(only scheduled runs follow; the default bound is twice the schedule interval)",
                       "follow_max_seconds")
+    if mirror.follow and mirror.airflow.catchup:
+        raise Invalid("true is not allowed with `follow: true`: a follow mirror's DAG lets 2 runs overlap "
+                      "(the next run takes over from the one that follows), so catch-up runs of past intervals "
+                      "would fence each other; a follow mirror's first run copies everything up to now anyway. "
+                      "Set `airflow.catchup: false`", "airflow", "catchup")
 
 
 def parse_mirror(raw: Any, path: Path, index: int, inherited: Collection[str] = ()) -> MirrorConfig:
