@@ -23,7 +23,6 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
 
 from eosmirror import cliops
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EosMirrorError
@@ -105,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
     job.check_follow(mirror, job.options_from(args))
     following = args.follow_seconds is not None or bool(args.follow_until)
-    if args.inprocess or args.dry_run or (not following and _nothing_to_copy(mirror, args)):
+    if args.inprocess or args.dry_run or (not following and job.nothing_to_copy(mirror, args)):
         from eosmirror.driver.run import run_in_process
 
         code, result = job.run(args.mirror, args, run_in_process)
@@ -125,20 +124,6 @@ def _run(args: argparse.Namespace) -> int:
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)
     return submit.run(cmd)
-
-
-def _nothing_to_copy(mirror: Any, args: argparse.Namespace) -> bool:
-    """A plan (it writes nothing) that finds no record to copy: the run then needs no Spark, whose
-    start alone (spark-submit's JVM, then the Python driver) costs about 3 s. The run that follows
-    plans again; whatever arrived in between is copied by slots in this process, as --inprocess does."""
-    from eosmirror.driver.run import MirrorRun
-    from eosmirror.spark import job
-
-    try:
-        prepared = MirrorRun(mirror, job.options_from(args)).prepare(plan_only=True)
-    except EosMirrorError:
-        return True   # the run in this process meets the same error at once, and records it for the lag reports
-    return not any(slot.pending for slot in prepared.slots)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -357,6 +357,31 @@ def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> N
             os.rmdir(secrets_dir)
 
 
+def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
+    """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
+    in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
+    always. None: there is work, so Spark runs it."""
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver.run import run_in_process
+    from eosmirror.spark import job
+
+    args = job.parser().parse_args(operator.application_args)
+    mirror = config.load(args.config).get(args.mirror)
+    if not job.nothing_to_copy(mirror, args):
+        return None
+    operator.log.info("mirror %s: nothing to copy: the slots refresh their progress in this task, without Spark",
+                      operator.mirror)
+    try:
+        code, result = job.run(args.mirror, args, run_in_process)
+    except ConfigError as exc:
+        operator.log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    operator.log.info("%s", report.summary(result))
+    if code:
+        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.get('errors', []))}")
+    return result
+
+
 @functools.cache
 def operator_class() -> type:
     """``MirrorSparkSubmitOperator``: built on first use so that importing eosmirror needs no Airflow."""
@@ -388,6 +413,9 @@ def operator_class() -> type:
         def execute(self, context: Any) -> dict[str, Any]:
             self.run_report = None
             self.application_args = _job_arguments(self, context)
+            here = _run_here_when_nothing_to_copy(self)
+            if here is not None:
+                return here
             self.py_files = str(submit.package_zip())
             try:
                 _submit_with_secrets_file(self, context, super().execute)

@@ -100,13 +100,35 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, d
     return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
 
 
-def main(argv: list[str] | None = None) -> int:
+def nothing_to_copy(mirror: Any, args: argparse.Namespace) -> bool:
+    """A plan (it writes nothing) that finds no record to copy, for a run that does not follow: such a
+    run needs no Spark, whose start alone (spark-submit's JVM, then the Python driver) costs about 3 s.
+    The run that follows plans again; whatever arrived in between is copied by slots in the caller's
+    process. A plan that fails says True: the run in the caller's process meets the same error at once
+    and records it for the lag reports."""
+    from eosmirror.driver.run import MirrorRun
+
+    if follow_until(args) is not None:
+        return False
+    try:
+        prepared = MirrorRun(mirror, options_from(args)).prepare(plan_only=True)
+    except EosMirrorError:
+        return True
+    return not any(slot.pending for slot in prepared.slots)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The job's command line (spark-submit's application arguments)."""
     parser = argparse.ArgumentParser(prog="mirror_batch", description="eosmirror: one bounded mirror run")
     parser.add_argument("--mirror", required=True, help="mirror name in the definitions file")
     parser.add_argument("--runner", choices=["spark", "inprocess"], default="spark")
     add_run_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        args = parser.parse_args(argv)
+        args = parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
