@@ -15,7 +15,7 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit matrix bench chaos airflow deploy-test down status clean browser lagbench
+.PHONY: help setup demo test test-unit lint matrix bench chaos airflow deploy-test down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
@@ -47,8 +47,14 @@ demo: setup
 # brokers, Spark and Airflow far more than it computes: on 2 cores, 3 workers took 10 min 16 s where
 # 2 took 16 min 14 s (the latter before the 45 s close() fix; see docs/testing-and-benchmarks.md).
 TEST_WORKERS ?= 3
-test: setup browser
+test: setup browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e tests/integration tests/unit
+
+# ruff (pyflakes, blind excepts, no Airflow/Spark import at module top) and mypy --strict on core/ and
+# kafka/; both configured in pyproject.toml. A few seconds; `make test` runs them first.
+lint: setup
+	$(BIN)/ruff check plugins tools tests dags spark_jobs
+	cd plugins && ../$(BIN)/mypy --config-file ../pyproject.toml
 
 test-unit: setup
 	$(BIN)/pytest tests/unit

@@ -20,7 +20,7 @@ def load_mirror(args: argparse.Namespace):  # noqa: ANN202
 def _translate(args: argparse.Namespace) -> int:
     from eosmirror.kafka import connections, syncstore
     from eosmirror.core import naming
-    from eosmirror.driver.run import cluster_label
+    from eosmirror.kafka.cluster import cluster_label
     from eosmirror.core.errors import ConfigError
     from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 

@@ -98,8 +98,8 @@ def test_verify_names_records_written_straight_to_the_target_after_the_mirrored_
     planted = [r.offset for r in read_all(target_conf, topic)[-2:]]
     rc, out = cli_verify(m, tmp_path)
     assert rc == 1, out
-    assert (f"2 record(s) on the target that no offset sync of the mirror accounts for: 0 before the first mirrored "
-            f"record (target offset 0), 0 between mirrored records, 2 after the last one") in out, out
+    assert ("2 record(s) on the target that no offset sync of the mirror accounts for: 0 before the first mirrored "
+            "record (target offset 0), 0 between mirrored records, 2 after the last one") in out, out
     assert f"target offsets {planted[0]}, {planted[1]}." in out and "planted:ABORTED" in out, out
     assert "1 partition(s) differ (2 foreign record(s) on the target)" in out, out
 
@@ -124,8 +124,8 @@ def test_verify_names_records_written_to_the_target_before_and_between_the_mirro
     checks = verify.verify(m)
     assert [(c.foreign, c.records) for c in checks] == [(2, 8)]
     assert checks[0].differences[0].startswith(
-        f"2 record(s) on the target that no offset sync of the mirror accounts for: 1 before the first mirrored "
-        f"record (target offset 1), 1 between mirrored records, 0 after the last one"), checks[0].differences
+        "2 record(s) on the target that no offset sync of the mirror accounts for: 1 before the first mirrored "
+        "record (target offset 1), 1 between mirrored records, 0 after the last one"), checks[0].differences
     assert f"target offsets {foreign[0]}, {foreign[1]}." in checks[0].differences[0]
     assert verify.exit_code(checks) == 1
     rc, out = cli_verify(m, tmp_path)

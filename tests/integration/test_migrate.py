@@ -4,9 +4,7 @@ prove."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import yaml
 
 from eosmirror.core import config, mm2import
 from tests import helpers

@@ -7,7 +7,6 @@ mirror, and one `eosmirror plan` against the project's brokers."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml

@@ -18,7 +18,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from eosmirror.core import config
 from eosmirror import driver
 from eosmirror.kafka import progress, readers
-from eosmirror.core.errors import AuthorizationError, EosMirrorError
+from eosmirror.core.errors import EosMirrorError
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, mirrors_file
 

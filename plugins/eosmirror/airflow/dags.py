@@ -213,6 +213,7 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
             return lagtasks.evaluate(context["params"]["mirror"], config_path)
 
         evaluate()
+    return dag
 
 
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror.airflow import home
 from eosmirror.core import config, report
 from eosmirror.core.errors import EXIT_CONFIG
 from eosmirror.kafka import connections

@@ -283,7 +283,7 @@ def schedule_interval_seconds(schedule: str) -> float:
 
     it = croniter(CRON_PRESETS.get(schedule.strip(), schedule), dt.datetime(2026, 1, 1))
     fires = [it.get_next(dt.datetime) for _ in range(51)]
-    return max((b - a).total_seconds() for a, b in zip(fires, fires[1:]))
+    return float(max((b - a).total_seconds() for a, b in zip(fires, fires[1:])))
 
 
 def _cron_problem(expression: str) -> str | None:

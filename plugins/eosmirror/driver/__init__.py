@@ -4,7 +4,7 @@ The run itself (``MirrorRun``) is re-exported here: ``from eosmirror import driv
 ``driver.MirrorRun(...)``.
 """
 
-from eosmirror.driver.run import (MirrorRun, Prepared, RunOptions, build_report, cluster_label,
-                                  run_in_process)
+from eosmirror.driver.run import MirrorRun, Prepared, RunOptions, build_report, run_in_process
+from eosmirror.kafka.cluster import cluster_label
 
 __all__ = ["MirrorRun", "Prepared", "RunOptions", "build_report", "cluster_label", "run_in_process"]

@@ -18,7 +18,7 @@ from eosmirror.kafka import clients, connections, state, syncstore
 from eosmirror.core import naming
 from eosmirror.kafka import offsets
 from eosmirror.core.config import MirrorConfig
-from eosmirror.driver.run import cluster_label
+from eosmirror.kafka.cluster import cluster_label
 
 
 def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster: str) -> list[tuple[str, int]]:

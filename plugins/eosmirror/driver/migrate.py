@@ -29,8 +29,8 @@ from typing import Any
 
 from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import ConfigError, EosMirrorError, ProgressUnavailableError
-from eosmirror.core.migration import AuditRecord, PartitionChange, Refusal
+from eosmirror.core.errors import EosMirrorError, ProgressUnavailableError
+from eosmirror.core.migration import AuditRecord, PartitionChange
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
 from eosmirror.driver.run import MirrorRun

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from eosmirror.kafka import state
-from eosmirror.kafka.cluster import Cluster, cluster_label
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.core import generation, naming, planning
 from eosmirror.core.steptimes import StepTimes, process_age
 from eosmirror.driver import observe, permissions, topics

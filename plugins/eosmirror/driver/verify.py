@@ -27,7 +27,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.kafka import clients, connections, progress, readers, state, syncstore
+from eosmirror.kafka import readers, state, syncstore
 from eosmirror.kafka.offsets import list_offsets
 from eosmirror.driver import topics
 from eosmirror.core import migration

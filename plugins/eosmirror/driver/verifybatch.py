@@ -12,7 +12,7 @@ range while it was read (retention, delete-records) is read again alone, as chec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver import verify

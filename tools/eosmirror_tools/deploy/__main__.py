@@ -12,11 +12,10 @@ import signal
 import sys
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 from eosmirror_tools.deploy import engine, images, runs
-from eosmirror_tools.deploy.shell import DeployError, log, wait_for
+from eosmirror_tools.deploy.shell import log, wait_for
 from eosmirror_tools.deploy.stack import Stack, dump
 from eosmirror_tools.deploy.tester import Tester, write_mirrors_file
 

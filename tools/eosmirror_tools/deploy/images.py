@@ -43,7 +43,7 @@ def apt_mirror() -> str:
     text = "\n".join(texts)
     # deb822 (URIs: ...) and one-line (deb URL bookworm main) formats; the main archive, not security.
     for match in re.finditer(r"(?m)^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)(.*)$", text):
-        url, rest = match.group(1).rstrip("/"), match.group(2)
+        url = match.group(1).rstrip("/")
         if url.endswith("/debian") and "security" not in url:
             return url
     raise DeployError("no Debian mirror (a URL ending in /debian) found in /etc/apt/sources.list*")
