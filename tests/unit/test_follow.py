@@ -213,3 +213,38 @@ def test_a_follow_mirrors_dag_lets_the_next_run_start_while_the_previous_follows
     follower = build_mirror_dag(one(name="f1", follow=True, max_transaction_seconds=0.5), None)
     bounded = build_mirror_dag(one(name="b1"), None)
     assert (follower.max_active_runs, bounded.max_active_runs) == (2, 1)
+
+
+def test_a_follow_run_needs_exactly_once_and_writes():
+    from eosmirror.driver.run import RunOptions
+
+    following = RunOptions(follow_until=END)
+    job.check_follow(one(), following)
+    job.check_follow(one(delivery="at_least_once"), RunOptions())
+    with pytest.raises(ConfigError, match="need delivery exactly_once"):
+        job.check_follow(one(delivery="at_least_once"), following)
+    with pytest.raises(ConfigError, match="cannot follow"):
+        job.check_follow(one(), RunOptions(follow_until=END, dry_run=True))
+
+
+def test_a_follow_run_in_progress_is_neither_stalled_nor_stopped_without_a_recorded_outcome():
+    """A follow run records its outcome only when it ends (up to 2 schedule intervals later); meanwhile
+    its commits of every partition count as successes and its progress moves with the source, so the
+    lag evaluation's rules (core/lag.py) keep it OK. A follower that stopped committing is STOPPED."""
+    from eosmirror.core import lag
+    from eosmirror.core.lag import MirrorSample, PartitionSample, Policy
+
+    minute, t0 = 60_000, 1_800_000_000_000
+    policy = Policy(lag_interval_ms=minute, mirror_interval_ms=5 * minute)
+
+    def sample(m, progress, lso, commit_m):
+        p = PartitionSample("orders", 0, lso, lso, progress, oldest_pending_ms=t0 + m * minute - 1000,
+                            last_commit_ms=t0 + commit_m * minute)
+        return lag.with_run_history(MirrorSample("m", t0 + m * minute, (p,)), [])
+
+    # 12 minutes (over 2 intervals) with no recorded run: progress follows the source 1 s behind.
+    following = [sample(m, 1000 * m, 1000 * m + 20, m) for m in range(13)]
+    assert [lag.evaluate(following[:i], s, policy).status for i, s in enumerate(following)] == [lag.OK] * 13
+    # The same mirror whose follower stopped committing at minute 0.
+    stuck = [sample(m, 0, 1000 * m + 20, 0) for m in range(13)]
+    assert lag.evaluate(stuck[:-1], stuck[-1], policy).status == lag.STOPPED
