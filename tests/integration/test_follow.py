@@ -101,3 +101,47 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
         assert not [v for v in target if v.startswith(b"aborted-")]
     assert a["records"] > 100 and a["records"] + b["records"] == sum(len(read_all(source_conf, topic, k))
                                                                      for k in range(PARTITIONS))
+
+
+def test_a_sigstopped_follower_resumed_after_the_next_run_took_over_ends_handed_over(source_conf, target_conf,
+                                                                                     unique, tmp_path):
+    """The SIGSTOP zombie case for follow runs: the follower freezes (mid-transaction or between
+    rounds), the next run fences its ids and copies; resumed, the follower learns it was fenced, stops
+    as handed-over (exit 0) and wrote nothing twice."""
+    import json
+    import os
+    import signal
+
+    from tests.helpers import cli, write_mirror_file
+
+    topic = create_topic(source_conf, unique("zfollow"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, 50, prefix="seed-")
+    m = mirror(unique("m"), [topic], follow=True, max_transaction_seconds=0.5, follow_max_seconds=120)
+    config_file = write_mirror_file(tmp_path / "m.yaml", m, follow=True, follow_max_seconds=120)
+    follower = cli("run", m.name, "--config", str(config_file), "--inprocess", "--follow-seconds", "90",
+                   "--result-json", str(tmp_path / "a.json"), background=True)
+    try:
+        def target_ends():
+            try:
+                return [readers.watermarks(target_conf, topic, k, "target")[1] for k in range(PARTITIONS)]
+            except TargetMismatchError:
+                return [0] * PARTITIONS
+
+        wait_for("the follower to copy the seeded records", lambda: (min(target_ends()) >= 50, target_ends()), 60)
+        seed_sequence(source_conf, topic, PARTITIONS, 20, prefix="late-")
+        wait_for("the follower to copy records produced while it follows",
+                 lambda: (min(target_ends()) >= 70, target_ends()), 30)
+        os.kill(follower.pid, signal.SIGSTOP)
+        seed_sequence(source_conf, topic, PARTITIONS, 30, prefix="frozen-")
+        taken_over = run(m)   # a bounded run: its slots fence the frozen follower's ids
+        assert taken_over["status"] == "ok", taken_over["errors"]
+    finally:
+        os.kill(follower.pid, signal.SIGCONT)
+    output = follower.communicate(timeout=60)[0]
+    zombie = json.loads((tmp_path / "a.json").read_text())
+    assert follower.returncode == 0, output[-3000:]
+    assert {s["status"] for s in zombie["slots"]} == {"handed-over"}, zombie["slots"]
+    assert run(m)["status"] == "ok"
+    for k in range(PARTITIONS):
+        source, target = values(read_all(source_conf, topic, k)), values(read_all(target_conf, topic, k))
+        assert len(source) == 100 and target == source, f"partition {k}: {len(target)} copies of {len(source)}"
