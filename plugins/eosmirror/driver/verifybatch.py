@@ -11,6 +11,7 @@ range while it was read (retention, delete-records) is read again alone, as chec
 
 from __future__ import annotations
 
+import concurrent.futures
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -98,15 +99,26 @@ def check_many(source: Cluster, target: Cluster, jobs: list[Job], group: str | N
     sizes = {job.target_tp: job.target_end - target_from[job.target_tp]
              + (job.source_range[1] - source_from[job.target_tp] if job.chain.syncs else 0) for job in jobs}
     checks: dict[tuple[str, int], verify.PartitionCheck | None] = {}
-    for chunk in _chunks(jobs, sizes):
-        held = _read(target, {job.target_tp: (target_from[job.target_tp], job.target_end) for job in chunk},
-                     "eosmirror-verify-target", group)
-        sources = _read(source, {job.source_tp: (source_from[job.target_tp], job.source_range[1])
-                                 for job in chunk if job.chain.syncs}, "eosmirror-verify-source", group)
-        for job in chunk:
-            low, target_records = held[job.target_tp]
-            checks[job.target_tp] = verify.judge(
-                job.source_topic, job.target_topic, job.partition, job.chain, job.target_end, low, target_records,
-                lambda start, end, tp=job.source_tp: sources[tp], compacted=job.compacted,
-                taken_over_below=job.taken_over_below)
+    # Both clusters at once: most of a read is waiting on fetches, and librdkafka releases the GIL.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for chunk in _chunks(jobs, sizes):
+            wanted = {job.source_tp: (source_from[job.target_tp], job.source_range[1]) for job in chunk
+                      if job.chain.syncs}
+            reading = pool.submit(_read, source, wanted, "eosmirror-verify-source", group)
+            held = _read(target, {job.target_tp: (target_from[job.target_tp], job.target_end) for job in chunk},
+                         "eosmirror-verify-target", group)
+            checks.update(_judge_chunk(chunk, held, reading.result()))
+    return checks
+
+
+def _judge_chunk(chunk: list[Job], held: dict[tuple[str, int], tuple[int, list[readers.Record]]],
+                 sources: dict[tuple[str, int], tuple[int, list[readers.Record]]],
+                 ) -> dict[tuple[str, int], verify.PartitionCheck | None]:
+    checks: dict[tuple[str, int], verify.PartitionCheck | None] = {}
+    for job in chunk:
+        low, target_records = held[job.target_tp]
+        checks[job.target_tp] = verify.judge(
+            job.source_topic, job.target_topic, job.partition, job.chain, job.target_end, low, target_records,
+            lambda start, end, tp=job.source_tp: sources[tp], compacted=job.compacted,
+            taken_over_below=job.taken_over_below)
     return checks
