@@ -46,7 +46,7 @@ def test_without_the_openlineage_provider_the_operator_reports_nothing_and_does_
 
 def test_the_copy_operator_offers_openlineage_facets_on_complete():
     pytest.importorskip("airflow.providers.apache.spark")
-    from eosmirror.airflow.tasks import operator_class
+    from eosmirror.airflow.copytask import operator_class
 
     assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))
 

@@ -54,7 +54,7 @@ Retrying any task is safe: every slot fences older attempts and re-reads its com
 def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, AssetAlias, Param, task
 
-    from eosmirror.airflow import tasks
+    from eosmirror.airflow import copytask, tasks
     from eosmirror.airflow.compat import cron_data_interval_timetable
 
     schedule = cron_data_interval_timetable(m.airflow.schedule) if m.airflow.schedule else None
@@ -70,7 +70,7 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
         "dry_run": Param(False, type=["boolean", "null"], title="Dry run", description="Plan and report; write nothing."),
     }
     default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
-    operator = tasks.operator_class()
+    operator = copytask.operator_class()
     with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,
              # A follow mirror's next run starts while the previous one follows, and takes over from it.
              catchup=m.airflow.catchup, max_active_runs=2 if m.follow else 1, default_args=default_args, params=params,

@@ -169,31 +169,15 @@ class SlotCopier:
             self.result.follow_seconds = round(time.monotonic() - started, 3)
 
     def _handed_over(self) -> None:
-        """Fenced in a follow run: by the next run of the same generation that is the normal end
-        ("handed-over") - also before this run's bound was reached, since the next run's bound is
-        later and it starts at the committed progress; by a newer generation (re-planned slots) it
-        stays "fenced"."""
-        if self.task.follow_until is None or not self.exactly_once:
-            return
-        try:
-            self.io.check_generation()
-        except Exception:  # noqa: BLE001 - a newer generation, or unknown: stay "fenced"
-            return
-        self.result.status, self.result.follow_end = follow.HANDED_OVER, follow.HANDED_OVER
-        self.result.error = self.result.error_type = None
-        log.info("slot %d: handed over to the next run (its slot fenced %s)", self.task.slot,
-                 self.task.transactional_id)
+        """Fenced in a follow run by the next run of the same generation: the normal end (follow.py)."""
+        if follow.is_hand_over(self.task, self.io, self.exactly_once):
+            self.result.status, self.result.follow_end = follow.HANDED_OVER, follow.HANDED_OVER
+            self.result.error = self.result.error_type = None
+            log.info("slot %d: handed over to the next run (its slot fenced %s)", self.task.slot,
+                     self.task.transactional_id)
 
     def _fenced_follower(self) -> bool:
-        """A follow run's producer fenced while flushing surfaces as whatever flush() raised (seen: a
-        SystemError from a delivery callback); the producer's own answer to an abort says if it was fenced."""
-        if self.task.follow_until is None or not self.exactly_once or self.producer is None:
-            return False
-        try:
-            self.producer.abort_transaction(10)
-        except Exception as exc:  # noqa: BLE001 - only the fenced answer matters here
-            return is_fenced(exc)
-        return False
+        return follow.fenced_while_flushing(self.task, self.producer, self.exactly_once)
 
     def _budget_spent(self) -> bool:
         return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes

@@ -22,10 +22,11 @@ Fenced by a NEWER generation (the slots were re-planned) stays "fenced", as in a
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Any, Iterable
 
 from eosmirror.slot import lifeline
-from eosmirror.slot.slotstate import PartitionCopy
+from eosmirror.slot.classify import is_fenced
+from eosmirror.slot.slotstate import PartitionCopy, SlotTask
 
 HANDED_OVER = "handed-over"
 FOLLOW_BOUND = "follow-bound"
@@ -71,3 +72,29 @@ def pause(seconds: float) -> None:
             return
         lifeline.check()
         time.sleep(min(PAUSE_STEP, left))
+
+
+def is_hand_over(task: SlotTask, io: Any, exactly_once: bool) -> bool:
+    """Fenced in a follow run: by the next run of the same generation that is the normal end
+    ("handed-over") - also before this run's bound was reached, since the next run's bound is later
+    and it starts at the committed progress; by a newer generation (re-planned slots) it stays
+    "fenced" (False)."""
+    if task.follow_until is None or not exactly_once:
+        return False
+    try:
+        io.check_generation()
+    except Exception:  # noqa: BLE001 - a newer generation, or unknown: stay "fenced"
+        return False
+    return True
+
+
+def fenced_while_flushing(task: SlotTask, producer: Any, exactly_once: bool) -> bool:
+    """A follow run's producer fenced while flushing surfaces as whatever flush() raised (seen: a
+    SystemError from a delivery callback); the producer's own answer to an abort says if it was fenced."""
+    if task.follow_until is None or not exactly_once or producer is None:
+        return False
+    try:
+        producer.abort_transaction(10)
+    except Exception as exc:  # noqa: BLE001 - only the fenced answer matters here
+        return is_fenced(exc)
+    return False

@@ -161,8 +161,10 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
         "configurations": rows,
         "ratios": ratio_table,
         "quiet": quiet(rows),
-        "targets": targets(settings, ratio_table, empty, by_key) + (translation or {}).get("targets", [])
-        + rereads_targets(rereads) + scale_targets(scale),
+        # every row says how busy the machine was (None where the step does not measure it)
+        "targets": [{"others_cpu_share": None, **row} for row in
+                    targets(settings, ratio_table, empty, by_key) + (translation or {}).get("targets", [])
+                    + rereads_targets(rereads) + scale_targets(scale)],
         "translation": translation,
         "rereads": rereads,
         "scale": scale,

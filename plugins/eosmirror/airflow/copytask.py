@@ -1,0 +1,236 @@
+"""The mirror DAG's ``copy`` task: ``MirrorSparkSubmitOperator``, a SparkSubmitOperator running one
+bounded eosmirror run, with its job arguments, the secrets file, the run report read off
+spark-submit's output, the empty run without Spark, and on_kill (stop Spark, then fence).
+
+Secrets: cluster settings resolved from Airflow connections reach the Spark job in a 0600 file
+named by ``EOSMIRROR_CLUSTERS_FILE`` (an environment variable of the spark-submit process, not an
+argument), deleted when the job ends. Nothing with a secret goes to argv, logs, XCom or reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
+from eosmirror.core import config, report
+from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.kafka import connections
+from eosmirror.spark import submit
+
+
+def _resolved_clusters(mirror: config.MirrorConfig) -> dict[str, dict[str, Any]]:
+    """Settings of the mirror's connection-based clusters (resolved through Airflow in the worker)."""
+    out = {}
+    for role, ref in (("source", mirror.source), ("target", mirror.target)):
+        if ref.connection:
+            out[ref.connection] = connections.resolve(ref, f"mirror {mirror.name!r}: {role}")
+    return out
+
+
+ON_KILL_STOP_SECONDS = 10.0    # bound of stopping the Spark application (a SIGKILL; a REST or yarn call on clusters)
+ON_KILL_FENCE_SECONDS = 20.0   # bound of fencing the killed run's transactional ids and checking the target
+
+
+def _bounded(fn: Callable[[], None], seconds: float, what: str, logger: Any) -> bool:
+    """Run ``fn`` in a daemon thread for at most ``seconds``: on_kill must end in time (the task
+    supervisor sends SIGKILL 5 s after SIGTERM). True if it finished without an error."""
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - logged below
+            failed.append(exc)
+
+    thread = threading.Thread(target=target, name=f"eosmirror-on-kill-{what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        logger.warning("on_kill: could not %s within %.0f s; it goes on in the background", what, seconds)
+        return False
+    if failed:
+        logger.error("on_kill: could not %s: %s", what, failed[0])
+        return False
+    return True
+
+
+def stop_copy(operator: Any, provider_on_kill: Callable[[], None]) -> None:
+    """on_kill of the copy task (execution timeout, task marked failed or cleared, worker shutdown).
+
+    1. Stop the Spark application: the provider's on_kill (SIGKILL of spark-submit, which is the
+       driver JVM in client mode; the driver kill on a standalone cluster; the YARN kill). First,
+       so that no slot starts after step 2.
+    2. Fence the mirror's transactional ids (the planner and the current generation's slots): the
+       broker aborts every open transaction of the killed run at once, so read_committed consumers
+       of the target are unblocked (last stable offset = high watermark) without waiting for the
+       transaction timeout. A run of the same mirror started elsewhere meanwhile fails cleanly (the
+       next run continues from the committed progress); the DAG's max_active_runs=1 keeps Airflow's
+       own runs apart.
+    Each step is bounded. The slots' lifeline (eosmirror.slot.lifeline) aborts their transactions too
+    when their JVM is gone, so the target is unblocked even if this process dies before step 2 ends.
+    """
+    logger = operator.log
+    started = time.monotonic()
+    process = getattr(getattr(operator, "_hook", None), "_submit_sp", None)
+    if _bounded(provider_on_kill, ON_KILL_STOP_SECONDS, "stop the Spark application", logger):
+        logger.info("on_kill: mirror %s: Spark application stopped (spark-submit pid %s) in %.1f s", operator.mirror,
+                    getattr(process, "pid", "not started"), time.monotonic() - started)
+
+    def fence() -> None:
+        from eosmirror.driver import fencing
+
+        mirror = config.load(operator.config_path).get(operator.mirror)
+        outcome = fencing.fence_mirror(
+            mirror, all_generations=False, settle_seconds=ON_KILL_FENCE_SECONDS / 2, timeout=ON_KILL_FENCE_SECONDS / 2,
+            on_fenced=lambda ids: logger.info("on_kill: mirror %s: fenced %s in %.1f s", operator.mirror,
+                                              ", ".join(ids), time.monotonic() - started))
+        logger.info("on_kill: %s", fencing.format_outcome(outcome))
+
+    if not _bounded(fence, ON_KILL_FENCE_SECONDS, "fence the mirror's transactional ids", logger):
+        logger.warning("on_kill: mirror %s: if read_committed consumers of the target stay stuck, run the "
+                       "eosmirror_fence DAG for it", operator.mirror)
+
+
+class StopsAndFencesOnKill:
+    """Mixin of the copy operator (kept outside ``operator_class`` so that no Airflow import is
+    needed to define it): on_kill stops Spark, then fences (``stop_copy``)."""
+
+    def on_kill(self) -> None:
+        stop_copy(self, super().on_kill)  # type: ignore[misc]
+
+
+def _capture_report(operator: Any, lines: Any) -> Any:
+    """spark-submit's output lines, minus the run report line, which goes to ``operator.run_report``
+    (not logged raw: the summary printed above it is the readable form)."""
+    for line in lines:
+        found = report.parse_result_line(line if isinstance(line, str) else line.decode(errors="replace"))
+        if found is None:
+            yield line
+        else:
+            operator.run_report = found
+
+
+def _job_arguments(operator: Any, context: Any) -> list[str]:
+    """The packaged job's arguments for this run: the copy bound and the manual Params."""
+    params = context.get("params") or {}
+    until, why = resolve_until(context)
+    operator.log.info("mirror %s: copying what lies below the source offsets of %s (%s)", operator.mirror, until, why)
+    # Always an absolute --config: with --py-files the job imports eosmirror from the zip,
+    # whose location says nothing about where the mirror definitions are.
+    config_file = str(Path(operator.config_path or config.default_config_path()).resolve())
+    follow_until, why = resolve_follow_until(config.load(config_file).get(operator.mirror), context)
+    operator.log.info("mirror %s: %s", operator.mirror, why)
+    return submit.job_arguments(operator.mirror, config_file, until=until, follow_until=follow_until,
+                                max_records_per_partition=params.get("max_records_per_partition"),
+                                topics=list(params.get("topics") or []) or None, dry_run=bool(params.get("dry_run")))
+
+
+def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> None:
+    """Run ``submit_job`` with the resolved cluster settings in a 0600 file named by an environment
+    variable of spark-submit (never its argv); the file is deleted afterwards."""
+    mirror = config.load(operator.config_path).get(operator.mirror)
+    env = {k: v for k, v in submit.process_env({}).items()
+           if k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "SPARK_LOCAL_IP")}
+    if operator.config_path:
+        env["EOSMIRROR_CONFIG"] = str(operator.config_path)
+    clusters = _resolved_clusters(mirror)
+    secrets_dir = tempfile.mkdtemp(prefix="eosmirror-clusters-") if clusters else None
+    try:
+        if secrets_dir:
+            env[connections.CLUSTERS_FILE_ENV] = str(connections.write_clusters_file(
+                Path(secrets_dir) / "clusters.json", clusters))
+        operator.env_vars = env
+        operator._hook = None   # the hook reads application_args/env_vars when it is built
+        submit_job(context)
+    finally:
+        if secrets_dir:
+            for name in os.listdir(secrets_dir):
+                os.unlink(os.path.join(secrets_dir, name))
+            os.rmdir(secrets_dir)
+
+
+def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
+    """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
+    in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
+    always. None: there is work, so Spark runs it."""
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver.run import run_in_process
+    from eosmirror.spark import job
+
+    args = job.parser().parse_args(operator.application_args)
+    mirror = config.load(args.config).get(args.mirror)
+    if not job.nothing_to_copy(mirror, args):
+        return None
+    operator.log.info("mirror %s: nothing to copy: the slots refresh their progress in this task, without Spark",
+                      operator.mirror)
+    try:
+        code, result = job.run(args.mirror, args, run_in_process)
+    except ConfigError as exc:
+        operator.log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    operator.log.info("%s", report.summary(result))
+    if code:
+        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.get('errors', []))}")
+    return result
+
+
+@functools.cache
+def operator_class() -> type:
+    """``MirrorSparkSubmitOperator``: built on first use so that importing eosmirror needs no Airflow."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    class MirrorSparkSubmitOperator(StopsAndFencesOnKill, SparkSubmitOperator):
+        """SparkSubmitOperator running one bounded eosmirror run of ``mirror``.
+
+        Builds the job arguments from the run (the copy bound, manual Params), ships the executor
+        code with ``--py-files`` for executors on other hosts, hands connection secrets to the job
+        in a 0600 file instead of the command line, and returns the job's run report (XCom).
+        """
+
+        ui_color = "#fde8c8"
+
+        def __init__(self, *, mirror: str, config_path: str | None = None, **kwargs: Any):
+            super().__init__(**kwargs)
+            self.mirror = mirror
+            self.config_path = config_path
+            self.run_report: dict[str, Any] | None = None
+
+        def _get_hook(self) -> Any:
+            """The provider's hook, reading the run report off spark-submit's output as it streams by."""
+            hook = super()._get_hook()
+            process = hook._process_spark_submit_log
+            hook._process_spark_submit_log = lambda itr: process(_capture_report(self, itr))
+            return hook
+
+        def execute(self, context: Any) -> dict[str, Any]:
+            self.run_report = None
+            self.application_args = _job_arguments(self, context)
+            here = _run_here_when_nothing_to_copy(self)
+            if here is not None:
+                return here
+            self.py_files = str(submit.package_zip())
+            try:
+                _submit_with_secrets_file(self, context, super().execute)
+            except Exception as exc:
+                if (self.run_report or {}).get("exit_code") == EXIT_CONFIG:   # exit 2: never retried
+                    raise fail_without_retry(RuntimeError(self.run_report.get("error", str(exc)))) from None
+                raise
+            if self.run_report is None:
+                raise RuntimeError(f"mirror {self.mirror}: the Spark job ended without printing its run report")
+            return self.run_report
+
+        def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+            """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
+            from eosmirror.airflow import lineage
+
+            report = self.run_report or {}
+            return lineage.operator_lineage(report, lineage.source_bootstrap(self.mirror, self.config_path),
+                                            report.get("target_bootstrap", ""))
+
+    return MirrorSparkSubmitOperator
