@@ -220,3 +220,29 @@ def test_the_run_report_says_per_partition_what_was_copied_and_what_is_left():
                                                                                           (1, 5, 5, 0, 0)]
     table = report.partitions_table(rows)
     assert "t[0] -> s.t" in table and "3..10" in table and "40..48" in table and "1.5 s" in table
+
+
+def test_copies_committed_after_the_target_end_was_read_are_reported_not_left_out():
+    from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
+    from eosmirror.driver import topics
+    from eosmirror.driver.verify import PartitionCheck, _report_committed_after, exit_code
+
+    pair = topics.TopicPair("orders", "orders", 1, "id")
+    early = OffsetSync("orders", 0, "orders", 0, 10, 0, ((0, 10),))
+    late = OffsetSync("orders", 0, "orders", 10, 20, 11, ((10, 10),))
+    # a partition whose every copy came after the end was read: it is reported, never silently left out
+    checks: dict = {("orders", 0): None}
+    _report_committed_after(checks, pair, 0, PartitionSyncs([early, late]), target_end=5)
+    assert checks[("orders", 0)].unchecked and "source offsets 0..19 were committed after" in checks[("orders", 0)].unchecked[0]
+    assert exit_code([checks[("orders", 0)]]) == 3
+    # a partition checked up to its settled part: the later part is named
+    checked = PartitionCheck("orders", "orders", 0, (0, 10), records=10)
+    checks = {("orders", 0): checked}
+    _report_committed_after(checks, pair, 0, PartitionSyncs([early, late]), target_end=11)
+    assert checked.unchecked == ["source offsets 10..19 were committed after verify read the target's end (11): not "
+                                 "checked (a run was committing; verify again once it has ended)"]
+    # everything settled: nothing to say
+    settled = PartitionCheck("orders", "orders", 0, (0, 20), records=20)
+    checks = {("orders", 0): settled}
+    _report_committed_after(checks, pair, 0, PartitionSyncs([early, late]), target_end=22)
+    assert settled.unchecked == [] and exit_code([settled]) == 0
