@@ -2,14 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import os
-import re
-import uuid
-from pathlib import Path
-
-import pytest
-
 # The suite keeps to itself: its own state folder (Airflow home, cluster registry, broker data)
 # and its own embedded clusters on their own ports, so it never writes into the demo's clusters
 # or its Airflow database, and runs whether or not the demo's clusters are up. Under pytest-xdist
@@ -21,6 +13,13 @@ import pytest
 # database and clusters, and one worker's session end would stop the brokers the other still uses.
 # EOSMIRROR_SOURCE_PORT / EOSMIRROR_TARGET_PORT, when given, are the base ports of worker gw0.
 import json  # noqa: E402
+import logging
+import os
+import re
+import uuid
+from pathlib import Path
+
+import pytest
 
 for _key, _original in json.loads(os.environ.pop("EOSMIRROR_TEST_RESTORE", "{}")).items():
     if _original is None:

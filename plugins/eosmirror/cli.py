@@ -20,32 +20,32 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
 
-from eosmirror import cliops
-from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EosMirrorError
+from eosmirror import cliops, driver
+from eosmirror.airflow import home, listen
+from eosmirror.core import report
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.driver import fencing, verify
+from eosmirror.driver.run import run_in_process
+from eosmirror.spark import job, submit
 
 
 def _tools(module: str):  # noqa: ANN202
     """A module of the development tools (local clusters, demo): in a checkout's dev environment only."""
-    import importlib
-
     try:
         return importlib.import_module(f"eosmirror_tools.{module}")
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("eosmirror_tools"):
             raise
-        from eosmirror.core.errors import ConfigError
-
         raise ConfigError("this command is a development tool (embedded clusters, demo): it needs a checkout of "
                           "eosmirror set up with `make setup` (the `eosmirror-tools` package of the dev group)") from None
 
 
 def _local(args: argparse.Namespace) -> int:
-    from eosmirror.airflow import listen
-
     listen.mode()   # `make airflow` runs `local up` first: a wrong EOSMIRROR_LISTEN must stop it before any broker
     cluster = _tools("local.cluster")
 
@@ -70,8 +70,6 @@ def _local(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from eosmirror.airflow import home
-
     runtime = _tools("local.runtime")
     lib = runtime.ensure_kafka_lib()
     print(f"kafka {runtime.kafka_version()} jars: {lib}")
@@ -83,10 +81,6 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from eosmirror import driver
-    from eosmirror.core import report
-    from eosmirror.spark import job
-
     mirror_run = driver.MirrorRun(cliops.load_mirror(args), job.options_from(args))
     prepared = mirror_run.prepare(plan_only=True)
     result = driver.build_report(prepared, [], mirror_run.source_label, mirror_run.target_label)
@@ -99,18 +93,12 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from eosmirror.spark import job, submit
-
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
     job.check_follow(mirror, job.options_from(args))
     following = args.follow_seconds is not None or bool(args.follow_until)
     if args.inprocess or args.dry_run or (not following and job.nothing_to_copy(mirror, args)):
-        from eosmirror.driver.run import run_in_process
-
         code, result = job.run(args.mirror, args, run_in_process)
         if result:
-            from eosmirror.core import report
-
             print(report.summary(result))
             if args.result_json:
                 report.write_json(result, args.result_json)
@@ -127,8 +115,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from eosmirror.driver import verify
-
     checks = verify.verify(cliops.load_mirror(args))
     print(verify.format_checks(checks))
     return verify.exit_code(checks)
@@ -151,8 +137,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _fence(args: argparse.Namespace) -> int:
-    from eosmirror.driver import fencing
-
     outcome = fencing.fence_mirror(cliops.load_mirror(args), all_generations=True)
     print(fencing.format_outcome(outcome))
     return EXIT_OK if outcome["unblocked"] else EXIT_FAILED
@@ -165,16 +149,12 @@ def _fence(args: argparse.Namespace) -> int:
 
 
 def _airflow(args: argparse.Namespace) -> int:
-    from eosmirror.airflow import home
-
     home.migrate()
     home.exec_airflow(args.args)
     return EXIT_OK  # not reached
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from eosmirror.airflow import listen
-
     listen.mode()   # refused before the demo starts its brokers
     return _tools("demo").main(records=args.records, master=args.master)
 
@@ -188,8 +168,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from eosmirror.spark import job
-
     parser = argparse.ArgumentParser(prog="eosmirror", description="Exactly-once Kafka mirror")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)

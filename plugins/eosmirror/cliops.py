@@ -8,26 +8,24 @@ import json
 import sys
 from typing import Any
 
-from eosmirror.core.errors import EXIT_FAILED, EXIT_OK
+from eosmirror.core import config, lagview, migration, mm2import, mm2props, naming, report
+from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
+from eosmirror.core.syncscan import Need
+from eosmirror.driver import groups, lag, migrate, takeover
+from eosmirror.kafka import connections, syncstore
+from eosmirror.kafka.cluster import cluster_label
+from eosmirror.kafka.lagstore import now_ms
 
 
 def load_mirror(args: argparse.Namespace):  # noqa: ANN202
-    from eosmirror.core import config
-
     return config.load(args.config).get(args.mirror)
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from eosmirror.kafka import connections, syncstore
-    from eosmirror.core import naming
-    from eosmirror.kafka.cluster import cluster_label
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
-
     mirror = load_mirror(args)
     conf = connections.resolve(mirror.target, "target")
     target_topic = naming.policy_of(mirror).target_topic(args.topic)
-    from eosmirror.core.syncscan import Need
 
     # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).
     needs = {(target_topic, args.partition): Need(source_offset=args.offset),
@@ -55,8 +53,6 @@ def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int
     """When a migration or reset set this partition's start (the one its offset map restarts at,
     ``first``: the last that moved progress back): the records below it were copied by the copier
     eosmirror took over from, or by this mirror before the reset; never a guessed number."""
-    from eosmirror.core import migration
-    from eosmirror.driver import migrate
 
     found = migration.last_change(migrate.history(mirror), target_topic, partition, new=first)
     if found is None:
@@ -73,16 +69,12 @@ def _before_take_over(mirror: Any, target_topic: str, partition: int, first: int
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from eosmirror.driver import takeover
-
     outcome = takeover.take_over(load_mirror(args), args.origin, dry_run=args.dry_run, mm2_stopped=args.mm2_stopped)
     print(json.dumps(outcome, indent=2) if args.json else takeover.format_outcome(outcome))
     return EXIT_OK
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from eosmirror.driver import takeover
-
     outcome = takeover.reset(load_mirror(args), args.to, dry_run=args.dry_run)
     print(json.dumps(outcome, indent=2) if args.json else takeover.format_outcome(outcome))
     return EXIT_OK
@@ -91,8 +83,6 @@ def _reset(args: argparse.Namespace) -> int:
 def _history(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from eosmirror.core import migration
-    from eosmirror.driver import migrate
 
     records = migrate.history(load_mirror(args))
     print(json.dumps([asdict(r) for r in records], indent=2) if args.json else migration.format_history(records))
@@ -102,7 +92,6 @@ def _history(args: argparse.Namespace) -> int:
 def _import_mm2(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from eosmirror.core import config, mm2import, mm2props
 
     # Bad input (unreadable, a flow MM2 itself could not run) raises ConfigError: exit 2, nothing written.
     imported = mm2import.translate(mm2props.read(args.properties), clusters=args.clusters)
@@ -126,7 +115,6 @@ def _write_whole(path: Any, text: str) -> None:
     import os
     import tempfile
 
-    from eosmirror.core.errors import ConfigError
 
     staging = None
     try:
@@ -148,9 +136,6 @@ def _yaml_document(text: str) -> Any:
 
 
 def _groups(args: argparse.Namespace) -> int:
-    from eosmirror.core import report
-    from eosmirror.driver import groups
-
     options = groups.GroupSyncOptions(direction=args.direction, dry_run=args.action == "plan" or args.dry_run,
                                       allow_rewind=True if args.allow_rewind else None,
                                       groups=tuple(args.groups or ()))
@@ -176,9 +161,6 @@ def _groups_command(sub: Any) -> None:
 
 def _lag(args: argparse.Namespace) -> int:
     """Exit 0 when no mirror alerts, 1 when one does (SLO breach, STALLED, STOPPED, ERROR)."""
-    from eosmirror.core import config, lagview
-    from eosmirror.driver import lag
-    from eosmirror.kafka.lagstore import now_ms
 
     mirrors = config.load(args.config)
     now = now_ms()

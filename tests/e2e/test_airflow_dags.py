@@ -13,7 +13,7 @@ import pytest
 from eosmirror.airflow import home
 from eosmirror.kafka import readers
 from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
-from tests.helpers import (cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values)
+from tests.helpers import cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
 
 pytestmark = pytest.mark.e2e
 

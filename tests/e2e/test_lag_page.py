@@ -17,10 +17,9 @@ ROUTES = ["/eosmirror/", "/eosmirror/mirror/x", "/eosmirror/api/lag", "/eosmirro
 
 @pytest.fixture(scope="module")
 def api():
-    from fastapi.testclient import TestClient
-
     from airflow.api_fastapi.app import create_app, get_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi.testclient import TestClient
 
     client = TestClient(create_app())
     token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))

@@ -8,8 +8,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosmirror.core import naming
 from eosmirror.spark import submit
-from tests.helpers import (cli, create_topic, faults_env, mirror, read_all, seed_sequence, values,
-                           write_mirror_file)
+from tests.helpers import cli, create_topic, faults_env, mirror, read_all, seed_sequence, values, write_mirror_file
 
 pytestmark = pytest.mark.e2e
 

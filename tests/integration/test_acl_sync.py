@@ -9,8 +9,15 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from eosmirror import driver
 from tests.integration.test_security import LITERAL, fresh_mirror, grant, least_privilege, run, secure_pair

@@ -144,7 +144,6 @@ def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, m
 def test_the_suite_runs_on_its_own_clusters_and_home_never_the_demos(clusters):
     from eosmirror import paths
     from eosmirror_tools.local.cluster import DEFAULT_PORTS
-
     from tests.conftest import TEST_HOME
 
     assert paths.home() == TEST_HOME

@@ -20,8 +20,13 @@ from eosmirror.core import groupsync
 from eosmirror.driver import groups
 from eosmirror_tools.local import runtime
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
-from tests.integration.test_group_failover import (PARTITIONS, consume_and_commit, content, group_offsets,
-                                                   seed_with_aborts)
+from tests.integration.test_group_failover import (
+    PARTITIONS,
+    consume_and_commit,
+    content,
+    group_offsets,
+    seed_with_aborts,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -12,12 +12,13 @@ import dataclasses
 import json
 import time
 
+import pytest
+
 from eosmirror.core import lag as core_lag
 from eosmirror.core import naming
 from eosmirror.driver import lag
 from eosmirror.kafka import lagstore
 from tests.helpers import cli, create_topic, mirror, producer, run, seed_sequence, write_mirror_file
-import pytest
 
 pytestmark = pytest.mark.integration
 

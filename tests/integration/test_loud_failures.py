@@ -10,8 +10,18 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 from eosmirror.core import planning
 from eosmirror.driver import verify
-from tests.helpers import (cli, create_topic, mirror, producer, read_all, run, seed_sequence,
-                           transactional_batches, values, write_mirror_file)
+from tests.helpers import (
+    cli,
+    create_topic,
+    mirror,
+    producer,
+    read_all,
+    run,
+    seed_sequence,
+    transactional_batches,
+    values,
+    write_mirror_file,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -4,11 +4,10 @@ prove."""
 
 from __future__ import annotations
 
-
+import pytest
 
 from eosmirror.core import config, mm2import
 from tests import helpers
-import pytest
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +59,6 @@ def home_made_copy(source_conf, target_conf, topic, upto):
 
 def audit_records(target_conf, m):
     from eosmirror.core import migration, naming
-
     from eosmirror.kafka import readers
 
     return [r for r in readers.read_all(target_conf, naming.state_topic(m.name), 0, "target", missing_ok=True)

@@ -14,9 +14,10 @@ import threading
 import time
 import uuid
 
+import pytest
+
 from eosmirror.kafka.retry import wait_until
 from tests import helpers
-import pytest
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,19 @@ import time
 import pytest
 
 from eosmirror.core import naming
-from eosmirror.kafka import readers, syncstore
 from eosmirror.driver.verify import check_partition
-from tests.helpers import (create_topic, mirror, producer, progress_of, read_all, run, seed_sequence,
-                           transactional_batches, values)
+from eosmirror.kafka import readers, syncstore
+from tests.helpers import (
+    create_topic,
+    mirror,
+    producer,
+    progress_of,
+    read_all,
+    run,
+    seed_sequence,
+    transactional_batches,
+    values,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,21 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from eosmirror.core import naming
-from eosmirror.kafka import readers, state
 from eosmirror.core.errors import DataLossError, TargetMismatchError
-from tests.helpers import (cli, create_topic, faults_env, mirror, producer, progress_of, read_all, run,
-                           seed_sequence, values, write_mirror_file)
+from eosmirror.kafka import readers, state
+from tests.helpers import (
+    cli,
+    create_topic,
+    faults_env,
+    mirror,
+    producer,
+    progress_of,
+    read_all,
+    run,
+    seed_sequence,
+    values,
+    write_mirror_file,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -12,13 +12,21 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   NewTopic, ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
-from eosmirror.core import config
 from eosmirror import driver
-from eosmirror.kafka import progress, readers
+from eosmirror.core import config
 from eosmirror.core.errors import EosMirrorError
+from eosmirror.kafka import progress, readers
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, mirrors_file
 

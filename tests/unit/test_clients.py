@@ -1,7 +1,7 @@
 import pytest
 
-from eosmirror.kafka import clients
 from eosmirror.core.errors import ConfigError
+from eosmirror.kafka import clients
 
 
 def test_source_consumer_forces_exactly_once_settings():

@@ -118,3 +118,21 @@ def test_no_shipped_module_is_over_400_lines():
     long = [f"{p.relative_to(PACKAGE)} ({n} lines)" for p in modules()
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
     assert long == [], f"modules over {MAX_MODULE_LINES} lines (split them by idea): {long}"
+
+
+MAX_OWN_IMPORTS_IN_FUNCTIONS = 15
+
+
+def test_own_modules_are_imported_at_module_top():
+    """eosmirror's own modules are imported at the top, where a reader sees what a module depends on; the few
+    left inside functions break a real cycle or a layering rule (core must not import the edges), each says so."""
+    inside = []
+    for path in modules():
+        tree = ast.parse(path.read_text())
+        for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eosmirror") or \
+                        isinstance(node, ast.Import) and any(a.name.startswith("eosmirror") for a in node.names):
+                    inside.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    inside = sorted(set(inside))
+    assert len(inside) <= MAX_OWN_IMPORTS_IN_FUNCTIONS, f"{len(inside)} in-function own imports: {inside}"

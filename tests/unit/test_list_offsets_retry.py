@@ -6,8 +6,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import OffsetSpec
 
-from eosmirror.kafka import offsets
 from eosmirror.core.errors import EosMirrorError
+from eosmirror.kafka import offsets
 
 
 def _done(answer):

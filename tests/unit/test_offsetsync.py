@@ -2,8 +2,14 @@ import random
 
 import pytest
 
-from eosmirror.core.offsetsync import (OffsetSync, PartitionSyncs, RunBuilder, TranslationError, group_by_partition,
-                                  split)
+from eosmirror.core.offsetsync import (
+    OffsetSync,
+    PartitionSyncs,
+    RunBuilder,
+    TranslationError,
+    group_by_partition,
+    split,
+)
 
 
 def test_run_builder_merges_consecutive_offsets():

@@ -12,15 +12,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from eosmirror.airflow import home
-from eosmirror.core import config
-from eosmirror_tools import demo_data
 from eosmirror import paths
-from eosmirror.kafka import readers
-from eosmirror.driver import verify
+from eosmirror.airflow import home
 from eosmirror.airflow.dags import mirror_dag_id
+from eosmirror.core import config
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK
 from eosmirror.core.report import write_json
+from eosmirror.driver import verify
+from eosmirror.kafka import readers
+from eosmirror_tools import demo_data
 from eosmirror_tools.local import cluster
 
 MIRROR = "demo"

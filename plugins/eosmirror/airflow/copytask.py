@@ -17,11 +17,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from eosmirror.airflow import lineage
 from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
 from eosmirror.core import config, report
-from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.core.errors import EXIT_CONFIG, ConfigError
+from eosmirror.driver import fencing
+from eosmirror.driver.run import run_in_process
 from eosmirror.kafka import connections
-from eosmirror.spark import submit
+from eosmirror.spark import job, submit
 
 
 def _resolved_clusters(mirror: config.MirrorConfig) -> dict[str, dict[str, Any]]:
@@ -83,8 +86,6 @@ def stop_copy(operator: Any, provider_on_kill: Callable[[], None]) -> None:
                     getattr(process, "pid", "not started"), time.monotonic() - started)
 
     def fence() -> None:
-        from eosmirror.driver import fencing
-
         mirror = config.load(operator.config_path).get(operator.mirror)
         outcome = fencing.fence_mirror(
             mirror, all_generations=False, settle_seconds=ON_KILL_FENCE_SECONDS / 2, timeout=ON_KILL_FENCE_SECONDS / 2,
@@ -159,9 +160,6 @@ def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
     """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
     in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
     always. None: there is work, so Spark runs it."""
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver.run import run_in_process
-    from eosmirror.spark import job
 
     args = job.parser().parse_args(operator.application_args)
     mirror = config.load(args.config).get(args.mirror)
@@ -227,7 +225,6 @@ def operator_class() -> type:
 
         def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
             """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
-            from eosmirror.airflow import lineage
 
             report = self.run_report or {}
             return lineage.operator_lineage(report, lineage.source_bootstrap(self.mirror, self.config_path),

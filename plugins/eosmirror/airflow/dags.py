@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from eosmirror.airflow import copytask, grouptasks, lagtasks, tasks
+from eosmirror.airflow.compat import cron_data_interval_timetable
 from eosmirror.core import config
 from eosmirror.spark import submit
 
@@ -54,8 +56,6 @@ Retrying any task is safe: every slot fences older attempts and re-reads its com
 def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, AssetAlias, Param, task
 
-    from eosmirror.airflow import copytask, tasks
-    from eosmirror.airflow.compat import cron_data_interval_timetable
 
     schedule = cron_data_interval_timetable(m.airflow.schedule) if m.airflow.schedule else None
     params = {
@@ -98,7 +98,6 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
 def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    from eosmirror.airflow import tasks
 
     names = mirrors.names()
     mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
@@ -151,7 +150,6 @@ The task log holds one table per group; XCom the whole report.
 def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param
 
-    from eosmirror.airflow import grouptasks
 
     g = m.groups
     params = {
@@ -195,8 +193,6 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 
     from airflow.sdk import DAG, Param, task
 
-    from eosmirror.airflow import lagtasks
-    from eosmirror.airflow.compat import cron_data_interval_timetable
 
     names = mirrors.names()
     cron = mirrors.mirrors[0].lag.schedule if mirrors.mirrors else config.LagSettings().schedule
@@ -219,7 +215,6 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    from eosmirror.airflow import tasks
 
     names = mirrors.names()
     mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names

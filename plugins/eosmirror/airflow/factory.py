@@ -15,11 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from eosmirror.airflow.dags import build_all
+
 
 def mirror_dags(mirrors_file: str | os.PathLike[str]) -> dict[str, Any]:
     """``{dag_id: DAG}`` for ``mirrors_file``. The path is made absolute here: tasks read it again on
     workers, whose working directory is not the DAG processor's."""
-    from eosmirror.airflow.dags import build_all
 
     if not mirrors_file:
         raise ValueError("mirror_dags needs the path of a mirrors file (e.g. mirror_dags('/etc/eosmirror/mirrors.yaml'))")

@@ -14,7 +14,12 @@ import functools
 import logging
 from typing import Any
 
+from eosmirror.airflow import lineage
+from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config, groupsync, report
+from eosmirror.core.errors import EXIT_GROUPS_LEFT, ConfigError, EosMirrorError
+from eosmirror.driver import groups
+from eosmirror.driver.groups import GroupSyncOptions
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +28,6 @@ GROUP_PARAMS = ("direction", "dry_run", "allow_rewind", "groups")
 
 def group_options(mirror: config.MirrorConfig, context: dict[str, Any]) -> Any:
     """The run's options from its Params; a conf key that is no Param is refused by name."""
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver.groups import GroupSyncOptions
 
     dag_run = context.get("dag_run")
     unknown = sorted(set(getattr(dag_run, "conf", None) or {}) - set(GROUP_PARAMS))
@@ -44,9 +47,6 @@ def group_options(mirror: config.MirrorConfig, context: dict[str, Any]) -> Any:
 
 def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
     """Plan and (unless a dry run) write; the report is the return value (XCom)."""
-    from eosmirror.airflow.tasks import fail_without_retry
-    from eosmirror.core.errors import EXIT_GROUPS_LEFT, ConfigError, EosMirrorError
-    from eosmirror.driver import groups
 
     try:
         mirror = config.load(config_path).get(mirror_name)
@@ -94,7 +94,6 @@ def operator_class() -> type:
 
         def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
             """OpenLineage (with the provider installed): topics whose offsets were read in, written out."""
-            from eosmirror.airflow import lineage
 
             return lineage.group_lineage(self.report, self.mirror, self.config_path)
 

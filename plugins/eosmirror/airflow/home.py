@@ -16,7 +16,6 @@ from pathlib import Path
 from eosmirror import paths
 from eosmirror.airflow import listen
 
-
 # SQLite allows one writer at a time; pysqlite gives up on a locked database after 5 s. With the
 # scheduler, DAG processor, API server and a CLI call writing at once on a busy 2-core machine, 5 s
 # is not enough for a waiting writer, so wait up to 60 s. (A transaction that read and then must

@@ -14,28 +14,26 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from eosmirror.airflow import lagrender
+from eosmirror.airflow.dags import LAG_DAG_ID
+from eosmirror.core import config, lagview
+from eosmirror.core.errors import ConfigError
+from eosmirror.driver import lag
+from eosmirror.kafka.lagstore import now_ms
+
 URL_PREFIX = "/eosmirror"
 
 
 def _statuses(mirror: str | None = None) -> tuple[list[Any], int]:
-    from eosmirror.core import config
-    from eosmirror.driver import lag
-    from eosmirror.kafka.lagstore import now_ms
-
     now = now_ms()
     return lag.report_all(config.load(), mirror, now_ms=now), now
 
 
 def create_app() -> Any:
+    from airflow.api_fastapi.core_api.security import requires_access_dag
     from fastapi import Depends, FastAPI, HTTPException
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-    from airflow.api_fastapi.core_api.security import requires_access_dag
-
-    from eosmirror.airflow import lagrender
-    from eosmirror.airflow.dags import LAG_DAG_ID
-    from eosmirror.core import config, lagview
-    from eosmirror.core.errors import ConfigError
 
     app = FastAPI(title="eosmirror lag", dependencies=[Depends(requires_access_dag("GET", param_dag_id=LAG_DAG_ID))])
 
@@ -52,8 +50,6 @@ def create_app() -> Any:
 
     @app.get("/mirror/{name}", response_class=HTMLResponse)
     def mirror_page(name: str, range: str = "24h") -> str:  # noqa: A002 - the query parameter's name
-        from eosmirror.driver import lag
-
         known(name)
         window = range if range in lagrender.RANGES else "24h"
         (status,), now = _statuses(name)

@@ -12,6 +12,13 @@ import importlib
 import logging
 from typing import Any, Callable
 
+from eosmirror.airflow.compat import fail_exception
+from eosmirror.airflow.tasks import fail_without_retry
+from eosmirror.core import config, lagview
+from eosmirror.core.errors import ConfigError
+from eosmirror.driver import lag
+from eosmirror.kafka.lagstore import now_ms
+
 log = logging.getLogger(__name__)
 
 
@@ -45,12 +52,6 @@ def call_hooks(mirrors: Any, alerting: list[dict[str, Any]]) -> list[str]:
 
 def evaluate(mirror: str, config_path: str | None = None) -> dict[str, Any]:
     """Sample every mirror (or ``mirror``), record the samples, evaluate; fail on an alert."""
-    from eosmirror.airflow.compat import fail_exception
-    from eosmirror.airflow.tasks import fail_without_retry
-    from eosmirror.core import config, lagview
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver import lag
-    from eosmirror.kafka.lagstore import now_ms
 
     try:
         mirrors = config.load(config_path)

@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from eosmirror.core import config
+from eosmirror.kafka import connections
+
 log = logging.getLogger(__name__)
 
 
@@ -59,8 +62,6 @@ def group_datasets(report: dict[str, Any], read_bootstrap: str, written_bootstra
 def bootstraps(mirror: str, config_path: str | None) -> tuple[str, str]:
     """The mirror's source and target ``bootstrap.servers``; only this key leaves the resolved settings,
     which hold secrets."""
-    from eosmirror.core import config
-    from eosmirror.kafka import connections
 
     m = config.load(config_path).get(mirror)
     return tuple(str(connections.resolve(ref, f"mirror {mirror}: {side}").get("bootstrap.servers", ""))

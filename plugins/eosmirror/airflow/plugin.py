@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from eosmirror.airflow.lagpage import LAG_APP, URL_PREFIX
+
 
 @functools.cache
 def plugin_class() -> type:
     from airflow.plugins_manager import AirflowPlugin
 
-    from eosmirror.airflow.lagpage import LAG_APP, URL_PREFIX
 
     class EosMirrorPlugin(AirflowPlugin):
         name = "eosmirror"

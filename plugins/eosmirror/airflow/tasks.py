@@ -21,7 +21,13 @@ import datetime as dt
 import logging
 from typing import Any
 
+from eosmirror.airflow.compat import fail_exception
 from eosmirror.core import config, report
+from eosmirror.core.errors import ConfigError
+from eosmirror.driver import fencing, takeover
+from eosmirror.driver.migrate import RefusedError
+from eosmirror.driver.run import MirrorRun, RunOptions
+from eosmirror.spark.job import parse_timestamp
 
 MIGRATE_DAG_ID = "eosmirror_migrate"
 log = logging.getLogger(__name__)
@@ -39,8 +45,6 @@ def resolve_until(context: dict[str, Any]) -> tuple[str, str]:
     """(until as ISO-8601, why) for this run."""
     params = context.get("params") or {}
     if params.get("until"):
-        from eosmirror.spark.job import parse_timestamp
-
         return parse_timestamp(str(params["until"])).isoformat(), "the run's `until` parameter"
     end = context.get("data_interval_end")
     if _run_type(context) in SCHEDULED_RUN_TYPES and end is not None:
@@ -81,9 +85,6 @@ def run_options(context: dict[str, Any]) -> Any:
     A key of the run's conf that is no Param is refused by name (a misspelt `max_records` must not
     silently mean "no limit").
     """
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver.run import RunOptions
-    from eosmirror.spark.job import parse_timestamp
 
     dag_run = context.get("dag_run")
     unknown = sorted(set(getattr(dag_run, "conf", None) or {}) - set(RUN_PARAMS))
@@ -98,7 +99,6 @@ def run_options(context: dict[str, Any]) -> Any:
 
 def fail_without_retry(exc: Exception) -> Exception:
     """A configuration or Param error is not transient: fail the task now, never retry it."""
-    from eosmirror.airflow.compat import fail_exception
 
     return fail_exception()(f"{type(exc).__name__}: {exc}")
 
@@ -110,8 +110,6 @@ def preflight(mirror_name: str, config_path: str | None = None, context: dict[st
     Bad configuration or Params fail here at once, without retries, with the message the CLI prints;
     unreachable clusters and other transient faults keep the task's retries.
     """
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver.run import MirrorRun
 
     try:
         mirror = config.load(config_path).get(mirror_name)
@@ -184,8 +182,6 @@ def asset_alias(mirror_name: str) -> str:
 
 
 def fence(mirror_name: str, all_generations: bool, config_path: str | None = None) -> dict[str, Any]:
-    from eosmirror.driver import fencing
-
     mirror = config.load(config_path).get(mirror_name)
     outcome = fencing.fence_mirror(mirror, all_generations=all_generations)
     log.info("%s", fencing.format_outcome(outcome))
@@ -198,9 +194,6 @@ def migrate(mirror_name: str, origin: str, dry_run: bool, config_path: str | Non
             context: dict[str, Any] | None = None) -> dict[str, Any]:
     """The eosmirror_migrate DAG's task: a refusal or a bad Param fails at once and is never retried
     (nothing was written; retrying would not change the answer)."""
-    from eosmirror.core.errors import ConfigError
-    from eosmirror.driver import takeover
-    from eosmirror.driver.migrate import RefusedError
 
     context = context or {}
     who = f"airflow:{MIGRATE_DAG_ID}/{context.get('run_id') or '?'}"

@@ -34,6 +34,8 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from eosmirror.core.config import CRON_PRESETS
+
 OK, LAGGING, STALLED, STOPPED, ERROR = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR"
 SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
 ALERTING = (STALLED, STOPPED, ERROR)
@@ -337,7 +339,6 @@ def schedule_interval_ms(cron: str | None) -> int | None:
 
     from croniter import croniter
 
-    from eosmirror.core.config import CRON_PRESETS
 
     it = croniter(CRON_PRESETS.get(cron.strip(), cron), dt.datetime(2026, 1, 5))
     times = [it.get_next(dt.datetime) for _ in range(60)]

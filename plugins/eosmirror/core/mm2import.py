@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eosmirror.core import mm2props
+from eosmirror.core.config import DEFAULT_SYNC_TOPIC_CONFIGS
 from eosmirror.core.errors import ConfigError
 from eosmirror.core.secrets import shown
 
@@ -208,7 +209,7 @@ def naming_fields(props: _Props, source: str, target: str) -> dict[str, Any]:
 
 def config_sync_fields(props: _Props, source: str, target: str, default_configs: tuple[str, ...],
                        out: Imported) -> dict[str, Any]:
-    from eosmirror.core import mm2select
+    from eosmirror.core import mm2select  # here: mm2select builds on this module's types (a cycle)
 
     fields: dict[str, Any] = {}
     enabled = props.flow(source, target, "sync.topic.configs.enabled", "true")
@@ -234,7 +235,7 @@ def mirror_name(source: str, target: str) -> str:
 
 def translate_flow(props: _Props, source: str, target: str, clusters: str,
                    default_configs: tuple[str, ...], out: Imported) -> dict[str, Any]:
-    from eosmirror.core import mm2select
+    from eosmirror.core import mm2select  # here: mm2select builds on this module's types (a cycle)
 
     name = mirror_name(source, target)
     mirror: dict[str, Any] = {"name": name, "source": cluster_ref(source, props, clusters, out),
@@ -254,8 +255,6 @@ def translate(source: mm2props.Properties | bytes | str, clusters: str = "inline
     """The mirrors an mm2.properties describes. ``clusters``: ``inline`` or ``connection``.
     ConfigError (every problem, each with its key and line) when MM2 itself could not run the file."""
     if default_configs is None:
-        from eosmirror.core.config import DEFAULT_SYNC_TOPIC_CONFIGS
-
         default_configs = DEFAULT_SYNC_TOPIC_CONFIGS
     if not isinstance(source, mm2props.Properties):
         source = mm2props.parse(source)

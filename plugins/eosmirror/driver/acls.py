@@ -58,8 +58,13 @@ def permission_problems(source: Cluster, target: Cluster) -> list[str]:
 
 
 def _source_acls(source: Cluster) -> list[aclsync.TopicAcl]:
-    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
-                                       ResourceType)
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     every_topic_acl = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
                                        AclOperation.ANY, AclPermissionType.ANY)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from eosmirror.kafka import clients, connections, state, syncstore
 from eosmirror.core import naming
-from eosmirror.kafka import offsets
 from eosmirror.core.config import MirrorConfig
+from eosmirror.kafka import clients, connections, offsets, state, syncstore
 from eosmirror.kafka.cluster import cluster_label
 
 

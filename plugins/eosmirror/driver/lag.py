@@ -11,13 +11,15 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eosmirror.core import lag
+from eosmirror.core import groupsync, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile
 from eosmirror.core.errors import EosMirrorError
+from eosmirror.driver import topics
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
+from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import lagstore, progress, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
 
 log = logging.getLogger(__name__)
 PARALLEL_MIRRORS = 8
@@ -81,8 +83,6 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> t
 
     from confluent_kafka.admin import OffsetSpec
 
-    from eosmirror.core import groupsync
-    from eosmirror.kafka import groups as kafka_groups
 
     if mirror.groups is None:
         return (), None
@@ -108,7 +108,6 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     now, and (``record``) append the sample to the lag topic. ``now_ms`` is injectable for tests."""
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     clusters = clusters or Clusters.of(mirror)
-    from eosmirror.driver import topics
 
     policy = policy_of(mirror)
     pairs = topics.resolve(mirror, clusters.source)

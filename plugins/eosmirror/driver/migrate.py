@@ -35,6 +35,7 @@ from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
 from eosmirror.driver.run import MirrorRun
 from eosmirror.kafka import calls, clients, progress, readers, state
+from eosmirror.kafka.offsets import list_offsets
 
 CHECK_WINDOW_SECONDS = 3.0
 
@@ -83,7 +84,6 @@ class Migration:
     def source_offsets(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         from confluent_kafka.admin import OffsetSpec
 
-        from eosmirror.kafka.offsets import list_offsets
 
         admin, label = self.source.admin, self.source.label
         low = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in self.source_tps}, label)
@@ -93,7 +93,6 @@ class Migration:
     def look(self, origin_reader: Any) -> Look:
         from confluent_kafka.admin import OffsetSpec
 
-        from eosmirror.kafka.offsets import list_offsets
 
         present = [tp for tp in self.target_of.values() if tp[0] in self.existing]
         specs = {tp: OffsetSpec.latest() for tp in present}

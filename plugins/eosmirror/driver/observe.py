@@ -15,13 +15,13 @@ import datetime as dt
 import logging
 from typing import Any
 
-from eosmirror.kafka import progress, syncstore
-from eosmirror.kafka.offsets import list_offsets
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import DataLossError, ProgressUnavailableError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
+from eosmirror.kafka import progress, syncstore
+from eosmirror.kafka.offsets import list_offsets
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.kafka import state
-from eosmirror.kafka.cluster import Cluster
 from eosmirror.core import generation, naming, planning
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.errors import EosMirrorError
+from eosmirror.core.planning import SlotPlan
 from eosmirror.core.steptimes import StepTimes, process_age
 from eosmirror.driver import observe, permissions, topics
-from eosmirror.core.config import MirrorConfig
-from eosmirror.core.planning import SlotPlan
+from eosmirror.kafka import state, syncstore
+from eosmirror.kafka.cluster import Cluster
+from eosmirror.slot.copier import run_slot
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
 
 log = logging.getLogger(__name__)
@@ -167,8 +169,6 @@ class MirrorRun:
     def refresh_sync_snapshot(self) -> None:
         """Fold this run's offset syncs into the snapshot (a cache: a failure costs later readers a longer
         read, never exactness, so it is logged as an error and the run's outcome stands)."""
-        from eosmirror.core.errors import EosMirrorError
-        from eosmirror.kafka import syncstore
 
         try:
             syncstore.refresh_snapshot(self.target.settings, self.mirror.name, self.target.label,
@@ -235,7 +235,6 @@ def run_in_process(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     """Runner without Spark: slots in threads of this process (tests, and `--runner inprocess`)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from eosmirror.slot.copier import run_slot
 
     if not tasks:
         return []

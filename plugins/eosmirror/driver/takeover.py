@@ -10,6 +10,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.driver.migrate import CHECK_WINDOW_SECONDS, Migration, RefusedError
 from eosmirror.kafka import readers
+from eosmirror.kafka.offsets import list_offsets
 
 
 def _outcome(mig: Migration, action: str, origin: str, changes: list[PartitionChange], dry_run: bool,
@@ -67,7 +68,6 @@ def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], check
     matching them record by record (key, value, headers) to consecutive committed source records."""
     from confluent_kafka.admin import OffsetSpec
 
-    from eosmirror.kafka.offsets import list_offsets
 
     (source_topic, p), (target_topic, _) = source_tp, mig.target_of[source_tp]
     where = f"{source_topic}[{p}] -> {target_topic}[{p}]"

@@ -12,13 +12,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosmirror.core import naming
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.errors import ClusterUnreachableError, ConfigError, TargetMismatchError
 from eosmirror.driver import acls
 from eosmirror.kafka import calls
 from eosmirror.kafka.cluster import Cluster
-from eosmirror.kafka.retry import wait_until
-from eosmirror.core import naming
-from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import ConfigError, TargetMismatchError
+from eosmirror.kafka.retry import retry_until, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,6 @@ def list_topic_names(cluster: Cluster) -> list[str]:
     """The cluster's topic names; the first call of a run, so it also proves the cluster answers."""
     import time
 
-    from eosmirror.core.errors import ClusterUnreachableError
-    from eosmirror.kafka.retry import retry_until
 
     # Asked in slices of FIRST_CONTACT_SLICE seconds: after each, calls.call looks at the client's
     # error events, so a refused login fails within seconds ("authentication failed", not retried),

@@ -27,15 +27,14 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.kafka import readers, state, syncstore
-from eosmirror.kafka.offsets import list_offsets
-from eosmirror.driver import topics
 from eosmirror.core import migration
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.driver import topics
+from eosmirror.kafka import readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
-
+from eosmirror.kafka.offsets import list_offsets
 
 MAX_LISTED = 20        # foreign offsets named per partition (the count is always exact)
 
@@ -273,7 +272,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
 
     def check_all(batch: list[tuple[topics.TopicPair, int]], history: dict[tuple[str, int], PartitionSyncs],
                   ) -> dict[tuple[str, int], PartitionCheck | None]:
-        from eosmirror.driver import verifybatch
+        from eosmirror.driver import verifybatch  # here: verifybatch builds on this module's checks (a cycle)
 
         jobs = []
         for pair, k in batch:

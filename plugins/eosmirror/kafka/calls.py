@@ -10,9 +10,14 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any, Callable
 
+from eosmirror.core.errors import (
+    AuthorizationError,
+    ClusterUnreachableError,
+    EosMirrorError,
+    OversizeRecordError,
+    TargetMismatchError,
+)
 from eosmirror.kafka import clients
-from eosmirror.core.errors import (AuthorizationError, ClusterUnreachableError, EosMirrorError,
-                              OversizeRecordError, TargetMismatchError)
 
 DEFAULT_TIMEOUT = 30.0
 

@@ -113,7 +113,7 @@ def resolve(ref: ClusterRef, where: str) -> dict[str, Any]:
 
 
 def local_clusters_file() -> Path:
-    from eosmirror import paths
+    from eosmirror import paths  # here: eosmirror.paths is not in the executors' zip, only loaders need it
 
     return paths.home() / "local" / "clusters.json"
 

@@ -14,7 +14,7 @@ import logging
 from typing import Any, Iterable
 
 from eosmirror.core.checkpoints import Checkpoint
-from eosmirror.core.errors import EosMirrorError
+from eosmirror.core.errors import EosMirrorError, ProgressUnavailableError
 from eosmirror.kafka import calls, clients, progress
 from eosmirror.kafka.cluster import Cluster
 
@@ -59,7 +59,6 @@ def group_states(cluster: Cluster, groups: Iterable[str]) -> dict[str, str]:
 def committed(cluster: Cluster, group: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """The group's committed offsets of ``partitions`` (absent: none), waiting out a pending
     transactional commit (require_stable) so that a half-written sync is never read."""
-    from eosmirror.core.errors import ProgressUnavailableError
 
     try:
         found = progress.read(cluster.settings, list(partitions), cluster.label, group, stable=True)

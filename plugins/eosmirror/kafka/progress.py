@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from eosmirror.kafka import calls
+from eosmirror.core.errors import AuthorizationError, ProgressUnavailableError
+from eosmirror.kafka import calls, clients
 from eosmirror.kafka.retry import retry_until
-from eosmirror.core.errors import ProgressUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     """
     from confluent_kafka import TopicPartition
 
-    from eosmirror.kafka import clients
 
     wanted = [TopicPartition(t, p) for t, p in partitions]
     if not wanted:
@@ -146,7 +145,6 @@ def _raise_group_error(reader: Any, cluster: str, group: str, needs: str) -> Non
     """A consumer whose group is not authorized keeps retrying committed() until it times out; its
     coordinator lookup reports the cause as an event, which poll() of the (never assigned) reader
     returns. Fail at once with it."""
-    from eosmirror.core.errors import AuthorizationError
 
     event = reader.poll(0.2)
     err = event.error() if event is not None else None
@@ -163,7 +161,6 @@ def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int]
     (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)"""
     from confluent_kafka import TopicPartition
 
-    from eosmirror.kafka import clients
 
     if not offsets:
         return None

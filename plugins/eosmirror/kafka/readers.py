@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
+from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.retry import retry_until
 
@@ -105,7 +106,6 @@ def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, rea
              client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
              group_id: str | None = None) -> list[Record]:
     """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
-    from eosmirror.core.errors import TargetMismatchError
 
     try:
         low, high = watermarks(conf, topic, partition, cluster, read_committed, client_id, group_id)

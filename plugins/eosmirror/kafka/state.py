@@ -11,10 +11,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from eosmirror.kafka import calls, clients, readers
 from eosmirror.core import naming
 from eosmirror.core.errors import FencedError
 from eosmirror.core.generation import STATE_KEY, Generation, ids_to_fence, next_generation
+from eosmirror.core.migration import AuditRecord, is_audit_key
+from eosmirror.kafka import calls, clients, readers
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,6 @@ def read_generation(target_conf: dict[str, Any], mirror: str, cluster: str, grou
 
 def read_audit(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> list[Any]:
     """The mirror's audit records (migrations and resets, ``core/migration.py``), oldest first."""
-    from eosmirror.core.migration import AuditRecord, is_audit_key
 
     records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster,
                                client_id=f"eosmirror-{mirror}-audit-reader", missing_ok=True, group_id=group)

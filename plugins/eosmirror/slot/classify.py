@@ -17,8 +17,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from eosmirror.core.errors import (AuthorizationError, DataLossError, EosMirrorError, FencedError,
-                                   OversizeRecordError)
+from eosmirror.core.errors import AuthorizationError, DataLossError, EosMirrorError, FencedError, OversizeRecordError
 from eosmirror.kafka import calls
 from eosmirror.slot.slotstate import PartitionCopy, SlotTask
 

@@ -53,12 +53,12 @@ from dataclasses import asdict
 from typing import Any
 
 import eosmirror
-from eosmirror.kafka import calls
 from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailableError, TargetMismatchError
+from eosmirror.kafka import calls
+from eosmirror.slot import follow, lifeline
 from eosmirror.slot.atleastonce import AtLeastOnce
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
-from eosmirror.slot import follow, lifeline
 from eosmirror.slot.recordloop import RecordLoop
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
 from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask

@@ -12,8 +12,12 @@ import logging
 import sys
 from typing import Any
 
+from eosmirror.core import config
 from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.driver.lag import record_run
+from eosmirror.driver.run import MirrorRun, RunOptions, run_in_process
+from eosmirror.spark.runner import run_on_spark
 
 log = logging.getLogger("eosmirror.spark.job")
 
@@ -41,8 +45,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> Any:
-    from eosmirror.driver.run import RunOptions
-
     for name in ("max_records_per_partition", "max_bytes_per_slot"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -77,11 +79,6 @@ def check_follow(mirror: Any, options: Any) -> None:
 
 
 def run(mirror_name: str, args: argparse.Namespace, runner: Any) -> tuple[int, dict[str, Any] | None]:
-    from eosmirror.core import config
-    from eosmirror.driver.run import MirrorRun
-
-    from eosmirror.driver.lag import record_run
-
     mirror = config.load(args.config).get(mirror_name)
     options = options_from(args)
     check_follow(mirror, options)
@@ -106,7 +103,6 @@ def nothing_to_copy(mirror: Any, args: argparse.Namespace) -> bool:
     The run that follows plans again; whatever arrived in between is copied by slots in the caller's
     process. A plan that fails says True: the run in the caller's process meets the same error at once
     and records it for the lag reports."""
-    from eosmirror.driver.run import MirrorRun
 
     if follow_until(args) is not None:
         return False
@@ -133,10 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    if args.runner == "spark":
-        from eosmirror.spark.runner import run_on_spark as runner
-    else:
-        from eosmirror.driver.run import run_in_process as runner
+    runner = run_on_spark if args.runner == "spark" else run_in_process
     result: dict[str, Any] | None = None
     try:
         code, result = run(args.mirror, args, runner)

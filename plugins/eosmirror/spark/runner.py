@@ -13,6 +13,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eosmirror.driver.run import run_in_process
+from eosmirror.slot.copier import run_slot
 from eosmirror.slot.slotstate import SlotTask
 
 log = logging.getLogger(__name__)
@@ -20,8 +22,6 @@ log = logging.getLogger(__name__)
 
 def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
     # On the executor, run_slot arms the slot's lifeline (abort + exit once this run's JVM is gone).
-    from eosmirror.slot.copier import run_slot
-
     pending = sum(max(0, p.end - p.start) for p in task.partitions)
     sc.setJobGroup(f"eosmirror-{task.mirror}-slot-{task.slot}",
                    f"eosmirror {task.mirror}: slot {task.slot} of {total_slots}, {len(task.partitions)} "
@@ -46,8 +46,6 @@ def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     if not tasks:
         return []
     if not any(p.end > p.start for t in tasks for p in t.partitions):
-        from eosmirror.driver.run import run_in_process
-
         log.info("nothing to copy: %d slot(s) refresh their progress on the driver, without Spark executors",
                  len(tasks))
         return run_in_process(tasks)

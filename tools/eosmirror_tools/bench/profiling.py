@@ -43,8 +43,8 @@ def _self_time_by_function(root: Any, top: int = 15) -> list[dict[str, Any]]:
 def profile_copy(ctx: Context, records: int) -> dict[str, Any]:
     from pyinstrument import Profiler
 
-    from eosmirror.core import config
     from eosmirror import driver
+    from eosmirror.core import config
     from eosmirror.slot.copier import run_slot
 
     size = SizeClass("200B", 200, records)

@@ -134,7 +134,8 @@ def translation_verified(translation: dict[str, Any] | None) -> bool:
 def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[str, Any], seconds: float,
           profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None,
           rereads: dict[str, Any] | None = None, scale: dict[str, Any] | None = None) -> dict[str, Any]:
-    from eosmirror_tools.bench.rereads import targets as rereads_targets, verified as rereads_verified
+    from eosmirror_tools.bench.rereads import targets as rereads_targets
+    from eosmirror_tools.bench.rereads import verified as rereads_verified
     from eosmirror_tools.bench.scale import targets as scale_targets
 
     rows = [r.as_dict() for r in results]

@@ -43,8 +43,8 @@ def _mirror_files(out: Path, name: str, topic: str, delivery: str) -> dict[int, 
 
 def _recover(config_file: Path, name: str, ctx: scenarios.RoundContext) -> int:
     """Runs the mirror (no faults) until a run copies nothing: the whole source range is then mirrored."""
-    from eosmirror.core import config
     from eosmirror import driver
+    from eosmirror.core import config
 
     mirror = config.load(config_file).get(name)
     for attempt in range(1, 6):

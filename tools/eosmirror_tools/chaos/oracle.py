@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from eosmirror.kafka import readers, syncstore
 from eosmirror.core.config import MirrorConfig
+from eosmirror.kafka import readers, syncstore
 
 COUNTERS = ("records_checked", "duplicates", "losses", "order_violations", "aborted_leaks", "unknown_records",
             "content_mismatches", "progress_mismatches", "hanging_transactions", "translate_errors")

@@ -122,7 +122,7 @@ def main() -> int:
     commit += "+uncommitted changes" if dirty else ""    # the table must not claim a commit it did not test
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     wheel = build_wheel(env)
-    from eosmirror.airflow.factory import mirror_dags    # the DAG ids the locked environment builds
+    from eosmirror.airflow.factory import mirror_dags  # the DAG ids the locked environment builds
 
     expected = sorted(mirror_dags(REPO / "dags" / "mirrors.yaml"))
     rows = []

@@ -15,7 +15,7 @@ def main(dags_folder: str) -> None:
 
     plugins_manager.ensure_plugins_loaded() if hasattr(plugins_manager, "ensure_plugins_loaded") else None
     try:
-        from airflow.dag_processing.dagbag import DagBag    # Airflow 3.2+
+        from airflow.dag_processing.dagbag import DagBag  # Airflow 3.2+
     except ImportError:
         from airflow.models.dagbag import DagBag
     bag = DagBag(dags_folder)   # examples are off: AIRFLOW__CORE__LOAD_EXAMPLES=False
