@@ -44,4 +44,15 @@ java=(java "-Xmx${KAFKA_HEAP:-512m}" "-Xms${KAFKA_HEAP:-512m}" -XX:+UseG1GC -Dja
 if [ ! -f "$data/meta.properties" ]; then
   "${java[@]}" kafka.tools.StorageTool format --cluster-id="$KAFKA_CLUSTER_ID" --config "$config" --ignore-formatted
 fi
+# A file handle per log segment of every partition: Kafka's deployment guide asks for 100,000 open files.
+# Raised here as far as the container's hard limit allows, not with compose `ulimits`: a host whose engine
+# may not raise the hard limit (a locked-down or nested dockerd) refuses to start a container that asks.
+want=100000
+hard="$(ulimit -Hn)"
+if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then
+  echo "open files: the host's hard limit is $hard, below the $want Kafka's guide asks for;" \
+       "a broker with many partitions may fail with 'Too many open files'" >&2
+  want="$hard"
+fi
+ulimit -Sn "$want"
 exec "${java[@]}" kafka.Kafka "$config"

@@ -22,6 +22,14 @@ def test_no_port_is_published_on_the_host():
     assert not [name for name, s in services().items() if "ports" in s]
 
 
+def test_no_service_asks_the_engine_for_ulimits():
+    """A dockerd that may not raise a hard limit (nested, rootless, locked down) refuses to start such a container
+    ("error setting rlimit type 7"); the broker's entrypoint raises its soft open-files limit itself instead."""
+    assert not [name for name, s in services().items() if "ulimits" in s]
+    entrypoint = (COMPOSE.parent / "kafka" / "entrypoint.sh").read_text()
+    assert 'ulimit -Sn "$want"' in entrypoint
+
+
 def test_the_deployment_has_the_hosts_the_issue_asks_for():
     names = set(services())
     assert {f"{c}-kafka-{i}" for c in ("src", "dst") for i in (1, 2, 3)} <= names
