@@ -120,6 +120,19 @@ def test_no_shipped_module_is_over_400_lines():
     assert long == [], f"modules over {MAX_MODULE_LINES} lines (split them by idea): {long}"
 
 
+MAX_CONFIG_MODULE_LINES = 300
+CONFIG_MODULES = ("config", "fieldkinds", "fieldread", "sections", "clientrules", "mirrorrules", "topicconfigs",
+                  "yamlfile")
+
+
+def test_the_configuration_modules_stay_readable():
+    """The mirror file's loader, split by concern (fields, kinds, sections, cross-field rules, YAML): each fits a
+    sitting, so a reader finds a field's rule without scrolling a thousand lines."""
+    long = {name: n for name in CONFIG_MODULES
+            if (n := len((PACKAGE / "core" / f"{name}.py").read_text().splitlines())) > MAX_CONFIG_MODULE_LINES}
+    assert long == {}, f"configuration modules over {MAX_CONFIG_MODULE_LINES} lines: {long}"
+
+
 MAX_OWN_IMPORTS_IN_FUNCTIONS = 15
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Mapping
@@ -69,6 +68,7 @@ from eosmirror.core.fieldread import (
     reference_table,
     refuse_unknown,
 )
+from eosmirror.core.mirrorrules import check_cross_field_rules
 from eosmirror.core.sections import (
     CLUSTER,
     DEFAULT_GROUP_EXCLUDES,
@@ -77,17 +77,8 @@ from eosmirror.core.sections import (
     GroupSettings,
     LagSettings,
 )
-
-# Topic configs copied to target topics when they are created or drift (MirrorMaker 2 copies a
-# similar set). message.timestamp.type is deliberately absent: target topics are always CreateTime
-# so that the source timestamps (CreateTime or LogAppendTime) are kept as they were.
-DEFAULT_SYNC_TOPIC_CONFIGS = (
-    "cleanup.policy", "compression.type", "delete.retention.ms", "max.compaction.lag.ms",
-    "max.message.bytes", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.bytes",
-    "retention.ms", "segment.bytes", "segment.ms",
-)
-NEVER_SYNCED_CONFIGS = ("message.timestamp.type", "min.insync.replicas", "unclean.leader.election.enable",
-                        "follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
+from eosmirror.core.topicconfigs import DEFAULT_SYNC_TOPIC_CONFIGS, NEVER_SYNCED_CONFIGS
+from eosmirror.core.yamlfile import read_yaml
 
 
 def default_config_path() -> Path:
@@ -228,29 +219,6 @@ class MirrorsFile:
 
 # --- loading -----------------------------------------------------------------------------------------
 
-def _check_rules(mirror: MirrorConfig) -> None:
-    """Rules that involve more than one field."""
-    if mirror.replication_policy == "prefix" and not mirror.source_alias:
-        raise Invalid("missing; expected a cluster alias such as dc1 (required by replication_policy: prefix, "
-                       "which names target topics `<source_alias>.<topic>`)", "source_alias")
-    if mirror.max_transaction_seconds < 1.0 and not mirror.follow:
-        raise Invalid(f"{mirror.max_transaction_seconds} is below 1 s, which only `follow: true` mirrors may use "
-                      f"(a bounded run gains nothing from shorter transactions); expected a number of seconds "
-                      f"from 1.0 to 300.0, or set `follow: true`", "max_transaction_seconds")
-    if mirror.follow and mirror.delivery != "exactly_once":
-        raise Invalid("`follow: true` needs `delivery: exactly_once`: the next run takes over by fencing the "
-                      "slots' transactional ids, which at_least_once has none of", "follow")
-    if mirror.follow and mirror.airflow.schedule is None and mirror.follow_max_seconds is None:
-        raise Invalid("missing; a `follow: true` mirror without `airflow.schedule` needs an explicit bound "
-                      "(only scheduled runs follow; the default bound is twice the schedule interval)",
-                      "follow_max_seconds")
-    if mirror.follow and mirror.airflow.catchup:
-        raise Invalid("true is not allowed with `follow: true`: a follow mirror's DAG lets 2 runs overlap "
-                      "(the next run takes over from the one that follows), so catch-up runs of past intervals "
-                      "would fence each other; a follow mirror's first run copies everything up to now anyway. "
-                      "Set `airflow.catchup: false`", "airflow", "catchup")
-
-
 def parse_mirror(raw: Any, path: Path, index: int, inherited: Collection[str] = ()) -> MirrorConfig:
     """One mirror definition. ``inherited``: the fields that came from ``defaults`` (named in errors)."""
     if not isinstance(raw, Mapping):
@@ -259,7 +227,7 @@ def parse_mirror(raw: Any, path: Path, index: int, inherited: Collection[str] = 
     label = raw.get("name") if isinstance(raw.get("name"), str) else f"mirrors[{index}]"
     try:
         mirror = MirrorConfig(**read_fields(MirrorConfig, raw))
-        _check_rules(mirror)
+        check_cross_field_rules(mirror)
     except Invalid as exc:
         origin = " (from `defaults`)" if exc.path[0] in inherited else ""
         raise ConfigError(f"{path}: mirror {label!r}: field `{'.'.join(exc.path)}`{origin}: {exc.problem}") from None
@@ -309,49 +277,9 @@ def parse(document: Any, path: Path) -> MirrorsFile:
     return MirrorsFile(path=path, mirrors=tuple(sorted(mirrors, key=lambda m: m.name)))
 
 
-@functools.cache
-def _yaml_loader() -> type:
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type stubs
-        """SafeLoader that refuses a key written twice in one mapping (PyYAML would keep the last)."""
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":   # `<<:` merges may be overridden
-                    continue
-                key = self.construct_object(key_node, deep=deep)
-                if not isinstance(key, str):   # SafeLoader reports odd keys itself
-                    continue
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key `{key}` is written twice in one mapping; keep one", key_node.start_mark)
-                seen.add(key)
-            return super().construct_mapping(node, deep)
-
-    return UniqueKeyLoader
-
-
 def load(path: str | Path | None = None) -> MirrorsFile:
-    import yaml
-
     path = Path(path) if path else default_config_path()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the mirror definitions {path}: {exc.strerror}; set EOSMIRROR_CONFIG or "
-                          f"pass --config") from None
-    try:
-        document = yaml.load(text, Loader=_yaml_loader())   # a SafeLoader
-    except yaml.MarkedYAMLError as exc:
-        # Line, column and problem only: PyYAML's own text quotes the line, which may hold a secret.
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {exc.problem or exc.context or 'syntax error'}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {type(exc).__name__}") from None
-    return parse(document, path)
+    return parse(read_yaml(path), path)
 
 
 def field_reference() -> str:

@@ -1,10 +1,9 @@
 """How a mirror-file field is read: the *kinds* (bounds, choices, formats) and their error values.
 
-Each kind's ``parse`` checks and converts one YAML value, ``what`` says what passes (the error text and
-the field reference use it). A wrong value raises ``Invalid`` with the path below where it is
-caught; ``core.config`` turns it into a ConfigError naming the file, mirror and dotted field. Values
-under secret-looking keys are never echoed (``core.secrets``).
-"""
+Each kind's ``parse`` checks and converts one YAML value, ``what`` says what passes (the error text and the
+field reference use it). A wrong value raises ``Invalid`` with the path below where it is caught; ``core.config``
+turns it into a ConfigError naming the file, mirror and dotted field. Values under secret-looking keys are never
+echoed (``core.secrets``)."""
 
 from __future__ import annotations
 

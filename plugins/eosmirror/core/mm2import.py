@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eosmirror.core import mm2props
-from eosmirror.core.config import DEFAULT_SYNC_TOPIC_CONFIGS
 from eosmirror.core.errors import ConfigError
 from eosmirror.core.secrets import shown
+from eosmirror.core.topicconfigs import DEFAULT_SYNC_TOPIC_CONFIGS
 
 MIRROR_PACKAGE = "org.apache.kafka.connect.mirror."
 DEFAULT_POLICY = MIRROR_PACKAGE + "DefaultReplicationPolicy"
