@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror.airflow import lineage
+from eosmirror.airflow import lineage, sparkadapter
 from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
 from eosmirror.core import config, report
 from eosmirror.core.errors import EXIT_CONFIG, ConfigError
@@ -80,7 +80,7 @@ def stop_copy(operator: Any, provider_on_kill: Callable[[], None]) -> None:
     """
     logger = operator.log
     started = time.monotonic()
-    process = getattr(getattr(operator, "_hook", None), "_submit_sp", None)
+    process = sparkadapter.submit_process(operator)
     if _bounded(provider_on_kill, ON_KILL_STOP_SECONDS, "stop the Spark application", logger):
         logger.info("on_kill: mirror %s: Spark application stopped (spark-submit pid %s) in %.1f s", operator.mirror,
                     getattr(process, "pid", "not started"), time.monotonic() - started)
@@ -147,7 +147,7 @@ def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> N
             env[connections.CLUSTERS_FILE_ENV] = str(connections.write_clusters_file(
                 Path(secrets_dir) / "clusters.json", clusters))
         operator.env_vars = env
-        operator._hook = None   # the hook reads application_args/env_vars when it is built
+        sparkadapter.rebuild_hook(operator)   # the hook reads application_args/env_vars when it is built
         submit_job(context)
     finally:
         if secrets_dir:
@@ -201,10 +201,7 @@ def operator_class() -> type:
 
         def _get_hook(self) -> Any:
             """The provider's hook, reading the run report off spark-submit's output as it streams by."""
-            hook = super()._get_hook()
-            process = hook._process_spark_submit_log
-            hook._process_spark_submit_log = lambda itr: process(_capture_report(self, itr))
-            return hook
+            return sparkadapter.tap_output(super()._get_hook(), lambda lines: _capture_report(self, lines))
 
         def execute(self, context: Any) -> dict[str, Any]:
             self.run_report = None
