@@ -98,11 +98,14 @@ def test_page_json_and_metrics_show_the_clis_figures(api, lagging):
 def test_mirror_page_has_the_chart_and_one_row_per_partition(api, lagging):
     client, auth = api
     m, topic, _ = lagging
-    for window in ("24h", "7d"):
+    for window in ("1h", "24h", "7d"):
         response = client.get(f"/eosmirror/mirror/{m.name}", params={"range": window}, headers=auth)
         assert response.status_code == 200
         chart = re.search(r"<svg id='lag-chart'[^>]*data-samples='(\d+)'", response.text)
         assert chart and int(chart.group(1)) >= 2, response.text[:500]
+        # The recovery point's windows count the recorded samples whatever the chart's range.
+        counts = dict(re.findall(r"<tr data-window='(last hour|last day)'><td>[^<]*</td><td>(\d+)</td>", response.text))
+        assert int(counts["last hour"]) >= 2 and counts["last day"] == counts["last hour"], response.text[-1500:]
         assert "<polyline class='record-lag'" in response.text and "<polyline class='time-lag'" in response.text
         rows = re.findall(r"<tr data-partition='([^']+)'>", response.text)
         assert rows == [f"{topic}[0]", f"{topic}[1]"]

@@ -34,7 +34,6 @@ def create_app() -> Any:
     from fastapi import Depends, FastAPI, HTTPException
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-
     app = FastAPI(title="eosmirror lag", dependencies=[Depends(requires_access_dag("GET", param_dag_id=LAG_DAG_ID))])
 
     def known(name: str) -> None:
@@ -53,7 +52,8 @@ def create_app() -> Any:
         known(name)
         window = range if range in lagrender.RANGES else "24h"
         (status,), now = _statuses(name)
-        samples = lag.history(config.load().get(name), now - lagrender.RANGES[window])
+        # At least a day: the recovery point's percentiles cover the last hour and day whatever the chart's range.
+        samples = lag.history(config.load().get(name), now - max(lagrender.RANGES[window], lagrender.RANGES["24h"]))
         return lagrender.mirror_page(status, samples, window, now)
 
     @app.get("/api/lag")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eosmirror.core import lagview
+from eosmirror.core import lagview, recoverypoint
 from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
 
 COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a"}
@@ -65,8 +65,7 @@ def _downsample(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
 def chart(samples: list[MirrorSample], since_ms: int, now_ms: int, width: int = 900, height: int = 220) -> str:
     """SVG: record lag (blue, left axis) and time lag (red, right axis) of the mirror over time."""
     record = _downsample([(s.time_ms, float(sum(p.record_lag for p in s.partitions))) for s in samples])
-    times = _downsample([(s.time_ms, max((p.time_lag_ms(s.time_ms) / 1000 for p in s.partitions), default=0.0))
-                         for s in samples])
+    times = _downsample([(s.time_ms, recoverypoint.time_lag_seconds(s)) for s in samples])
     pad, span = 50, max(1, now_ms - since_ms)
 
     def line(points: list[tuple[int, float]], colour: str, name: str) -> str:
@@ -91,8 +90,27 @@ def chart(samples: list[MirrorSample], since_ms: int, now_ms: int, width: int = 
             f"{line(times, '#c62828', 'time-lag')}{empty}</svg>")
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def recovery_table(status: MirrorStatus, samples: list[MirrorSample], now_ms: int) -> str:
+    """Time lag now and its percentiles over the last hour and day (the recovery point, docs/recovery-point.md)."""
+    rows = [f"<tr data-window='now'><td>now</td><td>-</td><td>-</td><td>-</td>"
+            f"<td>{_seconds(status.time_lag_seconds)}</td></tr>"]
+    rows += [f"<tr data-window='{escape(r.window)}'><td>{escape(r.window)}</td><td>{r.samples}</td>"
+             f"<td>{_seconds(r.p50_seconds)}</td><td>{_seconds(r.p99_seconds)}</td><td>{_seconds(r.max_seconds)}</td>"
+             f"</tr>" for r in recoverypoint.recovery_points(samples, now_ms)]
+    return ("<h2>Recovery point</h2><p>Time lag: what a failover would lose, as the age of the oldest committed "
+            "source record the target does not hold yet; percentiles of the samples the lag DAG recorded.</p>"
+            "<table id='recovery-point'><tr><th>window</th><th>samples</th><th>p50</th><th>p99</th><th>max</th></tr>"
+            + "".join(rows) + "</table>")
+
+
 def mirror_page(status: MirrorStatus, samples: list[MirrorSample], window: str, now_ms: int) -> str:
-    """The chart over ``window`` (24h or 7d) and one row per partition."""
+    """The chart over ``window`` (1h, 24h or 7d), the recovery point and one row per partition. ``samples``: at
+    least those of the last day (the recovery point's longest window) and of ``window``."""
+    since = now_ms - RANGES[window]
     links = " ".join(f"<a href='?range={key}'>{'<b>' + key + '</b>' if key == window else key}</a>" for key in RANGES)
     rows = "".join(
         f"<tr data-partition='{escape(p.label)}'><td>{escape(p.label)}</td><td>{badge(p.status)}</td>"
@@ -106,7 +124,8 @@ def mirror_page(status: MirrorStatus, samples: list[MirrorSample], window: str, 
             f"<b>{status.time_lag_seconds:.1f} s</b>, SLO {_slo_cell(status)}, last run "
             f"{escape(lagview.last_run_detail(status, now_ms))}. <span class='reason'>{escape(status.reason)}</span></p>"
             + "".join(f"<p class='breach'>{escape(a)}</p>" for a in status.alerts())
-            + chart(samples, now_ms - RANGES[window], now_ms)
+            + chart([s for s in samples if s.time_ms >= since], since, now_ms)
+            + recovery_table(status, samples, now_ms)
             + "<h2>Partitions</h2><table id='partitions'><tr><th>partition</th><th>status</th><th>high watermark</th>"
               "<th>last stable</th><th>progress</th><th>record lag</th><th>time lag</th><th>last commit</th><th></th></tr>"
             + rows + "</table>" + _groups(status))
