@@ -63,3 +63,15 @@ def test_a_cluster_config_log_level_wins_over_the_default(monkeypatch):
     monkeypatch.delenv(clients.KAFKA_LOG_LEVEL_ENV, raising=False)
     admin_conf = clients._with_logger({"log_level": 6}, "x")
     assert admin_conf["log_level"] == 6 and clients._with_logger({}, "y")["log_level"] == 2
+
+
+def test_range_readers_refetch_after_10_ms_unless_the_user_says_otherwise():
+    """librdkafka's 1 s fetch.queue.backoff.ms idled the copy 3/4 of the time (bench: 126 k -> 499 k records/s)."""
+    base = {"bootstrap.servers": "127.0.0.1:1"}
+    assert clients.source_consumer_config(base, {}, "g", "c")["fetch.queue.backoff.ms"] == 10
+    assert clients.source_consumer_config({**base, "fetch.queue.backoff.ms": 200}, {}, "g", "c")[
+        "fetch.queue.backoff.ms"] == 200                      # the cluster's own setting wins
+    assert clients.source_consumer_config(base, {"fetch.queue.backoff.ms": 50}, "g", "c")[
+        "fetch.queue.backoff.ms"] == 50                       # and so does the mirror's source_consumer override
+    reader = clients.plain_consumer(base, "r")               # librdkafka accepts it (a typo would raise here)
+    reader.close()

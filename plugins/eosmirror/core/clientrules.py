@@ -40,6 +40,14 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
     "delivery.report.only.error": (True, {"true"}, "only failed deliveries are reported"),
 }
 
+# Defaults (not forced: the cluster's or the mirror's own setting wins) for every consumer that reads ranges.
+# librdkafka stops fetching a partition whose local queue passed queued.min.messages (100,000) or
+# queued.max.messages.kbytes (64 MB) and, since 2.1, waits fetch.queue.backoff.ms (1,000 ms by default) before it
+# fetches that partition again: a copy that drains the queue in a fraction of that second then idles for the rest.
+# At 10 ms one consumer read 2,000,000 x 200 B over 8 partitions at 1.18 M records/s instead of 168 k, and a copy
+# loop went from 126 k to 499 k records/s, with the same peak memory (the queue bounds stay as they are).
+READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+
 # Keys the mirror owns; a user must not set them at all.
 OWNED_KEYS = {
     "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",

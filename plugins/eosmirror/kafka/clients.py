@@ -27,6 +27,7 @@ from eosmirror.core.clientrules import (
     CONSUMER_ONLY_PREFIXES,
     IDEMPOTENT_PRODUCER_FORCED,
     PRODUCER_ONLY_PREFIXES,
+    READER_CONSUMER_DEFAULTS,
     SOURCE_CONSUMER_FORCED,
     TRANSACTIONAL_PRODUCER_FORCED,
     drop_foreign,
@@ -107,7 +108,7 @@ def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], gr
 def source_consumer_config(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                            client_id: str, where: str = "source consumer") -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
-    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
+    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id
@@ -176,7 +177,7 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
     """
     from confluent_kafka import Consumer
 
-    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
+    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
     conf.update({"group.id": group_id or f"{client_id}.reader", "enable.auto.commit": False,
                  "enable.auto.offset.store": False, "enable.partition.eof": True,
                  "auto.offset.reset": "error",
