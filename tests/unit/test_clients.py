@@ -75,3 +75,18 @@ def test_range_readers_refetch_after_10_ms_unless_the_user_says_otherwise():
         "fetch.queue.backoff.ms"] == 50                       # and so does the mirror's source_consumer override
     reader = clients.plain_consumer(base, "r")               # librdkafka accepts it (a typo would raise here)
     reader.close()
+
+
+def test_the_lag_history_writer_acknowledges_with_all_replicas_but_skips_the_producer_id_wait():
+    cluster = {"bootstrap.servers": "127.0.0.1:1", "enable.idempotence": True, "fetch.wait.max.ms": 5}
+    conf = clients.observation_producer_config(cluster, "w", extra={"compression.type": "lz4"})
+    assert (conf["acks"], conf["enable.idempotence"], conf["compression.type"]) == ("all", False, "lz4")
+    assert "fetch.wait.max.ms" not in conf
+    clients.observation_producer(cluster, "w").flush(0)   # librdkafka accepts the result
+
+
+def test_range_readers_wait_20_ms_at_the_log_end_the_slots_consumer_keeps_the_default():
+    base = {"bootstrap.servers": "127.0.0.1:1"}
+    assert "fetch.wait.max.ms" not in clients.source_consumer_config(base, {}, "g", "c")
+    reader = clients.plain_consumer({**base, "fetch.wait.max.ms": 100}, "r")   # the cluster's setting wins
+    reader.close()

@@ -48,6 +48,13 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
 # loop went from 126 k to 499 k records/s, with the same peak memory (the queue bounds stay as they are).
 READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
+# And for the readers of internal topics and of verification, which read a range to its end: a range ending
+# on a transaction marker is only known complete by the end-of-partition event, which a fetch at the log's end
+# delivers after fetch.wait.max.ms (500 ms by default). Each such read cost half a second of every run
+# (reading the generation, the syncs snapshot, the lag history). Not for the slots' source consumer: it would
+# multiply the fetch requests of an idle follow run.
+RANGE_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 20}
+
 # Keys the mirror owns; a user must not set them at all.
 OWNED_KEYS = {
     "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",

@@ -27,6 +27,7 @@ from eosmirror.core.clientrules import (
     CONSUMER_ONLY_PREFIXES,
     IDEMPOTENT_PRODUCER_FORCED,
     PRODUCER_ONLY_PREFIXES,
+    RANGE_READER_DEFAULTS,
     READER_CONSUMER_DEFAULTS,
     SOURCE_CONSUMER_FORCED,
     TRANSACTIONAL_PRODUCER_FORCED,
@@ -142,6 +143,27 @@ def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any]
     return Producer(_with_logger(conf, client_id))
 
 
+def observation_producer(cluster: Mapping[str, Any], client_id: str, where: str = "lag writer",
+                         extra: Mapping[str, Any] | None = None) -> Any:
+    """The lag history's writer (samples, run outcomes): acks=all, not idempotent.
+
+    Those records are observations, not data: a retry that writes one twice changes no figure (readers
+    take samples by time and the last outcome of a run). An idempotent producer's first record waits
+    about 0.5 s for its producer id, which every run paid for its one lag record.
+    """
+    from confluent_kafka import Producer
+
+    return Producer(observation_producer_config(cluster, client_id, extra))
+
+
+def observation_producer_config(cluster: Mapping[str, Any], client_id: str,
+                                extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
+    conf.update(extra or {})
+    conf.update({"acks": "all", "enable.idempotence": False})
+    return _with_logger(conf, client_id)
+
+
 MEMBERLESS_CLOSE_MS = 6000   # session.timeout.ms of consumers that never join: bounds their close()
 
 
@@ -177,7 +199,7 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
     """
     from confluent_kafka import Consumer
 
-    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
+    conf = {**READER_CONSUMER_DEFAULTS, **RANGE_READER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
     conf.update({"group.id": group_id or f"{client_id}.reader", "enable.auto.commit": False,
                  "enable.auto.offset.store": False, "enable.partition.eof": True,
                  "auto.offset.reset": "error",

@@ -73,9 +73,8 @@ def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[by
         if err is not None:
             errors.append(err.str())
 
-    producer = clients.idempotent_producer(target_conf, {}, f"eosmirror-{mirror}-lag-writer",
-                                           where="lag writer", extra={"allow.auto.create.topics": False,
-                                                                          "compression.type": "lz4"})
+    producer = clients.observation_producer(target_conf, f"eosmirror-{mirror}-lag-writer",
+                                            extra={"allow.auto.create.topics": False, "compression.type": "lz4"})
     for value in values:
         producer.produce(topic, value=value, key=key, partition=0, on_delivery=on_delivery)
     left = producer.flush(timeout)
