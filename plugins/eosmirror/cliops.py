@@ -83,7 +83,6 @@ def _reset(args: argparse.Namespace) -> int:
 def _history(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-
     records = migrate.history(load_mirror(args))
     print(json.dumps([asdict(r) for r in records], indent=2) if args.json else migration.format_history(records))
     return EXIT_OK
@@ -91,7 +90,6 @@ def _history(args: argparse.Namespace) -> int:
 
 def _import_mm2(args: argparse.Namespace) -> int:
     from pathlib import Path
-
 
     # Bad input (unreadable, a flow MM2 itself could not run) raises ConfigError: exit 2, nothing written.
     imported = mm2import.translate(mm2props.read(args.properties), clusters=args.clusters)
@@ -114,7 +112,6 @@ def _write_whole(path: Any, text: str) -> None:
     """``text`` into ``path`` all at once: written beside it, then renamed (never half a file)."""
     import os
     import tempfile
-
 
     staging = None
     try:

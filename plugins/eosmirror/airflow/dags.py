@@ -56,7 +56,6 @@ Retrying any task is safe: every slot fences older attempts and re-reads its com
 def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, AssetAlias, Param, task
 
-
     schedule = cron_data_interval_timetable(m.airflow.schedule) if m.airflow.schedule else None
     params = {
         "until": Param(None, type=["null", "string"], format="date-time", pattern=ISO_TIMESTAMP, title="Copy up to",
@@ -97,7 +96,6 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
 
 def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
-
 
     names = mirrors.names()
     mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
@@ -150,7 +148,6 @@ The task log holds one table per group; XCom the whole report.
 def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param
 
-
     g = m.groups
     params = {
         "direction": Param("failover", type="string", enum=["failover", "failback"], title="Direction",
@@ -193,7 +190,6 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 
     from airflow.sdk import DAG, Param, task
 
-
     names = mirrors.names()
     cron = mirrors.mirrors[0].lag.schedule if mirrors.mirrors else config.LagSettings().schedule
     schedule = cron_data_interval_timetable(cron) if cron else None
@@ -214,7 +210,6 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
-
 
     names = mirrors.names()
     mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names

@@ -162,7 +162,6 @@ class MirrorConfig:
         Section(cls=GroupSettings), "consumer-group failover/failback with exact offsets (`eosmirror groups`, "
                                      "DAG `eosmirror_groups__<name>`); absent = no group DAG", None)
 
-
     max_lag_seconds: float | None = declare(
         Seconds(low=1.0, high=30 * 86400.0, optional=True),
         "lag SLO: a partition whose oldest unmirrored record is older than this fails the `eosmirror_lag` "

@@ -339,7 +339,6 @@ def schedule_interval_ms(cron: str | None) -> int | None:
 
     from croniter import croniter
 
-
     it = croniter(CRON_PRESETS.get(cron.strip(), cron), dt.datetime(2026, 1, 5))
     times = [it.get_next(dt.datetime) for _ in range(60)]
     return int(min((b - a).total_seconds() for a, b in zip(times, times[1:])) * 1000)

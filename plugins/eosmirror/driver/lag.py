@@ -83,7 +83,6 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> t
 
     from confluent_kafka.admin import OffsetSpec
 
-
     if mirror.groups is None:
         return (), None
     keys = [(pair.target, p) for pair in pairs for p in range(pair.partitions)]

@@ -84,7 +84,6 @@ class Migration:
     def source_offsets(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         from confluent_kafka.admin import OffsetSpec
 
-
         admin, label = self.source.admin, self.source.label
         low = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in self.source_tps}, label)
         high = list_offsets(admin, {tp: OffsetSpec.latest() for tp in self.source_tps}, label)
@@ -92,7 +91,6 @@ class Migration:
 
     def look(self, origin_reader: Any) -> Look:
         from confluent_kafka.admin import OffsetSpec
-
 
         present = [tp for tp in self.target_of.values() if tp[0] in self.existing]
         specs = {tp: OffsetSpec.latest() for tp in present}
@@ -128,7 +126,6 @@ class Migration:
                                f"({_tps(changed)}): {what} or a run is still copying. Stop it first, then try "
                                f"again. Nothing was written.")
         return second
-
 
     # --- what is taken over ----------------------------------------------------------------------
 

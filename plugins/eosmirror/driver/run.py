@@ -235,7 +235,6 @@ def run_in_process(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     """Runner without Spark: slots in threads of this process (tests, and `--runner inprocess`)."""
     from concurrent.futures import ThreadPoolExecutor
 
-
     if not tasks:
         return []
     with ThreadPoolExecutor(max_workers=len(tasks)) as pool:

@@ -68,7 +68,6 @@ def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], check
     matching them record by record (key, value, headers) to consecutive committed source records."""
     from confluent_kafka.admin import OffsetSpec
 
-
     (source_topic, p), (target_topic, _) = source_tp, mig.target_of[source_tp]
     where = f"{source_topic}[{p}] -> {target_topic}[{p}]"
     if target_topic not in mig.existing:

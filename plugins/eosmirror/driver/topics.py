@@ -111,7 +111,6 @@ def list_topic_names(cluster: Cluster) -> list[str]:
     """The cluster's topic names; the first call of a run, so it also proves the cluster answers."""
     import time
 
-
     # Asked in slices of FIRST_CONTACT_SLICE seconds: after each, calls.call looks at the client's
     # error events, so a refused login fails within seconds ("authentication failed", not retried),
     # while an unreachable cluster still gets FIRST_CONTACT_SECONDS in all.

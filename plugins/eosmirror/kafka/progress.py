@@ -73,7 +73,6 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     """
     from confluent_kafka import TopicPartition
 
-
     wanted = [TopicPartition(t, p) for t, p in partitions]
     if not wanted:
         return {}
@@ -160,7 +159,6 @@ def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int]
     Bounded in time; returns an error text instead of raising: this must never fail a committed run.
     (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)"""
     from confluent_kafka import TopicPartition
-
 
     if not offsets:
         return None
