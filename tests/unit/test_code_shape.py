@@ -149,3 +149,29 @@ def test_own_modules_are_imported_at_module_top():
                     inside.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     inside = sorted(set(inside))
     assert len(inside) <= MAX_OWN_IMPORTS_IN_FUNCTIONS, f"{len(inside)} in-function own imports: {inside}"
+
+
+ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
+
+
+def test_the_slot_steps_the_code_cites_are_the_architecture_pages():
+    """docs/architecture.md numbers the slot's commit protocol (1-5, step 4's sub-steps 4.1-4.7); the slot's code
+    cites those numbers, so a step cited in slot/ (or as "slot step N" anywhere) must exist there, with the
+    same name for the sub-steps the copier's methods carry."""
+    import re
+
+    text = ARCHITECTURE.read_text()
+    section = text[text.index("Then each slot"):text.index("The code carries these numbers")]
+    steps = {int(n): name for n, name in re.findall(r"^(\d)\. \*\*([^*:]+)", section, re.M)}
+    subs = {int(n): name for n, name in re.findall(r"^   (\d)\. (\w+)", section, re.M)}
+    assert sorted(steps) == [1, 2, 3, 4, 5] and sorted(subs) == list(range(1, 8)), (steps, subs)
+    cited = [(p, m) for p in sorted((PACKAGE / "slot").glob("*.py"))
+             for m in re.finditer(r"[Ss]tep (\d)(?:\.(\d))?\b", p.read_text())]
+    cited += [(p, m) for p in modules() for m in re.finditer(r"[Ss]lot step (\d)(?:\.(\d))?\b", p.read_text())]
+    bad = [f"{p.relative_to(PACKAGE)}: {m.group(0)}" for p, m in cited
+           if int(m.group(1)) not in steps or (m.group(2) and (m.group(1) != "4" or int(m.group(2)) not in subs))]
+    assert cited and bad == [], bad
+    # The sub-steps whose method docstrings name them say what the page says (flush, check, offset sync).
+    copier = (PACKAGE / "slot" / "copier.py").read_text()
+    for number, word in ((3, "acknowledged"), (4, "ends at"), (5, "offset sync")):
+        assert re.search(rf"Step 4\.{number}: [^\n]*{word}", copier), (number, word)

@@ -93,7 +93,7 @@ def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, 
 
 
 def check_generation(target_conf: dict[str, Any], mirror: str, expected: int, cluster: str, group: str) -> None:
-    """Step 5: a slot, after its own init_transactions, stops if the mirror was re-planned."""
+    """Slot step 2 (docs/architecture.md): after its init_transactions, a slot stops if the mirror was re-planned."""
     current = read_generation(target_conf, mirror, cluster, group)
     number = current.number if current else 0
     if number != expected:
