@@ -175,3 +175,17 @@ def test_the_slot_steps_the_code_cites_are_the_architecture_pages():
     copier = (PACKAGE / "slot" / "copier.py").read_text()
     for number, word in ((3, "acknowledged"), (4, "ends at"), (5, "offset sync")):
         assert re.search(rf"Step 4\.{number}: [^\n]*{word}", copier), (number, word)
+
+
+def test_a_parameter_named_cluster_is_a_cluster():
+    """`cluster` means one thing: a kafka.cluster.Cluster. A cluster's name in messages is `cluster_label`, its
+    librdkafka settings `settings` (or `source_conf`/`target_conf`)."""
+    bad = []
+    for path in modules():
+        for fn in (n for n in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for arg in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs:
+                if arg.arg == "cluster" and arg.annotation is not None and \
+                        ast.unparse(arg.annotation).strip("'\"") != "Cluster":
+                    bad.append(f"{path.relative_to(PACKAGE)}:{fn.lineno} {fn.name}({arg.arg}: {ast.unparse(arg.annotation)})")
+    assert bad == [], bad

@@ -20,19 +20,20 @@ from eosmirror.kafka import clients, connections, offsets, state, syncstore
 from eosmirror.kafka.cluster import cluster_label
 
 
-def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster: str) -> list[tuple[str, int]]:
+def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster_label: str) -> list[tuple[str, int]]:
     """Every target partition the mirror ever committed progress for: each such commit wrote an
     offset sync (read from the target only, so the source may be down)."""
-    return sorted(syncstore.latest(conf, mirror.name, cluster, mirror.progress_group).newest)
+    return sorted(syncstore.latest(conf, mirror.name, cluster_label, mirror.progress_group).newest)
 
 
-def open_transactions(admin: Any, partitions: list[tuple[str, int]], cluster: str) -> dict[tuple[str, int], tuple[int, int]]:
+def open_transactions(admin: Any, partitions: list[tuple[str, int]],
+                      cluster_label: str) -> dict[tuple[str, int], tuple[int, int]]:
     """{partition: (last stable offset, high watermark)} for partitions with an open transaction."""
     from confluent_kafka.admin import OffsetSpec
 
     specs = {tp: OffsetSpec.latest() for tp in partitions}
-    stable = offsets.list_offsets(admin, specs, cluster, read_committed=True)
-    high = offsets.list_offsets(admin, specs, cluster, read_committed=False)
+    stable = offsets.list_offsets(admin, specs, cluster_label, read_committed=True)
+    high = offsets.list_offsets(admin, specs, cluster_label, read_committed=False)
     return {tp: (stable[tp], high[tp]) for tp in partitions if stable[tp] != high[tp]}
 
 

@@ -73,7 +73,7 @@ class TopicState:
     operations: frozenset[str] | None = None
 
 
-def describe_existing(admin: Any, names: list[str], cluster: str, authorized_operations: bool = False,
+def describe_existing(admin: Any, names: list[str], cluster_label: str, authorized_operations: bool = False,
                       ) -> dict[str, Any]:
     """{topic: TopicDescription} for the named topics that exist; any other error fails loudly."""
     from confluent_kafka import TopicCollection
@@ -89,7 +89,7 @@ def describe_existing(admin: Any, names: list[str], cluster: str, authorized_ope
         except Exception as exc:  # noqa: BLE001
             if calls.error_name(exc) in calls.MISSING_TOPIC:
                 continue
-            raise calls.translate(exc, f"describe topic {name}", cluster, f"Describe on topic {name}") from None
+            raise calls.translate(exc, f"describe topic {name}", cluster_label, f"Describe on topic {name}") from None
     return found
 
 

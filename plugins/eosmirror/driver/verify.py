@@ -69,17 +69,17 @@ def _describe(rec: readers.Record | None) -> str:
     return f"offset {rec.offset} key={rec.key!r} value={value!r} headers={list(rec.headers)} ts={rec.timestamp}"
 
 
-def _read_held(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster: str,
+def _read_held(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster_label: str,
                client_id: str, group: str | None) -> tuple[int, list[readers.Record]]:
     """(first offset of [start, end) the partition still holds, its committed records from there).
 
     Retention or delete-records may have moved the log start past ``start``, even while reading
     (the read then fails with an offset out of range): ask for the log start again, a few times."""
     for attempt in range(3):
-        low = readers.watermarks(conf, topic, partition, cluster, client_id=client_id, group_id=group)[0]
+        low = readers.watermarks(conf, topic, partition, cluster_label, client_id=client_id, group_id=group)[0]
         held = min(max(start, low), end)
         try:
-            return held, readers.read_range(conf, topic, partition, held, end, cluster, client_id=client_id,
+            return held, readers.read_range(conf, topic, partition, held, end, cluster_label, client_id=client_id,
                                             group_id=group)
         except EosMirrorError as exc:
             if "_AUTO_OFFSET_RESET" not in str(exc) or attempt == 2:

@@ -49,10 +49,10 @@ def error_text(exc: BaseException) -> str:
     return err.str() if err is not None else str(exc)
 
 
-def translate(exc: BaseException, what: str, cluster: str, needs: str | None = None) -> EosMirrorError:
+def translate(exc: BaseException, what: str, cluster_label: str, needs: str | None = None) -> EosMirrorError:
     """An eosmirror error for a failed Kafka operation.
 
-    ``what`` says what was attempted ("list topics"), ``cluster`` which cluster ("source 10.0.0.1:9092"),
+    ``what`` says what was attempted ("list topics"), ``cluster_label`` which cluster ("source 10.0.0.1:9092"),
     ``needs`` which permission the operation requires ("Describe on topic orders").
     """
     if isinstance(exc, EosMirrorError):
@@ -61,39 +61,40 @@ def translate(exc: BaseException, what: str, cluster: str, needs: str | None = N
     detail = error_text(exc)
     if name in _AUTHORIZATION:
         if name in ("SASL_AUTHENTICATION_FAILED", "_AUTHENTICATION"):
-            return AuthorizationError(f"{cluster}: authentication failed while trying to {what}: {detail}. "
+            return AuthorizationError(f"{cluster_label}: authentication failed while trying to {what}: {detail}. "
                                       f"Check the username/password or certificates of the connection")
         permission = needs or {"TOPIC_AUTHORIZATION_FAILED": "a topic permission",
                                "GROUP_AUTHORIZATION_FAILED": "Read on the progress group",
                                "CLUSTER_AUTHORIZATION_FAILED": "a cluster permission (IdempotentWrite)",
                                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "Write on the transactional id"}.get(name, name)
-        return AuthorizationError(f"{cluster}: not authorized to {what} ({name}): the principal needs "
+        return AuthorizationError(f"{cluster_label}: not authorized to {what} ({name}): the principal needs "
                                   f"{permission}. Grant that ACL and run again")
     if name in _UNREACHABLE or isinstance(exc, (concurrent.futures.TimeoutError, TimeoutError)):
         # A future's TimeoutError has no text of its own (it once printed "(timeout: )").
-        return ClusterUnreachableError(f"{cluster}: no answer while trying to {what} ({name or 'timeout'}: "
+        return ClusterUnreachableError(f"{cluster_label}: no answer while trying to {what} ({name or 'timeout'}: "
                                        f"{detail or 'no reply within the time allowed'}). Check that the "
                                        f"cluster is up and reachable from this host")
     if name == "_UNSUPPORTED_FEATURE" and "metadata" in detail.lower():
         # A KRaft controller listener accepts the connection but serves no client Metadata request.
-        return ClusterUnreachableError(f"{cluster}: the address answers but does not serve Kafka clients while "
+        return ClusterUnreachableError(f"{cluster_label}: the address answers but does not serve Kafka clients while "
                                        f"trying to {what} ({name}: {detail}). Is it a KRaft controller port? "
                                        f"Point bootstrap.servers at the brokers' client listener")
     if name in ("MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "MESSAGE_TOO_LARGE"):
-        return OversizeRecordError(f"{cluster}: {what}: a record is larger than the target accepts ({detail})")
+        return OversizeRecordError(f"{cluster_label}: {what}: a record is larger than the target accepts ({detail})")
     if name in MISSING_TOPIC:
-        return TargetMismatchError(f"{cluster}: {what}: topic or partition does not exist ({detail})")
-    return EosMirrorError(f"{cluster}: failed to {what}: {name or type(exc).__name__}: {detail}")
+        return TargetMismatchError(f"{cluster_label}: {what}: topic or partition does not exist ({detail})")
+    return EosMirrorError(f"{cluster_label}: failed to {what}: {name or type(exc).__name__}: {detail}")
 
 
-def wait(future: Any, what: str, cluster: str, needs: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+def wait(future: Any, what: str, cluster_label: str, needs: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
     try:
         return future.result(timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - translated below
-        raise translate(exc, what, cluster, needs) from None
+        raise translate(exc, what, cluster_label, needs) from None
 
 
-def call(fn: Callable[..., Any], what: str, cluster: str, needs: str | None = None, *args: Any, **kwargs: Any) -> Any:
+def call(fn: Callable[..., Any], what: str, cluster_label: str, needs: str | None = None, *args: Any,
+         **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - translated below
@@ -101,10 +102,10 @@ def call(fn: Callable[..., Any], what: str, cluster: str, needs: str | None = No
             _drain_error_events(getattr(fn, "__self__", None))
             auth = clients.recent_authentication_failure()
             if auth:
-                raise AuthorizationError(f"{cluster}: authentication failed while trying to {what}: {auth}. "
+                raise AuthorizationError(f"{cluster_label}: authentication failed while trying to {what}: {auth}. "
                                          f"Check the credentials (sasl.username/sasl.password, certificates) of "
                                          f"this cluster's connection") from None
-        raise translate(exc, what, cluster, needs) from None
+        raise translate(exc, what, cluster_label, needs) from None
 
 
 def _drain_error_events(client: Any) -> None:

@@ -94,7 +94,7 @@ def librdkafka_log_level() -> int:
     raise ConfigError(f"{KAFKA_LOG_LEVEL_ENV}={raw!r}: expected 0-7 or one of {', '.join(_LOG_LEVEL_NAMES)}")
 
 
-def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
+def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                     client_id: str, where: str = "source consumer") -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
 
@@ -103,26 +103,26 @@ def source_consumer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], gr
     """
     from confluent_kafka import Consumer
 
-    return Consumer(source_consumer_config(cluster, overrides, group_id, client_id, where))
+    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where))
 
 
-def source_consumer_config(cluster: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
+def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                            client_id: str, where: str = "source consumer") -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
-    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
+    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id
     return _with_logger(conf, client_id)
 
 
-def transactional_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
+def transactional_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
                            transaction_timeout_ms: int, client_id: str,
                            where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
     """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``."""
     from confluent_kafka import Producer
 
-    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
     conf.update(overrides)
     conf = merge_forced("transactional producer", conf, TRANSACTIONAL_PRODUCER_FORCED, where)
@@ -131,19 +131,19 @@ def transactional_producer(cluster: Mapping[str, Any], overrides: Mapping[str, A
     return Producer(_with_logger(conf, client_id))
 
 
-def idempotent_producer(cluster: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,
+def idempotent_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,
                         where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
     """The at_least_once producer: no duplicates from retries, no transactions."""
     from confluent_kafka import Producer
 
-    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
     conf.update(overrides)
     conf = merge_forced("idempotent producer", conf, IDEMPOTENT_PRODUCER_FORCED, where)
     return Producer(_with_logger(conf, client_id))
 
 
-def observation_producer(cluster: Mapping[str, Any], client_id: str, where: str = "lag writer",
+def observation_producer(settings: Mapping[str, Any], client_id: str, where: str = "lag writer",
                          extra: Mapping[str, Any] | None = None) -> Any:
     """The lag history's writer (samples, run outcomes): acks=all, not idempotent.
 
@@ -153,12 +153,12 @@ def observation_producer(cluster: Mapping[str, Any], client_id: str, where: str 
     """
     from confluent_kafka import Producer
 
-    return Producer(observation_producer_config(cluster, client_id, extra))
+    return Producer(observation_producer_config(settings, client_id, extra))
 
 
-def observation_producer_config(cluster: Mapping[str, Any], client_id: str,
+def observation_producer_config(settings: Mapping[str, Any], client_id: str,
                                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    conf = drop_foreign(cluster, CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
     conf.update({"acks": "all", "enable.idempotence": False})
     return _with_logger(conf, client_id)
@@ -167,7 +167,7 @@ def observation_producer_config(cluster: Mapping[str, Any], client_id: str,
 MEMBERLESS_CLOSE_MS = 6000   # session.timeout.ms of consumers that never join: bounds their close()
 
 
-def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True,
+def progress_reader(settings: Mapping[str, Any], group_id: str, client_id: str, stable: bool = True,
                     on_commit: Any = None) -> Any:
     """A never-assigned consumer of the progress group on the target.
 
@@ -178,7 +178,7 @@ def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, s
     """
     from confluent_kafka import Consumer
 
-    conf = drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)
+    conf = drop_foreign(settings, PRODUCER_ONLY_PREFIXES)
     conf.update({"group.id": group_id, "isolation.level": "read_committed" if stable else "read_uncommitted",
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  # It never joins the group, so the session timeout means nothing to the broker; but
@@ -190,7 +190,7 @@ def progress_reader(cluster: Mapping[str, Any], group_id: str, client_id: str, s
     return Consumer(_with_logger(conf, client_id))
 
 
-def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: bool = True,
+def plain_consumer(settings: Mapping[str, Any], client_id: str, read_committed: bool = True,
                    group_id: str | None = None) -> Any:
     """A consumer for reading internal topics and for verification; never subscribes, never commits.
 
@@ -199,7 +199,7 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
     """
     from confluent_kafka import Consumer
 
-    conf = {**READER_CONSUMER_DEFAULTS, **RANGE_READER_DEFAULTS, **drop_foreign(cluster, PRODUCER_ONLY_PREFIXES)}
+    conf = {**READER_CONSUMER_DEFAULTS, **RANGE_READER_DEFAULTS, **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update({"group.id": group_id or f"{client_id}.reader", "enable.auto.commit": False,
                  "enable.auto.offset.store": False, "enable.partition.eof": True,
                  "auto.offset.reset": "error",
@@ -207,8 +207,8 @@ def plain_consumer(cluster: Mapping[str, Any], client_id: str, read_committed: b
     return Consumer(_with_logger(conf, client_id))
 
 
-def admin_client(cluster: Mapping[str, Any], role_hint: str = "admin") -> Any:
+def admin_client(settings: Mapping[str, Any], role_hint: str = "admin") -> Any:
     from confluent_kafka.admin import AdminClient
 
-    conf = drop_foreign(drop_foreign(cluster, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)
+    conf = drop_foreign(drop_foreign(settings, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)
     return AdminClient(_with_logger(conf, f"eosmirror-{role_hint}"))

@@ -36,7 +36,7 @@ def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
     return found is not None and found.error is None
 
 
-def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster: str,
+def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster_label: str,
                  timeout: float = 10.0) -> None:
     """Create the lag topic when missing (a concurrent creator is fine)."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
@@ -52,7 +52,8 @@ def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor:
         log.info("created lag topic %s (kept %d days)", topic, history_days)
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
-            raise calls.translate(exc, f"create the lag topic {topic}", cluster, f"Create on topic {topic}") from None
+            raise calls.translate(exc, f"create the lag topic {topic}", cluster_label,
+                                  f"Create on topic {topic}") from None
     # A topic just created has no leader for a moment.
     retry_until(15, lambda: _leader_or_raise(admin, topic), lambda exc: isinstance(exc, LookupError), pause=0.2)
 
@@ -63,7 +64,7 @@ def _leader_or_raise(admin: Any, topic: str) -> None:
         raise LookupError(topic)
 
 
-def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[bytes], cluster: str,
+def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[bytes], cluster_label: str,
            timeout: float = 15.0) -> None:
     """Write records to the lag topic and wait until they are acknowledged."""
     topic = naming.lag_topic(mirror)
@@ -80,10 +81,10 @@ def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[by
     left = producer.flush(timeout)
     if left or errors:
         raise calls.translate(Exception(errors[0] if errors else f"{left} records unacknowledged after {timeout} s"),
-                              f"write to the lag topic {topic}", cluster, f"Write on topic {topic}")
+                              f"write to the lag topic {topic}", cluster_label, f"Write on topic {topic}")
 
 
-def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster: str,
+def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster_label: str,
                group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
     """Samples and run outcomes recorded at or after ``since_ms`` (by record timestamp), oldest first."""
     from confluent_kafka import TopicPartition
@@ -96,11 +97,11 @@ def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster:
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) in calls.MISSING_TOPIC:
             return [], []
-        raise calls.translate(exc, f"read the lag topic {topic}", cluster, f"Read on topic {topic}") from None
+        raise calls.translate(exc, f"read the lag topic {topic}", cluster_label, f"Read on topic {topic}") from None
     finally:
         consumer.close()
     start = found.offset if found.offset >= 0 else high   # -1: nothing that recent
-    records = readers.read_range(target_conf, topic, 0, max(start, low), high, cluster,
+    records = readers.read_range(target_conf, topic, 0, max(start, low), high, cluster_label,
                                  client_id=f"eosmirror-{mirror}-lag-reader", group_id=group)
     samples, runs = [], []
     for record in records:
@@ -110,7 +111,7 @@ def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster:
             elif record.key == RUN_KEY and record.value:
                 runs.append(RunOutcome.decode(record.value))
         except (ValueError, KeyError, TypeError) as exc:
-            log.warning("%s: skipped record %d of %s that is not a lag record (%s)", cluster, record.offset,
+            log.warning("%s: skipped record %d of %s that is not a lag record (%s)", cluster_label, record.offset,
                         topic, exc)
     return samples, runs
 

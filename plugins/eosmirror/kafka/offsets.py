@@ -16,7 +16,7 @@ class _LeadersMoving(Exception):
         self.first, self.topic, self.partition = first, topic, partition
 
 
-def list_offsets(admin: Any, specs: dict[tuple[str, int], Any], cluster: str, read_committed: bool = True,
+def list_offsets(admin: Any, specs: dict[tuple[str, int], Any], cluster_label: str, read_committed: bool = True,
                  ) -> dict[tuple[str, int], int]:
     """Batched ListOffsets; {(topic, partition): offset} (-1 when no such offset). Partitions whose
     leader is moving (a broker just restarted, a topic just created) are asked again, and only they,
@@ -28,16 +28,16 @@ def list_offsets(admin: Any, specs: dict[tuple[str, int], Any], cluster: str, re
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     out: dict[tuple[str, int], int] = {}
     try:
-        retry_until(15, lambda: _ask(admin, specs, level, out, cluster),
+        retry_until(15, lambda: _ask(admin, specs, level, out, cluster_label),
                     lambda exc: isinstance(exc, _LeadersMoving), pause=0.3)
     except _LeadersMoving as moving:
-        raise calls.translate(moving.first, f"list offsets of {moving.topic}[{moving.partition}]", cluster,
+        raise calls.translate(moving.first, f"list offsets of {moving.topic}[{moving.partition}]", cluster_label,
                               f"Describe on topic {moving.topic}") from None
     return out
 
 
 def _ask(admin: Any, specs: dict[tuple[str, int], Any], level: Any, out: dict[tuple[str, int], int],
-         cluster: str) -> None:
+         cluster_label: str) -> None:
     """One ListOffsets request for the partitions not answered yet; answers go into ``out``."""
     from confluent_kafka import TopicPartition
 
@@ -49,7 +49,7 @@ def _ask(admin: Any, specs: dict[tuple[str, int], Any], level: Any, out: dict[tu
             out[(tp.topic, tp.partition)] = future.result(timeout=calls.DEFAULT_TIMEOUT).offset
         except Exception as exc:  # noqa: BLE001 - translated below
             if calls.error_name(exc) not in calls.LEADERSHIP_MOVING:
-                raise calls.translate(exc, f"list offsets of {tp.topic}[{tp.partition}]", cluster,
+                raise calls.translate(exc, f"list offsets of {tp.topic}[{tp.partition}]", cluster_label,
                                       f"Describe on topic {tp.topic}") from None
             moving = moving or _LeadersMoving(exc, tp.topic, tp.partition)
     if moving is not None:

@@ -57,7 +57,7 @@ def decode_metadata(raw: str | None) -> dict[str, Any]:
         return {}
 
 
-def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster: str, group: str,
+def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster_label: str, group: str,
          stable: bool, timeout: float = 30.0) -> dict[tuple[str, int], Progress]:
     """Committed progress of the given target partitions; absent keys have none.
 
@@ -85,7 +85,7 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
             return [tp for at in range(0, len(wanted), COMMITTED_CHUNK) for tp in reader.committed(
                 wanted[at:at + COMMITTED_CHUNK], timeout=max(1.0, min(5.0, deadline - time.monotonic())))]
         except Exception:
-            _raise_group_error(reader, cluster, group, needs)   # a missing ACL fails at once
+            _raise_group_error(reader, cluster_label, group, needs)   # a missing ACL fails at once
             raise
 
     try:
@@ -93,16 +93,16 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     except Exception as exc:  # noqa: BLE001 - translated
         if stable and calls.error_name(exc) in ("_TIMED_OUT", "UNSTABLE_OFFSET_COMMIT"):
             raise ProgressUnavailableError(
-                f"{cluster}: the progress of group {group} stayed unstable for {timeout:.0f} s: a transaction "
+                f"{cluster_label}: the progress of group {group} stayed unstable for {timeout:.0f} s: a transaction "
                 f"of this mirror is still open (a killed or stalled slot). `eosmirror fence <mirror>` "
                 f"(or the eosmirror_fence DAG) aborts it") from None
-        raise calls.translate(exc, f"read the progress of group {group}", cluster, needs) from None
+        raise calls.translate(exc, f"read the progress of group {group}", cluster_label, needs) from None
     finally:
         reader.close()
     errors = [tp for tp in committed if tp.error is not None]
     if errors:
         raise calls.translate(Exception(errors[0].error), f"read the progress of {errors[0].topic}"
-                                f"[{errors[0].partition}] in group {group}", cluster, needs)
+                                f"[{errors[0].partition}] in group {group}", cluster_label, needs)
     out = {}
     for tp in committed:
         if tp.offset == OFFSET_INVALID or tp.offset < 0:
@@ -115,7 +115,7 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     return out
 
 
-def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster: str, group: str,
+def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster_label: str, group: str,
                  settle_seconds: float) -> tuple[dict[tuple[str, int], Progress], set[tuple[str, int]]]:
     """The planner's read: (progress, unsettled). A partition absent from both has no progress.
 
@@ -129,18 +129,18 @@ def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, in
     the slots read after fencing; waiting on them would let one open transaction stall every plan.
     """
     wanted = list(partitions)
-    found = read(target_conf, wanted, cluster, group, stable=False)
+    found = read(target_conf, wanted, cluster_label, group, stable=False)
     missing = [tp for tp in wanted if tp not in found]
     if not missing:
         return found, set()
     try:
-        found.update(read(target_conf, missing, cluster, group, stable=True, timeout=settle_seconds))
+        found.update(read(target_conf, missing, cluster_label, group, stable=True, timeout=settle_seconds))
     except ProgressUnavailableError:   # still pending at the deadline (one answer for the whole request)
         return found, set(missing)
     return found, set()
 
 
-def _raise_group_error(reader: Any, cluster: str, group: str, needs: str) -> None:
+def _raise_group_error(reader: Any, cluster_label: str, group: str, needs: str) -> None:
     """A consumer whose group is not authorized keeps retrying committed() until it times out; its
     coordinator lookup reports the cause as an event, which poll() of the (never assigned) reader
     returns. Fail at once with it."""
@@ -148,8 +148,8 @@ def _raise_group_error(reader: Any, cluster: str, group: str, needs: str) -> Non
     event = reader.poll(0.2)
     err = event.error() if event is not None else None
     if err is not None and err.name() in ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED"):
-        raise AuthorizationError(f"{cluster}: not authorized to read the progress of group {group} ({err.name()}): "
-                                 f"the principal needs {needs}. Grant that ACL and run again")
+        raise AuthorizationError(f"{cluster_label}: not authorized to read the progress of group {group} "
+                                 f"({err.name()}): the principal needs {needs}. Grant that ACL and run again")
 
 
 def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int], int], group: str,

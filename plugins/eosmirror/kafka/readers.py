@@ -34,7 +34,7 @@ def _record(m: Any) -> Record:
                   timestamp=m.timestamp()[1])
 
 
-def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
+def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster_label: str, read_committed: bool = True,
                client_id: str = "eosmirror-reader", group_id: str | None = None) -> tuple[int, int]:
     """(log start, end) where end is the LSO when ``read_committed``, else the high watermark."""
     from confluent_kafka import TopicPartition
@@ -47,13 +47,13 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster: str, r
                                 lambda exc: calls.error_name(exc) in calls.LEADERSHIP_MOVING)
         return int(low), int(high)
     except Exception as exc:  # noqa: BLE001 - translated
-        raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster,
+        raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster_label,
                               f"Describe on topic {topic}") from None
     finally:
         consumer.close()
 
 
-def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster: str,
+def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster_label: str,
                read_committed: bool = True, client_id: str = "eosmirror-reader", timeout: float = 120.0,
                group_id: str | None = None) -> list[Record]:
     """The records with offsets in [start, end); ``end`` must not exceed the partition's end offset."""
@@ -61,12 +61,12 @@ def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end
         return []
     consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
     try:
-        return list(iter_range(consumer, topic, partition, start, end, cluster, timeout))
+        return list(iter_range(consumer, topic, partition, start, end, cluster_label, timeout))
     finally:
         consumer.close()
 
 
-def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, cluster: str,
+def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, cluster_label: str,
                timeout: float = 120.0) -> Iterator[Record]:
     """The records with offsets in [start, end), read by ``consumer`` (a ``plain_consumer``, reusable
     for several ranges). ``end`` must not exceed the end offset (the LSO for read_committed). ``start``
@@ -81,7 +81,7 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
     reached = start
     while reached < end:
         if time.monotonic() > deadline:
-            raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster)
+            raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster_label)
         for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
             err = m.error()
             if err is not None:
@@ -90,7 +90,8 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
                     continue
                 if err.name() == "GROUP_AUTHORIZATION_FAILED":
                     continue   # a coordinator lookup for group.id; reading with assign() needs no group
-                raise calls.translate(Exception(err), f"read {topic}[{partition}]", cluster, f"Read on topic {topic}")
+                raise calls.translate(Exception(err), f"read {topic}[{partition}]", cluster_label,
+                                      f"Read on topic {topic}")
             if m.offset() < start:
                 continue   # fetched for an earlier range of a reused consumer (librdkafka drops most of these)
             if m.offset() >= end:
@@ -102,21 +103,21 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
         reached = max(reached, position)
 
 
-def read_all(conf: dict[str, Any], topic: str, partition: int, cluster: str, read_committed: bool = True,
+def read_all(conf: dict[str, Any], topic: str, partition: int, cluster_label: str, read_committed: bool = True,
              client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
              group_id: str | None = None) -> list[Record]:
     """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
 
     try:
-        low, high = watermarks(conf, topic, partition, cluster, read_committed, client_id, group_id)
+        low, high = watermarks(conf, topic, partition, cluster_label, read_committed, client_id, group_id)
     except TargetMismatchError:
         if missing_ok:
             return []
         raise
-    return read_range(conf, topic, partition, low, high, cluster, read_committed, client_id, timeout, group_id)
+    return read_range(conf, topic, partition, low, high, cluster_label, read_committed, client_id, timeout, group_id)
 
 
-def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
                      client_id: str = "eosmirror-reader", group_id: str | None = None,
                      timeout: float = 30.0) -> dict[tuple[str, int], int | None]:
     """Per partition, the timestamp of the first committed record in [start, end) (read_committed,
@@ -139,7 +140,8 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
                 if err is not None and not calls.is_partition_eof(err):
                     if err.name() == "GROUP_AUTHORIZATION_FAILED":
                         continue
-                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster, f"Read on topic {tp[0]}")
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster_label,
+                                          f"Read on topic {tp[0]}")
                 if err is None and m.offset() < wanted[tp][1]:
                     found[tp] = m.timestamp()[1]
                 pending.discard(tp)   # a record, or the end of the partition: either way, decided
@@ -149,18 +151,18 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
         consumer.close()
 
 
-def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
                  client_id: str = "eosmirror-reader", group_id: str | None = None,
                  timeout: float = 60.0) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]]:
     """Per partition, the offsets of the committed data records in [start, end) (read_committed, one
     consumer for all partitions), as (reached, offsets): every offset below ``reached`` was read. It
     falls short of ``end`` only where the partition's last stable offset lies below ``end``.
     Transaction markers and aborted records are skipped by the consumer, as any consumer skips them."""
-    reached, found = scan_ranges(conf, ranges, cluster, lambda m: m.offset(), client_id, group_id, timeout)
+    reached, found = scan_ranges(conf, ranges, cluster_label, lambda m: m.offset(), client_id, group_id, timeout)
     return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
 
 
-def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
                 client_id: str = "eosmirror-reader", group_id: str | None = None, timeout: float = 120.0,
                 moved: set[tuple[str, int]] | None = None) -> dict[tuple[str, int], list[Record]]:
     """Per partition, its committed records in [start, end) (read_committed, ONE consumer for all the
@@ -168,10 +170,10 @@ def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
     the partitions). ``end`` must not exceed the partition's last stable offset. A partition whose
     ``start`` lies below its log start (retention or delete-records ran) is added to ``moved`` and
     left out, when ``moved`` is given; otherwise it fails as ``read_range`` does."""
-    return scan_ranges(conf, ranges, cluster, _record, client_id, group_id, timeout, moved)[1]
+    return scan_ranges(conf, ranges, cluster_label, _record, client_id, group_id, timeout, moved)[1]
 
 
-def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster: str,
+def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
                 keep: Callable[[Any], T], client_id: str = "eosmirror-reader", group_id: str | None = None,
                 timeout: float = 60.0, moved: set[tuple[str, int]] | None = None,
                 ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[T]]]:
@@ -195,7 +197,7 @@ def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
 
         while pending:
             if time.monotonic() > deadline:
-                raise _timed_out(pending, reached, wanted, timeout, cluster)
+                raise _timed_out(pending, reached, wanted, timeout, cluster_label)
             for m in consumer.consume(500, 0.2):
                 tp, err = (m.topic(), m.partition()), m.error()
                 if tp not in pending:
@@ -212,7 +214,8 @@ def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
                         found[tp] = []
                         done(tp)
                         continue
-                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster, f"Read on topic {tp[0]}")
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster_label,
+                                          f"Read on topic {tp[0]}")
                 if m.offset() >= wanted[tp][1]:
                     reached[tp] = wanted[tp][1]
                     done(tp)
@@ -240,8 +243,8 @@ def _advance(consumer: Any, pending: set[tuple[str, int]], reached: dict[tuple[s
 
 
 def _timed_out(pending: set[tuple[str, int]], reached: dict[tuple[str, int], int],
-               wanted: dict[tuple[str, int], tuple[int, int]], timeout: float, cluster: str) -> Exception:
+               wanted: dict[tuple[str, int], tuple[int, int]], timeout: float, cluster_label: str) -> Exception:
     left = sorted(pending)
     named = ", ".join(f"{t}[{p}] at {reached[(t, p)]} of {wanted[(t, p)][1]}" for t, p in left[:10])
     more = f" and {len(left) - 10} more partition(s)" if len(left) > 10 else ""
-    return calls.translate(TimeoutError(), f"read {named}{more} within {timeout:.0f} s", cluster)
+    return calls.translate(TimeoutError(), f"read {named}{more} within {timeout:.0f} s", cluster_label)

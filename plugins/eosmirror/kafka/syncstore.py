@@ -45,37 +45,38 @@ class ReadStats:
     full_read: bool = False
 
 
-def _decode(value: bytes, offset: int, topic: str, cluster: str) -> OffsetSync:
+def _decode(value: bytes, offset: int, topic: str, cluster_label: str) -> OffsetSync:
     try:
         return OffsetSync.decode(value)
     except (ValueError, KeyError) as exc:
         # Skipping it would make translation silently inexact: refuse instead.
         raise ProgressUnavailableError(
-            f"{cluster}: record {offset} of {topic} is not an eosmirror offset sync ({exc}); only eosmirror "
+            f"{cluster_label}: record {offset} of {topic} is not an eosmirror offset sync ({exc}); only eosmirror "
             f"may write to that topic") from None
 
 
-def load(target_conf: dict[str, Any], mirror: str, cluster: str, group: str) -> dict[TP, PartitionSyncs]:
+def load(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str) -> dict[TP, PartitionSyncs]:
     """All committed offset syncs of a mirror, grouped by target partition."""
     topic = naming.offset_sync_topic(mirror)
-    syncs = [_decode(record.value, record.offset, topic, cluster)
-             for record in readers.read_all(target_conf, topic, 0, cluster, client_id=f"eosmirror-{mirror}-sync-reader",
+    syncs = [_decode(record.value, record.offset, topic, cluster_label)
+             for record in readers.read_all(target_conf, topic, 0, cluster_label,
+                                            client_id=f"eosmirror-{mirror}-sync-reader",
                                             timeout=300, missing_ok=True, group_id=group)
              if record.value is not None]
     return group_by_partition(syncs)
 
 
-def read_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, group: str,
+def read_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str,
                   stats: ReadStats | None = None) -> syncscan.Snapshot:
     topic = naming.offset_sync_snapshot_topic(mirror)
-    records = readers.read_all(target_conf, topic, 0, cluster, client_id=f"eosmirror-{mirror}-sync-reader",
+    records = readers.read_all(target_conf, topic, 0, cluster_label, client_id=f"eosmirror-{mirror}-sync-reader",
                                timeout=300, missing_ok=True, group_id=group)
     if stats is not None:
         stats.snapshot_records += len(records)
     try:
         return syncscan.Snapshot.decode([(r.key, r.value) for r in records])
     except (ValueError, KeyError) as exc:
-        raise ProgressUnavailableError(f"{cluster}: {topic} holds a record that is not an eosmirror snapshot entry "
+        raise ProgressUnavailableError(f"{cluster_label}: {topic} holds a record that is not an eosmirror snapshot entry "
                                        f"({exc}); delete the topic (it is a cache; the next run rewrites it)") from None
 
 
@@ -95,49 +96,49 @@ class View:
     snapshot: syncscan.Snapshot | None = None
 
 
-def _tail_start(snapshot: syncscan.Snapshot, low: int, end: int, mirror: str, cluster: str) -> int:
+def _tail_start(snapshot: syncscan.Snapshot, low: int, end: int, mirror: str, cluster_label: str) -> int:
     """Where the forward read of the history starts: the snapshot's marker, or the log start."""
     topic = naming.offset_sync_topic(mirror)
     if snapshot.upto is None:
         log.info("%s: no snapshot of %s yet: reading it in full once (the next mirror run writes the snapshot)",
-                 cluster, topic)
+                 cluster_label, topic)
         return low
     if snapshot.upto > end:
         raise ProgressUnavailableError(
-            f"{cluster}: the offset-sync snapshot was folded up to offset {snapshot.upto} of {topic}, beyond its end "
-            f"{end}: the sync topic was re-created. Delete the snapshot topic "
+            f"{cluster_label}: the offset-sync snapshot was folded up to offset {snapshot.upto} of {topic}, beyond its "
+            f"end {end}: the sync topic was re-created. Delete the snapshot topic "
             f"{naming.offset_sync_snapshot_topic(mirror)} (a cache) and run the mirror again")
     if snapshot.upto < low:
         raise ProgressUnavailableError(
-            f"{cluster}: the offset-sync snapshot was folded up to offset {snapshot.upto} of {topic}, but its log "
-            f"start is {low}: syncs written in between were deleted by retention before any run folded them in, so "
+            f"{cluster_label}: the offset-sync snapshot was folded up to offset {snapshot.upto} of {topic}, but its "
+            f"log start is {low}: syncs written in between were deleted by retention before any run folded them in, so "
             f"the newest sync of some partitions may be lost. Run the mirror more often than the sync topic's "
             f"retention; to recover, restore the mirror's committed progress")
     return snapshot.upto
 
 
-def latest(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, keep: frozenset[TP] = frozenset(),
+def latest(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, keep: frozenset[TP] = frozenset(),
            stats: ReadStats | None = None) -> View:
     """The snapshot plus the history after its marker (all of it without a snapshot)."""
     stats = stats if stats is not None else ReadStats()
     topic = naming.offset_sync_topic(mirror)
     client_id = f"eosmirror-{mirror}-sync-reader"
     try:
-        low, end = readers.watermarks(target_conf, topic, 0, cluster, client_id=client_id, group_id=group)
+        low, end = readers.watermarks(target_conf, topic, 0, cluster_label, client_id=client_id, group_id=group)
     except TargetMismatchError:
         return View()   # no sync topic: nothing was ever mirrored
-    snapshot = read_snapshot(target_conf, mirror, cluster, group, stats)
+    snapshot = read_snapshot(target_conf, mirror, cluster_label, group, stats)
     view = View(newest=dict(snapshot.entries), low=low, end=end, snapshot=snapshot,
-                tail_start=_tail_start(snapshot, low, end, mirror, cluster))
+                tail_start=_tail_start(snapshot, low, end, mirror, cluster_label))
     stats.full_read = view.tail_start == low
     for tp in keep:
         if tp in view.newest:
             view.chains[tp] = [view.newest[tp]]
-    _read_tail(target_conf, topic, cluster, group, client_id, view, keep, stats)
+    _read_tail(target_conf, topic, cluster_label, group, client_id, view, keep, stats)
     return view
 
 
-def _read_tail(target_conf: dict[str, Any], topic: str, cluster: str, group: str, client_id: str, view: View,
+def _read_tail(target_conf: dict[str, Any], topic: str, cluster_label: str, group: str, client_id: str, view: View,
                keep: frozenset[TP], stats: ReadStats) -> None:
     """The syncs from ``view.tail_start`` to the end, folded into ``view``. Only the kept partitions'
     syncs and each other partition's LAST record are decoded: a partition's syncs commit one after
@@ -146,12 +147,12 @@ def _read_tail(target_conf: dict[str, Any], topic: str, cluster: str, group: str
     last: dict[bytes, tuple[int, bytes]] = {}
     consumer = clients.plain_consumer(target_conf, client_id, group_id=group)
     try:
-        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, cluster, timeout=300):
+        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, cluster_label, timeout=300):
             stats.sync_records += 1
             if record.value is None:
                 continue
             if record.key in keep_keys or record.key is None:
-                sync = _decode(record.value, record.offset, topic, cluster)
+                sync = _decode(record.value, record.offset, topic, cluster_label)
                 tp = (sync.target_topic, sync.partition)
                 view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
                 if tp in keep:
@@ -161,29 +162,29 @@ def _read_tail(target_conf: dict[str, Any], topic: str, cluster: str, group: str
     finally:
         consumer.close()
     for offset, value in last.values():
-        sync = _decode(value, offset, topic, cluster)
+        sync = _decode(value, offset, topic, cluster_label)
         tp = (sync.target_topic, sync.partition)
         view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
 
 
-def _where(cluster: str, tp: TP) -> str:
+def _where(cluster_label: str, tp: TP) -> str:
     """A partition as error messages name it (the ChainError of any check of its chain reads the same)."""
-    return f"{cluster}: {tp[0]}[{tp[1]}]"
+    return f"{cluster_label}: {tp[0]}[{tp[1]}]"
 
 
-def _uncovered(view: View, needs: dict[TP, Need], cluster: str) -> dict[bytes, TP]:
+def _uncovered(view: View, needs: dict[TP, Need], cluster_label: str) -> dict[bytes, TP]:
     """The asked partitions whose chain does not reach back far enough yet, by sync key: not back to
     the asked position, nor to a migration/reset sync that moved progress backwards (the chain starts
     there). Raises ChainError when a chain read so far overlaps (the caller reports it)."""
     return {f"{tp[0]}\0{tp[1]}".encode(): tp for tp, need in needs.items()
-            if tp in view.chains and not syncscan.covered(view.chains[tp], need, _where(cluster, tp))}
+            if tp in view.chains and not syncscan.covered(view.chains[tp], need, _where(cluster_label, tp))}
 
 
-def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, view: View,
+def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, view: View,
                     needs: dict[TP, Need], stats: ReadStats) -> None:
     """Extend the chains from ``view.tail_start`` backwards until every need is covered (or the start)."""
     topic = naming.offset_sync_topic(mirror)
-    wanted = _uncovered(view, needs, cluster)
+    wanted = _uncovered(view, needs, cluster_label)
     if not wanted:
         return
     consumer = clients.plain_consumer(target_conf, f"eosmirror-{mirror}-sync-reader", group_id=group)
@@ -191,14 +192,14 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
         for start, end in syncscan.backward_chunks(view.low, view.tail_start):
             stats.backward_chunks += 1
             older: dict[TP, list[OffsetSync]] = {}
-            for record in readers.iter_range(consumer, topic, 0, start, end, cluster, timeout=300):
+            for record in readers.iter_range(consumer, topic, 0, start, end, cluster_label, timeout=300):
                 stats.sync_records += 1
                 tp = wanted.get(record.key or b"")   # the key names the partition: decode only the asked ones
                 if tp is not None and record.value is not None:
-                    older.setdefault(tp, []).append(_decode(record.value, record.offset, topic, cluster))
+                    older.setdefault(tp, []).append(_decode(record.value, record.offset, topic, cluster_label))
             for tp, found in older.items():   # this chunk precedes what was read: chains stay in write order
                 view.chains[tp] = found + view.chains[tp]
-            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, cluster)
+            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, cluster_label)
             if not wanted:
                 return
     finally:
@@ -206,23 +207,23 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster: str, grou
     # Reached the topic's start: every chain is now the whole retained history of its partition.
 
 
-def load_needed(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, needs: dict[TP, Need],
+def load_needed(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, needs: dict[TP, Need],
                 stats: ReadStats | None = None) -> dict[TP, PartitionSyncs]:
     """Per asked partition that was ever mirrored, its syncs from the one holding the asked position (or
     from its last migration/reset sync that moved progress back, when that comes later) to the newest:
     translating any position at or after the asked one gives what the current chain of the full history
     gives."""
     stats = stats if stats is not None else ReadStats()
-    view = latest(target_conf, mirror, cluster, group, keep=frozenset(needs), stats=stats)
+    view = latest(target_conf, mirror, cluster_label, group, keep=frozenset(needs), stats=stats)
     try:   # the backward scan checks the chains too: an overlap found there is reported the same way
-        _scan_backwards(target_conf, mirror, cluster, group, view, needs, stats)
-        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(cluster, tp)))
+        _scan_backwards(target_conf, mirror, cluster_label, group, view, needs, stats)
+        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(cluster_label, tp)))
                 for tp in needs if tp in view.chains}
     except syncscan.ChainError as exc:
         raise ProgressUnavailableError(str(exc)) from None
 
 
-def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, group: str, transactional_id: str,
+def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, transactional_id: str,
                      stats: ReadStats | None = None) -> int:
     """Fold the syncs written since the snapshot's marker into it; returns how many entries were written.
 
@@ -235,7 +236,7 @@ def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, gro
     topic = naming.offset_sync_snapshot_topic(mirror)
     try:
         producer.init_transactions(60)
-        view = latest(target_conf, mirror, cluster, group, stats=stats)
+        view = latest(target_conf, mirror, cluster_label, group, stats=stats)
         if view.snapshot is None or view.snapshot.upto == view.end:
             return 0
         changed = syncscan.changed_entries(view.snapshot.entries, view.newest)
@@ -249,7 +250,7 @@ def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster: str, gro
     except ProgressUnavailableError:
         raise
     except Exception as exc:  # noqa: BLE001 - translated: the snapshot is a cache, the caller decides
-        raise ProgressUnavailableError(f"{cluster}: could not write the offset-sync snapshot {topic}: {exc} "
+        raise ProgressUnavailableError(f"{cluster_label}: could not write the offset-sync snapshot {topic}: {exc} "
                                        f"(it needs Write on that topic and on transactional id "
                                        f"{transactional_id})") from None
     finally:
