@@ -93,21 +93,38 @@ def _bindings(acls):
     return [AclBinding(rt, n, pat, "User:mirror", "*", op, AclPermissionType.ALLOW) for _, rt, n, pat, op, _ in acls]
 
 
+ACL_APPLY_BUDGET_S = 15
+
+
 def grant(secure, acls, revoke=False):
     for side in ("source", "target"):
         mine = _bindings([a for a in acls if a[0] == side])
         if not mine:
             continue
         admin = AdminClient(secure[side].client_config())
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                    b.permission_type) for b in mine]
         if revoke:
-            filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
-                                        b.permission_type) for b in mine]
             for future in admin.delete_acls(filters).values():
                 future.result(30)
         else:
             for future in admin.create_acls(mine).values():
                 future.result(30)
-    time.sleep(0.3)   # ACL changes reach the authorizer through the metadata log
+        _wait_applied(admin, side, filters, present=not revoke)
+
+
+def _wait_applied(admin, side, filters, present):
+    """ACL changes reach the broker's authorizer through the metadata log, after create/delete_acls return: wait
+    until the broker answers with every binding present (or gone), within a budget, naming what it still lacks."""
+    deadline = time.monotonic() + ACL_APPLY_BUDGET_S
+    while True:
+        pending = [f for f in filters if bool(admin.describe_acls(f).result(30)) != present]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{side}: {len(pending)} ACL change(s) not applied after {ACL_APPLY_BUDGET_S} s, "
+                                 f"e.g. {pending[0]}")
+        time.sleep(0.1)
 
 
 def fresh_mirror(secure, monkeypatch, **fields):
