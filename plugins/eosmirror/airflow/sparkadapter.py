@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator
 
-# (class, member) pairs this module relies on; the adapter test checks each against the installed provider.
+# The members this module relies on, per class; the adapter test checks each against the installed provider.
 OPERATOR_MEMBERS = ("_get_hook", "_hook")
 HOOK_MEMBERS = ("_process_spark_submit_log", "_submit_sp")
 
