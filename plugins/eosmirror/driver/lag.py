@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from eosmirror.core import groupsync, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile
-from eosmirror.core.errors import EosMirrorError
+from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
 from eosmirror.driver import topics
 from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
+from eosmirror.kafka import groupoffsets, lagstore, progress, readers
 from eosmirror.kafka import groups as kafka_groups
-from eosmirror.kafka import lagstore, progress, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
 
 log = logging.getLogger(__name__)
 PARALLEL_MIRRORS = 8
+# How long the groups' read waits for a pending transactional offset commit (or a moving coordinator).
+GROUPS_READ_SECONDS = 30.0
 
 
 def policy_of(mirror: MirrorConfig) -> lag.Policy:
@@ -49,13 +52,18 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
     source, target = clusters.source, clusters.target
     keys = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
     target_of = {pair.source: pair.target for pair in pairs}
-    starts = list_offsets(source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label)
-    highs = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label, read_committed=False)
-    stables = list_offsets(source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)
-    # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
-    # first progress commit is pending, and the partition would count from its log start.
-    committed, unsettled = progress.read_settled(target.settings, [(target_of[t], p) for t, p in keys], target.label,
-                                                 mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
+    # The four reads at once: each waits on brokers most of its time (5,000 partitions: 0.67 s in a row).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        asked = [pool.submit(list_offsets, source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label),
+                 pool.submit(list_offsets, source.admin, {k: OffsetSpec.latest() for k in keys}, source.label,
+                             read_committed=False),
+                 pool.submit(list_offsets, source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)]
+        # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
+        # first progress commit is pending, and the partition would count from its log start.
+        committed, unsettled = progress.read_settled(target.settings, [(target_of[t], p) for t, p in keys],
+                                                     target.label, mirror.progress_group,
+                                                     settle_seconds=PROGRESS_SETTLE_SECONDS)
+        starts, highs, stables = (future.result() for future in asked)
     if unsettled:   # an open transaction holds their first progress: nothing is committed for them yet
         example = ", ".join(f"{t}[{p}]" for t, p in sorted(unsettled)[:3])
         log.warning("mirror %s: the first progress of %d partition(s) (e.g. %s) is held by a transaction still open "
@@ -76,29 +84,58 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
 def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> tuple[tuple[lag.GroupLag, ...],
                                                                                          str | None]:
     """The lag of the consumer groups the mirror's groups section selects, on the target (where a
-    failover put them): target last stable offset - committed, per group. A mirror without a groups
-    section has none. A failure to read them (say, no Describe ACL on the groups) is returned as the
-    reason, so the mirror's own figures are still reported."""
-    import concurrent.futures
+    failover put them): target last stable offset - committed, per group and mirrored partition it
+    holds. A mirror without a groups section has none. A failure to read them (say, no Describe ACL
+    on the groups) is returned as the reason, so the mirror's own figures are still reported.
 
+    Each group's offsets are read on the partitions it holds (kafka/groupoffsets.py, require_stable,
+    in a child process that librdkafka's admin offset fetch may crash); only when that gives no
+    answer is every group asked for every mirrored partition with a consumer, as it always was."""
     from confluent_kafka.admin import OffsetSpec
 
     if mirror.groups is None:
         return (), None
-    keys = [(pair.target, p) for pair in pairs for p in range(pair.partitions)]
+    mirrored = {(pair.target, p) for pair in pairs for p in range(pair.partitions)}
     try:
         selected = groupsync.select_groups(kafka_groups.list_groups(target), mirror.groups.include,
                                            mirror.groups.exclude, never=[mirror.progress_group])
-        if not selected or not keys:
+        if not selected or not mirrored:
             return (), None
-        ends = list_offsets(target.admin, {k: OffsetSpec.latest() for k in keys}, target.label)
-        states = kafka_groups.group_states(target, selected)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_MIRRORS) as pool:
-            committed = dict(zip(selected, pool.map(lambda g: kafka_groups.committed(target, g, keys), selected)))
+        with ThreadPoolExecutor(max_workers=PARALLEL_MIRRORS) as pool:
+            answers = pool.submit(groupoffsets.read_all, target.settings, selected, GROUPS_READ_SECONDS)
+            states = kafka_groups.group_states(target, selected)
+            committed = held_offsets(answers.result(), target.label)
+            if committed is None:
+                keys = sorted(mirrored)
+                committed = dict(zip(selected, pool.map(lambda g: kafka_groups.committed(target, g, keys), selected)))
+        held = {tp for offsets in committed.values() for tp in offsets if tp in mirrored}
+        ends = list_offsets(target.admin, {k: OffsetSpec.latest() for k in sorted(held)}, target.label)
     except EosMirrorError as exc:
         log.warning("mirror %s: the lag of its consumer groups on the target could not be read: %s", mirror.name, exc)
         return (), f"the lag of the consumer groups on the target could not be read: {exc}"
     return lag.group_lags(committed, ends, states), None
+
+
+def held_offsets(answers: groupoffsets.Answers | None, cluster_label: str,
+                 ) -> dict[str, dict[tuple[str, int], int]] | None:
+    """The groups' offsets from the child's answers; None: no answer (read with consumers instead).
+    A group still pending or refused fails the read, as a consumer's read of it would."""
+    if answers is None:
+        return None
+    for group, error in sorted(answers.failed.items()):
+        name = error.split(":", 1)[0]
+        if "AUTHORIZATION" in name:
+            raise AuthorizationError(f"{cluster_label}: not authorized to read the committed offsets of group {group} "
+                                     f"({error}): the principal needs Describe on group {group} (and on its topics)")
+        raise EosMirrorError(f"{cluster_label}: the committed offsets of group {group} could not be read ({error})")
+    if answers.pending:
+        group, error = sorted(answers.pending.items())[0]
+        others = f" (and {len(answers.pending) - 1} other group(s))" if len(answers.pending) > 1 else ""
+        raise ProgressUnavailableError(
+            f"{cluster_label}: the committed offsets of group {group}{others} stayed unreadable ({error}) for "
+            f"{GROUPS_READ_SECONDS:.0f} s: a transactional producer of that group's application holds an open "
+            f"transaction, or its coordinator is moving; ask again when it has committed or timed out")
+    return answers.offsets
 
 
 def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False,
@@ -110,15 +147,18 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
 
     policy = policy_of(mirror)
     pairs = topics.resolve(mirror, clusters.source)
-    sample = collect(mirror, clusters, now_ms, pairs)
-    # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
-    # the evaluation keeps only the window by sample time.
-    lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
-    since = min(now_ms, lagstore.now_ms()) - 2 * lookback
-    history, runs = lagstore.read_since(clusters.target.settings, mirror.name, since, clusters.target.label,
-                                        mirror.progress_group)
-    sample = lag.with_run_history(sample, runs)
-    groups, groups_error = collect_groups(mirror, clusters.target, pairs)
+    # The groups' lag (target only) while the mirror's own figures are read: both wait on brokers.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        groups_read = pool.submit(collect_groups, mirror, clusters.target, pairs)
+        sample = collect(mirror, clusters, now_ms, pairs)
+        # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
+        # the evaluation keeps only the window by sample time.
+        lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
+        since = min(now_ms, lagstore.now_ms()) - 2 * lookback
+        history, runs = lagstore.read_since(clusters.target.settings, mirror.name, since, clusters.target.label,
+                                            mirror.progress_group)
+        sample = lag.with_run_history(sample, runs)
+        groups, groups_error = groups_read.result()
     status = replace(lag.evaluate(history, sample, policy), groups=groups, groups_error=groups_error)
     if record:
         lagstore.ensure_topic(clusters.target.admin, mirror.name, mirror.lag.history_days,
@@ -139,8 +179,6 @@ def unavailable(mirror: MirrorConfig, exc: BaseException, now_ms: int) -> lag.Mi
 def report_all(mirrors: MirrorsFile, name: str | None = None, now_ms: int | None = None,
                record: bool = False) -> list[lag.MirrorStatus]:
     """:func:`report` of every mirror (or the one named); a mirror that cannot be read is ERROR."""
-    from concurrent.futures import ThreadPoolExecutor
-
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     chosen = [mirrors.get(name)] if name else list(mirrors.mirrors)
 

@@ -1,8 +1,9 @@
 """Consumer groups on a cluster: list them, their state, their committed offsets, and one atomic write.
 
-Offsets are never read or written with AdminClient.list/alter_consumer_group_offsets: librdkafka 2.16
-crashes (SIGSEGV) when the coordinator answers those with an error (see ``progress.read``). Reads use
-a never-assigned consumer's ``committed()`` with require_stable; a write is ONE transaction of a
+Offsets are never read with AdminClient.list_consumer_group_offsets in this process: librdkafka 2.16
+crashes (SIGSEGV) when the coordinator answers it with NOT_COORDINATOR (see ``groupoffsets``, which
+runs the one such read in a child process). Reads here use a never-assigned
+consumer's ``committed()`` with require_stable; a write is ONE transaction of a
 transactional producer that sends the group's offsets (``send_offsets_to_transaction`` with the
 metadata of a member-less consumer of that group, exactly how the mirror commits its own progress)
 together with the MirrorMaker 2 checkpoint records that audit it: both commit or neither does.

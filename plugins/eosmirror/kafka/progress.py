@@ -68,8 +68,8 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     means "first commit pending": the planner reads with ``read_settled``, which tells them apart.
 
     Read with a consumer, never with AdminClient.list_consumer_group_offsets: librdkafka 2.16 handles
-    a coordinator error in that response with the consumer-group code path, which an admin client
-    does not have, and crashes (SIGSEGV in rd_kafka_cgrp_op, reproduced on freshly started brokers).
+    a NOT_COORDINATOR answer with the consumer-group code path, which an admin client does not have,
+    and crashes (SIGSEGV in rd_kafka_cgrp_op, reproduced on a restarting broker; see groupoffsets.py).
     """
     from confluent_kafka import TopicPartition
 
