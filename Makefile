@@ -15,13 +15,14 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit lint matrix bench chaos airflow deploy-test down status clean browser lagbench
+.PHONY: help setup demo test test-unit lint matrix bench soak chaos airflow deploy-test down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
 	@echo "make test    run the whole test suite (sets everything up first)"
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
+	@echo "make soak    recovery point under 30 min of load: scheduled vs follow vs MirrorMaker 2 (SOAK_ARGS=...)"
 	@echo "make airflow the Airflow UI (airflow standalone) on this project's home, http://localhost:8080"
 	@echo "             (127.0.0.1 only; EOSMIRROR_LISTEN=all make airflow opens it to other hosts)"
 	@echo "make deploy-test  the multi-host deployment of docker/ (Docker), faulted and verified"
@@ -78,6 +79,11 @@ browser:
 # The lag reports at 20 mirrors x 50 partitions with 7 days of 5-minute history (build/lagbench.json).
 lagbench: setup
 	$(BIN)/python -m eosmirror_tools.lagbench
+
+# The recovery point under sustained load: 30 min at 20,000 records/s, scheduled */1 vs follow */5 vs
+# MirrorMaker 2 exactly-once side by side (build/soak/summary.md, report.json, time-lag.png).
+soak: setup
+	$(BIN)/python -m eosmirror_tools.soak $(SOAK_ARGS)
 
 chaos: setup
 	$(BIN)/python -m eosmirror_tools.chaos --rounds $(ROUNDS)

@@ -41,6 +41,16 @@ ROLES = (
     ("spark/job.py", "python driver"),
     ("eosmirror.cli", "eosmirror CLI"),
     ("eosmirror_tools.bench.rawloop", "raw loop"),
+    # Airflow's processes (their titles, set by Airflow) for the soak's peak RSS per component.
+    ("airflow supervisor:", "airflow task supervisors"),
+    ("LocalExecutor", "airflow executor workers"),      # "airflow worker -- LocalExecutor: <idle>"
+    ("airflow worker --", "airflow task runners"),
+    ("airflow api_server", "airflow API server"),
+    ("api-server", "airflow API server"),
+    ("dag-processor", "airflow DAG processor"),
+    ("triggerer", "airflow triggerer"),
+    ("scheduler", "airflow scheduler"),
+    ("airflow standalone", "airflow standalone"),
 )
 
 
@@ -141,7 +151,8 @@ class TreeUsage:
 
     def as_dict(self) -> dict[str, Any]:
         return {"total_mb": round(self.total_mb, 1), "samples": self.samples,
-                "by_role_mb": {k: round(v, 1) for k, v in sorted(self.by_role_mb.items())}}
+                "by_role_mb": {k: round(v, 1) for k, v in sorted(self.by_role_mb.items())},
+                "largest_by_role_mb": {k: round(v, 1) for k, v in sorted(self.largest_by_role_mb.items())}}
 
 
 class TreeSampler:

@@ -1,14 +1,19 @@
 """An independent time-lag sampler: its own confluent-kafka consumers, no eosmirror code.
 
 The soak producer writes records whose value starts with a unique id (``<partition>-<sequence>``,
-then padding); the mirror copies a source partition to the same target partition in order. The
-sampler reads both sides read_committed and keeps, per partition, the queue of committed source
-records not seen on the target yet. The time lag at a moment is the age of the oldest record in
-any queue (its CreateTime, which the mirror keeps), 0 when every queue is empty: the recovery point.
+then padding; aborted ones ``a<partition>-<sequence>``); a mirror copies a source partition to the
+same target partition in order. The sampler reads the source once and each mirror's target topic,
+all read_committed, and keeps per mirror and partition the queue of committed source records not
+seen on the target yet. The time lag at a moment is the age of the oldest record in any queue (its
+CreateTime, which the mirrors keep), 0 when every queue is empty: the recovery point.
 
-At the end the same bookkeeping gives the exact comparison: a target record that is not the head of
-its partition's queue is a duplicate (seen before) or out of order; what is left in a queue after
-the mirror caught up is lost; a target id the source never committed is aborted data.
+At the end the same bookkeeping gives the exact comparison: a target record at or below the last
+copied sequence of its partition is a duplicate; one found deeper in the queue than its head skipped
+records (out of order; the skipped ones count as lost); what is left in a queue after the mirror
+caught up is lost; an aborted id, or an id the source never delivered, is aborted data.
+
+Memory is bounded by what is pending, not by what was copied: sequences rise within a partition,
+so "copied before" is one number per partition (a 30-minute soak copies tens of millions of records).
 """
 
 from __future__ import annotations
@@ -19,100 +24,133 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+ABORTED_MARK = b"a"
+
 
 def record_id(value: bytes | None) -> bytes:
     """The id at the start of a soak record's value (up to the first space)."""
     return (value or b"").split(b" ", 1)[0]
 
 
+def sequence(rid: bytes) -> int:
+    return int(rid.rsplit(b"-", 1)[1])
+
+
 @dataclass
 class LagTracker:
-    """Pure bookkeeping of one topic: feed source and target records in partition order."""
+    """Pure bookkeeping of one mirror: feed source and target records in partition order."""
 
-    pending: dict[int, deque[tuple[bytes, int]]] = field(default_factory=dict)   # partition -> (id, ts ms)
-    copied: dict[int, set[bytes]] = field(default_factory=dict)
-    source_ids: set[bytes] = field(default_factory=set)
-    early: dict[int, deque[bytes]] = field(default_factory=dict)   # target ids seen before their source record
+    pending: dict[int, deque[tuple[int, int]]] = field(default_factory=dict)   # partition -> (seq, ts ms)
+    last_copied: dict[int, int] = field(default_factory=dict)
+    early: dict[int, deque[int]] = field(default_factory=dict)   # target seqs read before their source record
     duplicates: int = 0
     out_of_order: int = 0
+    skipped: int = 0
+    aborted_copies: int = 0
     records: int = 0
 
     def source(self, partition: int, rid: bytes, ts_ms: int) -> None:
-        self.source_ids.add(rid)
+        seq = sequence(rid)
         early = self.early.get(partition)
-        if early and early[0] == rid:   # the target's copy was read first (the two consumers race)
+        if early and early[0] == seq:   # the target's copy was read first (the consumers race)
             early.popleft()
-            self.copied.setdefault(partition, set()).add(rid)
+            self.last_copied[partition] = seq
             return
-        self.pending.setdefault(partition, deque()).append((rid, ts_ms))
+        self.pending.setdefault(partition, deque()).append((seq, ts_ms))
 
     def target(self, partition: int, rid: bytes) -> None:
         self.records += 1
-        copied = self.copied.setdefault(partition, set())
-        if rid in copied:
+        if rid.startswith(ABORTED_MARK):
+            self.aborted_copies += 1
+            return
+        seq = sequence(rid)
+        if seq <= self.last_copied.get(partition, -1):
             self.duplicates += 1
             return
         queue = self.pending.get(partition)
-        if queue and queue[0][0] == rid:
+        if queue and queue[0][0] == seq:
             queue.popleft()
-            copied.add(rid)
-        elif queue and any(r == rid for r, _ in queue):
+            self.last_copied[partition] = seq
+        elif queue and queue[0][0] < seq <= queue[-1][0]:
             self.out_of_order += 1
+            while queue and queue[0][0] < seq:
+                queue.popleft()
+                self.skipped += 1
+            if queue and queue[0][0] == seq:
+                queue.popleft()
+            self.last_copied[partition] = seq
         else:
-            self.early.setdefault(partition, deque()).append(rid)
+            self.early.setdefault(partition, deque()).append(seq)
 
     def time_lag_s(self, now_ms: int) -> float:
         heads = [q[0][1] for q in self.pending.values() if q]
         return max(0.0, (now_ms - min(heads)) / 1000) if heads else 0.0
 
     def losses(self) -> int:
-        return sum(len(q) for q in self.pending.values())
+        return sum(len(q) for q in self.pending.values()) + self.skipped
 
     def aborted(self) -> int:
         """Target records the source never committed (read_committed on both sides)."""
-        return sum(1 for q in self.early.values() for rid in q if rid not in self.source_ids)
+        return self.aborted_copies + sum(len(q) for q in self.early.values())
 
 
 def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
     if not values:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-class Sampler:
-    """Reads ``topic`` on both clusters in two threads and samples the time lag every ``every`` s."""
+def lag_summary(lags: list[float]) -> dict[str, float]:
+    return {"time_lag_p50_s": round(percentile(lags, 50), 2), "time_lag_p95_s": round(percentile(lags, 95), 2),
+            "time_lag_p99_s": round(percentile(lags, 99), 2), "time_lag_max_s": round(max(lags, default=0.0), 2)}
 
-    def __init__(self, source_bootstrap: str, target_bootstrap: str, topic: str, every: float = 1.0):
+
+class Sampler:
+    """Reads ``topic`` on the source and each mirror's target topic (``targets``: label -> topic on
+    the target cluster; default: the same name) in threads, and samples every mirror's time lag
+    every ``every`` seconds."""
+
+    def __init__(self, source_bootstrap: str, target_bootstrap: str, topic: str, every: float = 1.0,
+                 targets: dict[str, str] | None = None):
         self.source_bootstrap, self.target_bootstrap, self.topic, self.every = (
             source_bootstrap, target_bootstrap, topic, every)
-        self.tracker = LagTracker()
+        self.targets = targets or {"mirror": topic}
+        self.trackers = {label: LagTracker() for label in self.targets}
         self.lock = threading.Lock()
-        self.samples: list[tuple[float, float]] = []   # (epoch s, time lag s)
+        self.samples: dict[str, list[tuple[float, float]]] = {label: [] for label in self.targets}   # (epoch s, lag s)
+        self.source_records = 0
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
 
-    def _consumer(self, bootstrap: str) -> Any:
+    @staticmethod
+    def _consumer(bootstrap: str) -> Any:
         from confluent_kafka import Consumer
 
         return Consumer({"bootstrap.servers": bootstrap, "group.id": f"soak-sampler-{time.time_ns()}",
                          "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "enable.partition.eof": False})
+                         "auto.offset.reset": "earliest", "enable.partition.eof": False,
+                         # A mirror creates its target topic on its first run: find it within a second.
+                         "topic.metadata.refresh.interval.ms": 1000})
 
-    def _read(self, bootstrap: str, is_source: bool) -> None:
+    def _read(self, bootstrap: str, topic: str, label: str | None) -> None:
         consumer = self._consumer(bootstrap)
-        consumer.subscribe([self.topic])
+        consumer.subscribe([topic])
+        trackers = list(self.trackers.values())
         try:
             while not self.stop_event.is_set():
-                for m in consumer.consume(5000, 0.2):
-                    if m.error() is not None:
-                        continue
-                    rid = record_id(m.value())
-                    with self.lock:
-                        if is_source:
-                            self.tracker.source(m.partition(), rid, m.timestamp()[1])
+                batch = [m for m in consumer.consume(5000, 0.2) if m.error() is None]
+                with self.lock:
+                    for m in batch:
+                        rid = record_id(m.value())
+                        if label is None:
+                            ts = m.timestamp()[1]
+                            self.source_records += 1
+                            for tracker in trackers:
+                                tracker.source(m.partition(), rid, ts)
                         else:
-                            self.tracker.target(m.partition(), rid)
+                            self.trackers[label].target(m.partition(), rid)
         finally:
             consumer.close()
 
@@ -120,23 +158,33 @@ class Sampler:
         while not self.stop_event.wait(self.every):
             now = time.time()
             with self.lock:
-                self.samples.append((now, self.tracker.time_lag_s(int(now * 1000))))
+                for label, tracker in self.trackers.items():
+                    self.samples[label].append((now, tracker.time_lag_s(int(now * 1000))))
 
-    def start(self) -> None:
-        self.threads = [threading.Thread(target=self._read, args=(self.source_bootstrap, True), daemon=True),
-                        threading.Thread(target=self._read, args=(self.target_bootstrap, False), daemon=True),
-                        threading.Thread(target=self._sample, daemon=True)]
+    def start(self) -> "Sampler":
+        readers = [(self.source_bootstrap, self.topic, None)] + [
+            (self.target_bootstrap, topic, label) for label, topic in self.targets.items()]
+        self.threads = [threading.Thread(target=self._read, args=r, daemon=True, name=f"soak-read-{r[2] or 'source'}")
+                        for r in readers] + [threading.Thread(target=self._sample, daemon=True, name="soak-sample")]
         for t in self.threads:
             t.start()
+        return self
 
-    def stop(self) -> dict[str, Any]:
+    def lag_now(self, label: str) -> float:
+        with self.lock:
+            return self.trackers[label].time_lag_s(int(time.time() * 1000))
+
+    def stop(self, since: float = 0.0, until: float | None = None) -> dict[str, dict[str, Any]]:
+        """Per mirror: the lag percentiles of the samples taken from ``since`` to ``until`` (epoch s)
+        and the exact comparison of everything read."""
         self.stop_event.set()
         for t in self.threads:
             t.join(30)
-        lags = [lag for _, lag in self.samples]
         with self.lock:
-            tr = self.tracker
-            return {"time_lag_p50_s": percentile(lags, 50), "time_lag_p95_s": percentile(lags, 95),
-                    "time_lag_p99_s": percentile(lags, 99), "time_lag_max_s": max(lags, default=0.0),
-                    "samples": len(lags), "records": tr.records, "duplicates": tr.duplicates,
-                    "out_of_order": tr.out_of_order, "losses": tr.losses(), "aborted": tr.aborted()}
+            out = {}
+            for label, tr in self.trackers.items():
+                lags = [lag for at, lag in self.samples[label] if since <= at <= (until or float("inf"))]
+                out[label] = {**lag_summary(lags), "samples": len(lags), "records": tr.records,
+                              "duplicates": tr.duplicates, "out_of_order": tr.out_of_order,
+                              "losses": tr.losses(), "aborted": tr.aborted()}
+            return out
