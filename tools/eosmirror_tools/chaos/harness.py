@@ -28,17 +28,21 @@ log = logging.getLogger("eosmirror_tools.chaos")
 PARTITIONS = 3
 
 
-def _mirror_files(out: Path, name: str, topic: str, delivery: str) -> dict[int, Path]:
+def _mirror_files(out: Path, name: str, topic: str, delivery: str) -> tuple[dict[int, Path], Path]:
+    """mirrors.yaml per slot count (2, 3), and one of 2 slots that follows (0.5 s transactions)."""
     files = {}
+    base = {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
+            "topics": [topic.replace(".", "\\.")], "delivery": delivery,
+            # 40 s transaction timeout, like Kafka's transactions_test with broker bounces
+            "max_transaction_seconds": 5}
     for slots in (2, 3):
-        definition = {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
-                      "topics": [topic.replace(".", "\\.")], "slots": slots, "delivery": delivery,
-                      # 40 s transaction timeout, like Kafka's transactions_test with broker bounces
-                      "max_transaction_seconds": 5}
         path = out / f"{name}-{slots}.yaml"
-        path.write_text(yaml.safe_dump({"mirrors": [definition]}))
+        path.write_text(yaml.safe_dump({"mirrors": [{**base, "slots": slots}]}))
         files[slots] = path
-    return files
+    follow = out / f"{name}-follow.yaml"
+    follow.write_text(yaml.safe_dump({"mirrors": [{**base, "slots": 2, "follow": True, "max_transaction_seconds": 0.5,
+                                                   "airflow": {"schedule": "*/1 * * * *"}}]}))
+    return files, follow
 
 
 def _recover(config_file: Path, name: str, ctx: scenarios.RoundContext) -> int:
@@ -71,8 +75,9 @@ def run_round(number: int, scenario: str, rng: random.Random, out: Path, records
     workload.create_topic(source, topic, PARTITIONS)
     load = workload.Workload(source, topic, PARTITIONS, rng.randrange(1 << 30), f"chaos-producer-{suffix}")
     load.seed(records)
+    files, follow_file = _mirror_files(out, name, topic, delivery)
     ctx = scenarios.RoundContext(number=number, mirror=name, topic=topic, partitions=PARTITIONS,
-                                 config_files=_mirror_files(out, name, topic, delivery), out=out, target_conf=target)
+                                 config_files=files, follow_file=follow_file, out=out, target_conf=target)
     started = time.monotonic()
     load.start_background()
     try:
@@ -82,7 +87,8 @@ def run_round(number: int, scenario: str, rng: random.Random, out: Path, records
     cluster.up()
     recovery_runs = _recover(ctx.config_files[2], name, ctx)
     verdict = oracle.check_round(scenarios_mirror(ctx.config_files[2], name), topic, PARTITIONS, source, target, rng)
-    outcome = {"round": number, "scenario": scenario, "topic": topic, "ok": verdict.ok and recovery_runs > 0,
+    outcome = {"round": number, "scenario": scenario, "topic": topic,
+               "ok": verdict.ok and recovery_runs > 0 and not ctx.problems, "problems": ctx.problems,
                "seconds": round(time.monotonic() - started, 1), "source_committed": load.committed,
                "source_aborted": load.aborted, "fault_run_exit_codes": ctx.exit_codes,
                "recovery_runs": recovery_runs, "notes": ctx.notes, "workload_errors": load.errors[:3],
@@ -103,7 +109,7 @@ def scenarios_mirror(config_file: Path, name: str) -> Any:
 def plan(rounds: int, short: bool, only: list[str] | None, rng: random.Random) -> list[str]:
     kinds = only or list(scenarios.SCENARIOS)
     if short:
-        return kinds
+        return [k for k in kinds if only or k not in scenarios.LONG_ONLY]
     ordered = list(kinds)            # every kind at least once, then a random mix
     return ordered[:rounds] + [rng.choice(kinds) for _ in range(max(0, rounds - len(ordered)))]
 

@@ -31,13 +31,20 @@ class RoundContext:
     topic: str
     partitions: int
     config_files: dict[int, Path]       # slot count -> mirrors.yaml with that slot count
+    follow_file: Path                   # 2 slots, `follow: true`, 0.5 s transactions
     out: Path
     target_conf: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     exit_codes: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)   # expectations a scenario found broken: the round fails
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def expect(self, holds: bool, text: str) -> None:
+        if not holds:
+            self.problems.append(text)
+            self.note("UNEXPECTED: " + text)
 
 
 def _faults(rules: list[dict[str, Any]]) -> dict[str, str]:
@@ -51,9 +58,12 @@ def hold_first_transaction(ctx: RoundContext, seconds: float, slots: int = 4) ->
 
 
 def start_inprocess(ctx: RoundContext, slots: int = 2, rules: list[dict[str, Any]] | None = None,
-                    tag: str = "run") -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "eosmirror.cli", "run", ctx.mirror, "--config", str(ctx.config_files[slots]),
-           "--inprocess", "--result-json", str(ctx.out / f"{tag}-{ctx.number}.json")]
+                    tag: str = "run", follow_seconds: float | None = None) -> subprocess.Popen:
+    """`eosmirror run --inprocess`; with ``follow_seconds`` a follow run of the follow mirror file."""
+    config = ctx.follow_file if follow_seconds is not None else ctx.config_files[slots]
+    cmd = [sys.executable, "-m", "eosmirror.cli", "run", ctx.mirror, "--config", str(config),
+           "--inprocess", "--result-json", str(ctx.out / f"{tag}-{ctx.number}.json"),
+           *(["--follow-seconds", str(follow_seconds)] if follow_seconds is not None else [])]
     import os
 
     env = {**os.environ, **_faults(rules or []), "EOSMIRROR_STALL_SECONDS": "90"}
@@ -183,6 +193,65 @@ def random_aborts(ctx: RoundContext) -> None:
     ctx.note("injected random aborts (1 in 3 before commit, 1 in 5 mid-copy)")
 
 
+def _statuses(ctx: RoundContext, tag: str) -> list[str]:
+    return [s["status"] for s in _report(ctx, tag).get("slots", [])]
+
+
+def follow_handover(ctx: RoundContext) -> None:
+    """A follow run is taken over by the next follow run while production goes on, the hand-over
+    struck while the follower holds an open transaction; the follower must end "handed-over"."""
+    first = start_inprocess(ctx, tag="follower", follow_seconds=90)
+    if wait_open_transaction(ctx):
+        time.sleep(4)                   # past its bound: following what the workload adds
+        wait_open_transaction(ctx, timeout=30)
+        finish(ctx, start_inprocess(ctx, tag="successor", follow_seconds=6))
+        ctx.note("a second follow run took over while the first held an open transaction")
+    finish(ctx, first, timeout=120)
+    follower, successor = _statuses(ctx, "follower"), _statuses(ctx, "successor")
+    ctx.note(f"follower slots ended as {follower or 'no report'}, successor as {successor or 'no report'}")
+    ctx.expect(bool(follower) and set(follower) == {"handed-over"} and ctx.exit_codes[-1] == 0,
+               f"a follow run taken over must end handed-over with exit code 0 (slots {follower}, "
+               f"exit codes {ctx.exit_codes})")
+
+
+def follow_zombie(ctx: RoundContext) -> None:
+    """A follower SIGSTOPped mid-transaction while following; the next follow run takes over and
+    ends; the follower, continued, finds itself fenced (its open transaction must never land)."""
+    first = start_inprocess(ctx, tag="follow-zombie", follow_seconds=90)
+    if wait_open_transaction(ctx):
+        time.sleep(3)
+        wait_open_transaction(ctx, timeout=30)
+        tree = [first.pid, *procs.descendants(first.pid)]
+        procs.signal_all(tree, signal.SIGSTOP)
+        finish(ctx, start_inprocess(ctx, tag="follow-takeover", follow_seconds=6))
+        procs.signal_all(tree, signal.SIGCONT)
+        ctx.note("SIGSTOPped a following run mid-transaction, ran the next follow run, then SIGCONTed it")
+    finish(ctx, first, timeout=120)
+    zombie_slots = _statuses(ctx, "follow-zombie")
+    ctx.note(f"follow zombie slots ended as {zombie_slots or 'no report'}")
+    ctx.expect(bool(zombie_slots) and set(zombie_slots) <= {"handed-over", "fenced"},
+               f"a continued follow zombie must find itself fenced (slots {zombie_slots})")
+
+
+def follow_worker_kill(ctx: RoundContext) -> None:
+    """SIGKILL of the Python workers of a Spark follow run while it follows (Spark retries the task)."""
+    import os
+
+    cmd = submit.command(SPARK_MASTER, submit.job_arguments(
+        ctx.mirror, str(ctx.follow_file), result_json=str(ctx.out / f"spark-follow-{ctx.number}.json"),
+        follow_until=(time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 30)))),
+        submit.spark_conf({"spark.ui.enabled": "false"}, f"chaos-{ctx.mirror}"))
+    run = subprocess.Popen(cmd, env={**os.environ, **submit.process_env(), "EOSMIRROR_STALL_SECONDS": "90"},
+                           stdout=open(ctx.out / f"spark-follow-{ctx.number}.log", "w"), stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    if wait_open_transaction(ctx):
+        time.sleep(5)
+        wait_open_transaction(ctx, timeout=30)
+        ctx.note(f"SIGKILLed {procs.signal_all(procs.python_workers(run.pid), signal.SIGKILL)} Python worker(s) "
+                 f"of a Spark follow run mid-transaction")
+    finish(ctx, run, timeout=150)
+
+
 def broken_at_least_once_kill(ctx: RoundContext) -> None:
     """Calibration: an at_least_once mirror killed between produce and progress commit duplicates.
 
@@ -207,5 +276,12 @@ SCENARIOS: dict[str, Callable[[RoundContext], None]] = {
     "concurrent_runs": concurrent_runs,
     "slot_count_change": slot_change,
     "random_aborts": random_aborts,
+    "follow_handover": follow_handover,
+    "follow_zombie_sigstop": follow_zombie,
+    "follow_worker_sigkill": follow_worker_kill,
 }
+# `make chaos` runs every kind; the short run in `make test` leaves these out for time: the follow
+# zombie is also tests/integration/test_follow.py's SIGSTOP case, and a worker kill of a bounded
+# run is in the short run.
+LONG_ONLY = ("follow_zombie_sigstop", "follow_worker_sigkill")
 CALIBRATION = {"broken_at_least_once_kill": broken_at_least_once_kill}
