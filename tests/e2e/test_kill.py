@@ -104,14 +104,15 @@ def wait_all_blocked(admin, topic: str, budget: float, alive) -> None:
     pytest.fail(f"not every slot was inside its held transaction after {budget:.0f} s; last seen: {seen}")
 
 
-def measure_after_kill(killed_at: float, mark: str, admin, topic: str) -> dict[str, object]:
+def measure_after_kill(killed_at: float, mark: str, admin, topic: str,
+                       unblock_budget: float = UNBLOCK_BUDGET) -> dict[str, object]:
     """Seconds from the kill until no process of the run is left, and until LSO = HW everywhere.
 
     Both are watched in one loop for the larger budget; each gives up with what it saw last."""
     times: dict[str, object] = {"no_process": None, "unblocked": None}
     left: dict[int, str] = {}
     blocked: dict[int, tuple[int, int]] | str = {}
-    deadline = killed_at + max(PROCESS_BUDGET, UNBLOCK_BUDGET) + 1
+    deadline = killed_at + max(PROCESS_BUDGET, unblock_budget) + 1
     while time.monotonic() < deadline and (times["no_process"] is None or times["unblocked"] is None):
         now = time.monotonic() - killed_at
         if times["no_process"] is None:
@@ -130,13 +131,13 @@ def measure_after_kill(killed_at: float, mark: str, admin, topic: str) -> dict[s
     return times
 
 
-def assert_within_budgets(times: dict[str, object], how: str) -> None:
+def assert_within_budgets(times: dict[str, object], how: str, unblock_budget: float = UNBLOCK_BUDGET) -> None:
     print(f"\n[{how}] time to no process of the run: {times['no_process']} s (budget {PROCESS_BUDGET:.0f} s); "
-          f"time to LSO = HW on every target partition: {times['unblocked']} s (budget {UNBLOCK_BUDGET:.0f} s)")
+          f"time to LSO = HW on every target partition: {times['unblocked']} s (budget {unblock_budget:.0f} s)")
     assert times["no_process"] is not None and times["no_process"] <= PROCESS_BUDGET, (
         f"{how}: processes of the killed run still alive after {PROCESS_BUDGET:.0f} s: {times['left']}")
-    assert times["unblocked"] is not None and times["unblocked"] <= UNBLOCK_BUDGET, (
-        f"{how}: target partitions still blocked (partition: (LSO, HW)) after {UNBLOCK_BUDGET:.0f} s: "
+    assert times["unblocked"] is not None and times["unblocked"] <= unblock_budget, (
+        f"{how}: target partitions still blocked (partition: (LSO, HW)) after {unblock_budget:.0f} s: "
         f"{times['blocked']}")
 
 
@@ -220,6 +221,68 @@ def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
         if times["no_process"] is None:   # where is each thread of a worker that outlived its run?
             times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), tmp_path)}"
         assert_within_budgets(times, f"SIGKILL of the {target} ({len(before)} processes, {len(workers)} pyspark)")
+    finally:
+        kill_leftovers(mark)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        log.close()
+    copy_everything_once(m, target_conf, topic)
+
+
+# --- a follow run killed while it follows ------------------------------------------------------------------
+
+FOLLOW_TRANSACTION_SECONDS = 1.0   # -> transaction.timeout.ms = 32 s: far above FOLLOW_UNBLOCK_BUDGET
+FOLLOW_UNBLOCK_BUDGET = 10.0
+
+
+def test_sigkill_of_a_following_spark_run_stops_every_slot_and_unblocks_the_target(
+        source_conf, target_conf, unique, tmp_path):
+    """The run starts on an empty topic, so whatever it copies it copies while following; the
+    records are produced once every slot has committed a follow round, and each slot is then held
+    inside the follow round's transaction that copies them, and the run is SIGKILLed."""
+    from confluent_kafka.admin import AdminClient
+
+    from tests.helpers import progress_of
+
+    topic = create_topic(source_conf, unique("fkill"), partitions=PARTITIONS)
+    m = mirror(unique("m"), [topic], slots=PARTITIONS, follow=True, follow_max_seconds=300,
+               max_transaction_seconds=FOLLOW_TRANSACTION_SECONDS)
+    config_file = mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": m.name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": list(m.topics),
+        "slots": PARTITIONS, "follow": True, "follow_max_seconds": 300,
+        "max_transaction_seconds": FOLLOW_TRANSACTION_SECONDS}])
+    mark = uuid.uuid4().hex
+    follow_until = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=240)).isoformat()
+    cmd = submit.command("local[2]", submit.job_arguments(m.name, config_path=str(config_file),
+                                                          follow_until=follow_until),
+                         submit.spark_conf({"spark.ui.enabled": "false"}, f"test-{m.name}"))
+    env = {**submit.process_env(), **hold_rules(tmp_path), RUN_MARK: mark, lifeline.STACK_DUMP_ENV: str(tmp_path)}
+    log = open(tmp_path / "spark.log", "w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    admin = AdminClient(target_conf)
+    try:
+        deadline, seen = time.monotonic() + 150, {}
+        while time.monotonic() < deadline:   # every slot has committed a (progress-only) follow round
+            assert proc.poll() is None, f"the follow run ended early (exit {proc.returncode}): see {log.name}"
+            try:
+                seen = progress_of(target_conf, m, topic, PARTITIONS)
+            except Exception as exc:  # noqa: BLE001 - the progress group does not exist yet
+                seen = {"error": str(exc)}
+            if all(seen.get(p) is not None for p in range(PARTITIONS)):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the run did not follow within 150 s; progress seen: {seen}")
+        seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+        wait_all_blocked(admin, topic, 60, lambda: proc.poll() is None)
+        killed_at = time.monotonic()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        times = measure_after_kill(killed_at, mark, admin, topic, FOLLOW_UNBLOCK_BUDGET)
+        if times["no_process"] is None:
+            times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), tmp_path)}"
+        assert_within_budgets(times, "SIGKILL of a following spark-submit", FOLLOW_UNBLOCK_BUDGET)
     finally:
         kill_leftovers(mark)
         if proc.poll() is None:

@@ -475,3 +475,15 @@ def test_an_oversize_record_fails_naming_offset_size_and_limit_and_commits_nothi
     assert io.producer.committed == [] and io.target.progress == {} and io.target.values(TGT) == []
     assert io.target.values(TGT, "aborted") == values(4)           # the open transaction was aborted
     assert io.producer.calls.count("begin_transaction") == 1
+
+
+def test_a_run_with_nothing_to_copy_keeps_its_slots_on_the_driver_unless_they_follow():
+    """A follow run's slots copy for minutes: on executors with their lifelines, never on the driver
+    (where a killed spark-submit left the Python driver following with open transactions)."""
+    from dataclasses import replace
+
+    from eosmirror.spark.runner import runs_on_driver
+
+    idle, busy = slot_task(end=0), slot_task(end=9)
+    assert runs_on_driver([idle]) and not runs_on_driver([idle, busy])
+    assert not runs_on_driver([replace(idle, follow_until=1e10)])

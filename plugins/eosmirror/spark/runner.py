@@ -36,16 +36,24 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
                 "error_type": "SparkTaskFailed"}
 
 
+def runs_on_driver(tasks: list[SlotTask]) -> bool:
+    """Nothing to copy and no slot follows: the slots' progress keep-alive runs on the driver."""
+    return not any(t.follow_until is not None for t in tasks) and not any(
+        p.end > p.start for t in tasks for p in t.partitions)
+
+
 def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     """Runner for ``MirrorRun.execute``: uses the context spark-submit configured.
 
     A run with nothing to copy still commits every slot's progress (idle partitions' keep-alive),
     but that is a few milliseconds of work per slot: it runs on the driver, and no Spark context is
-    started (that alone costs several seconds).
+    started (that alone costs several seconds). Never a follow run: its slots copy for minutes,
+    on executors, each with its lifeline (on the driver, a killed spark-submit would leave the
+    Python driver following with open transactions; tests/e2e/test_kill.py).
     """
     if not tasks:
         return []
-    if not any(p.end > p.start for t in tasks for p in t.partitions):
+    if runs_on_driver(tasks):
         log.info("nothing to copy: %d slot(s) refresh their progress on the driver, without Spark executors",
                  len(tasks))
         return run_in_process(tasks)
