@@ -96,8 +96,11 @@ def _run(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
     job.check_follow(mirror, job.options_from(args))
     following = args.follow_seconds is not None or bool(args.follow_until)
-    if args.inprocess or args.dry_run or (not following and job.nothing_to_copy(mirror, args)):
-        code, result = job.run(args.mirror, args, run_in_process)
+    here, planned = bool(args.inprocess or args.dry_run), None
+    if not here and not following:   # nothing to copy: no Spark, and the run completes this plan
+        here, planned = job.plan_without_spark(mirror, args)
+    if here:
+        code, result = job.run(args.mirror, args, run_in_process, planned)
         if result:
             print(report.summary(result))
             if args.result_json:

@@ -163,12 +163,13 @@ def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
 
     args = job.parser().parse_args(operator.application_args)
     mirror = config.load(args.config).get(args.mirror)
-    if not job.nothing_to_copy(mirror, args):
+    here, planned = job.plan_without_spark(mirror, args)
+    if not here:
         return None
     operator.log.info("mirror %s: nothing to copy: the slots refresh their progress in this task, without Spark",
                       operator.mirror)
     try:
-        code, result = job.run(args.mirror, args, run_in_process)
+        code, result = job.run(args.mirror, args, run_in_process, planned)
     except ConfigError as exc:
         operator.log.error("%s", exc)
         raise fail_without_retry(exc) from None

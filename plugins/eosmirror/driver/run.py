@@ -45,6 +45,16 @@ class RunOptions:
 
 
 @dataclass
+class Planned:
+    """Steps 1 and 2 of a run: the mirrored topics, the run's one description of the target, the plan."""
+    pairs: list[topics.TopicPair]
+    existing: dict[str, topics.TopicState]
+    slots: list[SlotPlan]
+    started: float
+    started_at: str
+
+
+@dataclass
 class Prepared:
     mirror: MirrorConfig
     options: RunOptions
@@ -104,10 +114,12 @@ class MirrorRun:
            only reports); then check the ACLs of what was just created.
         4. Generation: record the slot count; if it changed, fence every old slot's transactional id.
         """
-        m, opts = self.mirror, self.options
+        return self.complete(self.plan(), plan_only)
+
+    def plan(self) -> Planned:
+        """Steps 1 and 2 of ``prepare``: they write nothing."""
+        m, opts, steps = self.mirror, self.options, self.steps
         started, started_at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat()
-        writes = not (plan_only or opts.dry_run)
-        steps = self.steps
         with steps.step("resolve"):
             pairs, existing = self._resolve()                                                         # 1
         target_ids = {name: state.topic_id for name, state in existing.items()}
@@ -116,6 +128,14 @@ class MirrorRun:
                                            target_ids, self.source.label, self.target.label, until=opts.until)
             slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
                                       on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
+        return Planned(pairs=pairs, existing=existing, slots=slots, started=started, started_at=started_at)
+
+    def complete(self, planned: Planned, plan_only: bool = False) -> Prepared:
+        """Steps 3 and 4 of ``prepare`` after ``planned`` (this run's steps 1 and 2): a run that found
+        nothing to copy without Spark completes the plan it decided on instead of planning again."""
+        m, opts, steps = self.mirror, self.options, self.steps
+        pairs, existing = planned.pairs, planned.existing
+        writes = not (plan_only or opts.dry_run)
         with steps.step("target sync"):                                                               # 3
             report = topics.sync_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)
             if writes:
@@ -125,11 +145,13 @@ class MirrorRun:
                 limits, target_ids = report.max_message_bytes, report.target_topic_ids
             else:
                 limits = topics.target_limits(self.target, pairs, existing)
+                target_ids = {name: state.topic_id for name, state in existing.items()}
         with steps.step("generation"):                                                                # 4
             number, changed, fenced = self._generation(writes)
-        return Prepared(mirror=m, options=opts, pairs=pairs, slots=slots, generation=number,
+        return Prepared(mirror=m, options=opts, pairs=pairs, slots=planned.slots, generation=number,
                         generation_changed=changed, fenced=fenced, topic_sync=report.summary(), limits=limits,
-                        target_topic_ids=target_ids, started=started, started_at=started_at, steps=steps)
+                        target_topic_ids=target_ids, started=planned.started, started_at=planned.started_at,
+                        steps=steps)
 
     def _generation(self, writes: bool) -> tuple[int, bool, list[str]]:
         """(generation number, whether it changes, transactional ids fenced). exactly_once only: the

@@ -1,0 +1,62 @@
+"""`eosmirror run` with nothing to copy: no Spark, and the run completes the plan that decided so
+(its partitions are observed once, not twice), its slots still refresh every partition's progress."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import cli, create_topic, mirror, progress_of, run, seed_sequence, write_mirror_file
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 12
+
+
+def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress(
+        source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("src"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, 10)
+    m = mirror(unique("m"), [topic])
+    assert run(m)["status"] == "ok"
+    before = progress_of(target_conf, m, topic, PARTITIONS)
+    config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    result_file = tmp_path / "empty.json"
+    # No --inprocess: the CLI decides; with nothing pending it must not start spark-submit.
+    empty = cli("run", m.name, "--config", str(config_file), "--result-json", str(result_file), timeout=120)
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+    report = json.loads(result_file.read_text())
+    assert report["status"] == "ok" and report["records"] == 0
+    assert {s["status"] for s in report["slots"]} == {"nothing-to-do"} and len(report["slots"]) == m.slots
+    assert all(p["pending"] == 0 and p["origin"] == "progress" for p in report["plan"])
+    assert {"process start", "resolve", "observe and plan", "target sync", "generation", "slots",
+            "lag record"} <= set(report["steps"])
+    after = progress_of(target_conf, m, topic, PARTITIONS)
+    assert {p: a.offset for p, a in after.items()} == {p: b.offset for p, b in before.items()}
+    # Every partition's progress was committed again by this run (idle progress must not expire).
+    assert all(after[p].committed_ms > before[p].committed_ms for p in range(PARTITIONS))
+
+
+def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observing_again(
+        source_conf, target_conf, unique, tmp_path, monkeypatch):
+    from eosmirror.driver import observe
+    from eosmirror.driver.run import run_in_process
+    from eosmirror.spark import job
+
+    topic = create_topic(source_conf, unique("src"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, 10)
+    m = mirror(unique("m"), [topic])
+    assert run(m)["status"] == "ok"
+    args = job.parser().parse_args(["--mirror", m.name, "--config", str(write_mirror_file(tmp_path / "m.yaml", m))])
+    observed = []
+    real = observe.observe
+    monkeypatch.setattr(observe, "observe", lambda *a, **k: observed.append(1) or real(*a, **k))
+    here, planned = job.plan_without_spark(m, args)
+    assert here and planned is not None
+    code, result = job.run(m.name, args, run_in_process, planned)
+    assert code == 0 and result is not None and result["records"] == 0 and len(observed) == 1
+    assert result["run_id"] == planned[0].options.run_id
+    # With a record pending, the plan says Spark (and hands over no plan).
+    seed_sequence(source_conf, topic, 1, 1, prefix="more")
+    assert job.plan_without_spark(m, args) == (False, None)
