@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eosmirror.core.config import MirrorConfig
@@ -126,17 +127,20 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
     from confluent_kafka.admin import OffsetSpec
 
     source_tps = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
-    earliest = list_offsets(source_admin, {tp: OffsetSpec.earliest() for tp in source_tps}, source_label)
-    stable = list_offsets(source_admin, {tp: OffsetSpec.latest() for tp in source_tps}, source_label)
-    until_offsets: dict[tuple[str, int], int] = {}
+    specs = {"earliest": OffsetSpec.earliest(), "stable": OffsetSpec.latest()}
     if until is not None:
-        until_offsets = list_offsets(source_admin, {tp: OffsetSpec.for_timestamp(_ms(until)) for tp in source_tps},
-                                     source_label)
+        specs["until"] = OffsetSpec.for_timestamp(_ms(until))
+    # The source's offsets and the progress at once: each read waits on brokers most of its time.
+    with ThreadPoolExecutor(max_workers=len(specs)) as pool:
+        asked = {name: pool.submit(list_offsets, source_admin, dict.fromkeys(source_tps, spec), source_label)
+                 for name, spec in specs.items()}
+        committed, unsettled = progress.read_settled(
+            target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], target_label,
+            mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
+        earliest, stable = asked["earliest"].result(), asked["stable"].result()
+        until_offsets = asked["until"].result() if "until" in asked else {}
     start_from = _start_from(mirror, source_admin, source_tps, earliest, stable, source_label)
 
-    committed, unsettled = progress.read_settled(
-        target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], target_label,
-        mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
     # Only each partition's newest sync matters here: the snapshot plus the syncs after its marker.
     newest = syncstore.latest(target_conf, mirror.name, target_label, mirror.progress_group).newest if missing else {}
