@@ -14,12 +14,28 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 12
 
 
-def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress(
-        source_conf, target_conf, unique, tmp_path):
+@pytest.fixture
+def copied(source_conf, unique):
+    """A mirror that has copied everything of its topic: the next run has nothing to copy."""
     topic = create_topic(source_conf, unique("src"), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, 10)
     m = mirror(unique("m"), [topic])
     assert run(m)["status"] == "ok"
+    return m, topic
+
+
+def count_observes(monkeypatch) -> list[int]:
+    """One entry per observation of the mirror's partitions (a plan's step 2)."""
+    from eosmirror.driver import observe
+
+    observed: list[int] = []
+    real = observe.observe
+    monkeypatch.setattr(observe, "observe", lambda *a, **k: observed.append(1) or real(*a, **k))
+    return observed
+
+
+def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress(target_conf, copied, tmp_path):
+    m, topic = copied
     before = progress_of(target_conf, m, topic, PARTITIONS)
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
     result_file = tmp_path / "empty.json"
@@ -39,19 +55,13 @@ def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress
 
 
 def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observing_again(
-        source_conf, target_conf, unique, tmp_path, monkeypatch):
-    from eosmirror.driver import observe
+        source_conf, copied, tmp_path, monkeypatch):
     from eosmirror.driver.run import run_in_process
     from eosmirror.spark import job
 
-    topic = create_topic(source_conf, unique("src"), partitions=PARTITIONS)
-    seed_sequence(source_conf, topic, PARTITIONS, 10)
-    m = mirror(unique("m"), [topic])
-    assert run(m)["status"] == "ok"
+    m, topic = copied
     args = job.parser().parse_args(["--mirror", m.name, "--config", str(write_mirror_file(tmp_path / "m.yaml", m))])
-    observed = []
-    real = observe.observe
-    monkeypatch.setattr(observe, "observe", lambda *a, **k: observed.append(1) or real(*a, **k))
+    observed = count_observes(monkeypatch)
     here, planned = job.plan_without_spark(m, args)
     assert here and planned is not None
     code, result = job.run(m.name, args, run_in_process, planned)
@@ -60,3 +70,19 @@ def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observ
     # With a record pending, the plan says Spark (and hands over no plan).
     seed_sequence(source_conf, topic, 1, 1, prefix="more")
     assert job.plan_without_spark(m, args) == (False, None)
+
+
+def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_so(copied, tmp_path, monkeypatch):
+    import logging
+    from types import SimpleNamespace
+
+    from eosmirror.airflow import copytask
+
+    m, _ = copied
+    config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    operator = SimpleNamespace(mirror=m.name, log=logging.getLogger("copy-task"),
+                               application_args=["--mirror", m.name, "--config", str(config_file)])
+    observed = count_observes(monkeypatch)
+    result = copytask._run_here_when_nothing_to_copy(operator)
+    assert result is not None and result["status"] == "ok" and result["records"] == 0 and len(observed) == 1
+    assert {s["status"] for s in result["slots"]} == {"nothing-to-do"}
