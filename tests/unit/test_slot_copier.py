@@ -178,6 +178,9 @@ class FakeConsumer:
         self.eof_sent: set[tuple[str, int]] = set()
         self.assigned_at: list[dict[tuple[str, int], int]] = []   # the start offsets of every assign()
 
+    def assignment(self):
+        return [TopicPartition(t, p) for t, p in self.positions]
+
     def unassign(self):
         self.positions = {}
 
@@ -185,6 +188,12 @@ class FakeConsumer:
         self.positions = {(tp.topic, tp.partition): tp.offset for tp in partitions}
         self.eof_sent = set()
         self.assigned_at.append(dict(self.positions))
+
+    def seek(self, tp):   # like librdkafka: what was fetched before is dropped, fetching restarts here
+        key = (tp.topic, tp.partition)
+        self.positions[key] = tp.offset
+        self.eof_sent.discard(key)
+        self.assigned_at.append({key: tp.offset})
 
     def resume(self, partitions):
         self.paused -= {(tp.topic, tp.partition) for tp in partitions}
