@@ -17,6 +17,14 @@ def test_source_consumer_forces_exactly_once_settings():
     c.close()  # built without contacting a broker: the forced settings are accepted by librdkafka
 
 
+def test_a_follow_slots_consumer_waits_at_most_100_ms_at_the_logs_end_unless_the_user_says_otherwise():
+    plain = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {}, "g", "c")
+    follow = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {}, "g", "c", follow=True)
+    mine = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {"fetch.wait.max.ms": 250}, "g", "c",
+                                          follow=True)
+    assert "fetch.wait.max.ms" not in plain and follow["fetch.wait.max.ms"] == 100 and mine["fetch.wait.max.ms"] == 250
+
+
 @pytest.mark.parametrize("key, value, reason", [
     ("isolation.level", "read_uncommitted", "aborted"),
     ("enable.auto.commit", "true", "never by the consumer"),

@@ -55,6 +55,13 @@ READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 # multiply the fetch requests of an idle follow run.
 RANGE_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 20}
 
+# And for the source consumer of a follow run's slot: each follow round seeks its partitions to their committed
+# progress, and librdkafka sends the new fetch only when the one in flight returns, which at the log's end the
+# broker holds for fetch.wait.max.ms (500 ms by default). Measured at 2,000 records/s, 2 slots: the longest
+# round's copy 345 ms -> 83 ms, time lag p99 0.58 -> 0.34 s. Cost: up to 10 fetch requests a second of an idle
+# follower (2 by default).
+FOLLOW_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 100}
+
 # Keys the mirror owns; a user must not set them at all.
 OWNED_KEYS = {
     "transactional.id": "the mirror derives one transactional id per slot from transactional_id_prefix",

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from eosmirror.core.clientrules import (
     CONSUMER_ONLY_PREFIXES,
+    FOLLOW_READER_DEFAULTS,
     IDEMPOTENT_PRODUCER_FORCED,
     PRODUCER_ONLY_PREFIXES,
     RANGE_READER_DEFAULTS,
@@ -95,21 +96,23 @@ def librdkafka_log_level() -> int:
 
 
 def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
-                    client_id: str, where: str = "source consumer") -> Any:
+                    client_id: str, where: str = "source consumer", follow: bool = False) -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
 
     ``group_id`` is the mirror's progress group: the consumer never joins it (it uses assign()), it
     only lets the after-commit step publish progress on the source cluster for lag tools.
+    ``follow``: the slot of a follow run (FOLLOW_READER_DEFAULTS).
     """
     from confluent_kafka import Consumer
 
-    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where))
+    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where, follow))
 
 
 def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
-                           client_id: str, where: str = "source consumer") -> dict[str, Any]:
+                           client_id: str, where: str = "source consumer", follow: bool = False) -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
-    conf = {**READER_CONSUMER_DEFAULTS, **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
+    conf = {**READER_CONSUMER_DEFAULTS, **(FOLLOW_READER_DEFAULTS if follow else {}),
+            **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id

@@ -78,7 +78,8 @@ class KafkaSlotIO:
         self.reader = clients.progress_reader(t.target_conf, t.progress_group, f"{name}-progress")
         self.admin = clients.admin_client(t.target_conf, f"{t.mirror}-{t.slot}-target")
         self.consumer = clients.source_consumer(t.source_conf, t.source_overrides, t.progress_group,
-                                                f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer")
+                                                f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer",
+                                                follow=t.follow_until is not None)
         sizing = producer_sizing(t)
         if t.delivery == "exactly_once":
             self.producer = clients.transactional_producer(
