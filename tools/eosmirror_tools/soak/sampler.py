@@ -132,7 +132,11 @@ class Sampler:
                          "isolation.level": "read_committed", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "enable.partition.eof": False,
                          # A mirror creates its target topic on its first run: find it within a second.
-                         "topic.metadata.refresh.interval.ms": 1000})
+                         "topic.metadata.refresh.interval.ms": 1000,
+                         # The sampler's own delay bounds its precision: a fetch parked at the log's
+                         # end returns within 50 ms (500 by default), and consume() below returns
+                         # every 50 ms whatever it holds (it waits out its timeout for fewer records).
+                         "fetch.wait.max.ms": 50, "fetch.queue.backoff.ms": 10})
 
     def _read(self, bootstrap: str, topic: str, label: str | None) -> None:
         consumer = self._consumer(bootstrap)
@@ -140,7 +144,7 @@ class Sampler:
         trackers = list(self.trackers.values())
         try:
             while not self.stop_event.is_set():
-                batch = [m for m in consumer.consume(5000, 0.2) if m.error() is None]
+                batch = [m for m in consumer.consume(5000, 0.05) if m.error() is None]
                 with self.lock:
                     for m in batch:
                         rid = record_id(m.value())
