@@ -43,6 +43,13 @@ def test_a_crashed_child_is_no_answer_and_never_takes_the_caller_down(monkeypatc
     assert f"signal {int(signal.SIGSEGV)}" in caplog.text
 
 
+def test_a_child_that_outlives_its_bound_leaves_every_group_pending(monkeypatch):
+    monkeypatch.setattr(groupoffsets, "child_command", lambda: [sys.executable, "-c", "import time; time.sleep(30)"])
+    monkeypatch.setattr(groupoffsets, "CHILD_START_SECONDS", 0.5)
+    answers = groupoffsets.read_all({"bootstrap.servers": "127.0.0.1:1"}, ["a", "b"], timeout=0.5)
+    assert answers == Answers(pending={"a": "_TIMED_OUT", "b": "_TIMED_OUT"})
+
+
 def test_settings_that_cannot_cross_to_the_child_are_no_answer():
     assert groupoffsets.read_all({"oauth_cb": print}, ["a"], timeout=5) is None
     assert groupoffsets.read_all({}, []) == Answers()

@@ -37,10 +37,12 @@ log = logging.getLogger(__name__)
 
 # Answers that mean "ask this group again": a pending transactional commit, a coordinator loading.
 RETRIED = frozenset({"UNSTABLE_OFFSET_COMMIT", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
-                     "NOT_COORDINATOR", "_WAIT_COORD", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"})
+                     "NOT_COORDINATOR", "_WAIT_COORD", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT",
+                     "TimeoutError"})
 IN_FLIGHT = 200        # requests the child keeps outstanding (one per group)
 REQUEST_TIMEOUT = 10.0
-CHILD_START_SECONDS = 15.0   # beyond the read's own bound: interpreter start, imports, connection
+# Beyond the read's own bound: interpreter start, imports, and the last batch's requests.
+CHILD_START_SECONDS = REQUEST_TIMEOUT + 20.0
 
 
 @dataclass
@@ -86,7 +88,8 @@ def child_command() -> list[str]:
 def read_all(settings: dict[str, Any], groups: list[str], timeout: float = 30.0) -> Answers | None:
     """The committed offsets of ``groups`` (all the partitions each holds), read with require_stable
     in a child process. None when the child gave no answer (it crashed, could not start, or the
-    settings hold values that cannot cross a process boundary, like callbacks): read otherwise."""
+    settings hold values that cannot cross a process boundary, like callbacks): read otherwise. A
+    child still asking after its bound leaves every group pending (_TIMED_OUT)."""
     if not groups:
         return Answers()
     try:
@@ -98,6 +101,8 @@ def read_all(settings: dict[str, Any], groups: list[str], timeout: float = 30.0)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         child = subprocess.run(child_command(), input=request, capture_output=True, text=True, env=env,
                                timeout=timeout + CHILD_START_SECONDS)
+    except subprocess.TimeoutExpired:   # no answer in time: the consumers' read would wait as long
+        return Answers(pending=dict.fromkeys(groups, "_TIMED_OUT"))
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("the group-offset reader could not run (%s); reading each group with a consumer", exc)
         return None
@@ -115,29 +120,19 @@ def read_all(settings: dict[str, Any], groups: list[str], timeout: float = 30.0)
 
 
 def _ask(settings: dict[str, Any], groups: list[str], timeout: float) -> Answers:
-    """The child's work: every group, IN_FLIGHT at a time, asked again while RETRIED, until ``timeout``."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
+    """The child's work: every group, IN_FLIGHT at a time, asked again while RETRIED, until ``timeout``
+    (a group not asked again by then stays pending, with its last answer)."""
     admin = clients.admin_client(settings, "groupoffsets")
     answers, deadline = Answers(), time.monotonic() + timeout
     todo = list(groups)
     while todo:
         retry: list[str] = []
         for at in range(0, len(todo), IN_FLIGHT):
-            futures = {}
-            for group in todo[at:at + IN_FLIGHT]:
-                futures.update(admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group)], require_stable=True, request_timeout=REQUEST_TIMEOUT))
-            for group, future in futures.items():
-                try:
-                    found = future.result(timeout=REQUEST_TIMEOUT + 5)
-                    offsets, error = one_answer((tp.topic, tp.partition, tp.offset, tp.error.name() if tp.error else "")
-                                                for tp in found.topic_partitions or [])
-                except Exception as exc:  # noqa: BLE001 - named in the answer
-                    offsets, error = None, calls.error_name(exc) or type(exc).__name__
-                    text = calls.error_text(exc)
-                else:
-                    text = error
+            batch = todo[at:at + IN_FLIGHT]
+            if time.monotonic() >= deadline:
+                answers.pending.update({g: answers.pending.get(g, "_TIMED_OUT") for g in batch})
+                continue
+            for group, offsets, error, text in _ask_batch(admin, batch):
                 answers.pending.pop(group, None)
                 if offsets is not None:
                     answers.offsets[group] = offsets
@@ -151,6 +146,28 @@ def _ask(settings: dict[str, Any], groups: list[str], timeout: float) -> Answers
         time.sleep(0.1)
         todo = retry
     return answers
+
+
+def _ask_batch(admin: Any, groups: list[str]) -> list[tuple[str, dict[tuple[str, int], int] | None, str, str]]:
+    """One OffsetFetch (no partition list, require_stable) per group, all in flight at once:
+    (group, offsets or None, error name, error text) each."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    futures = {}
+    for group in groups:
+        futures.update(admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], require_stable=True, request_timeout=REQUEST_TIMEOUT))
+    out: list[tuple[str, dict[tuple[str, int], int] | None, str, str]] = []
+    for group, future in futures.items():
+        try:
+            found = future.result(timeout=REQUEST_TIMEOUT + 5)
+        except Exception as exc:  # noqa: BLE001 - named in the answer
+            out.append((group, None, calls.error_name(exc) or type(exc).__name__, calls.error_text(exc)))
+            continue
+        offsets, error = one_answer((tp.topic, tp.partition, tp.offset, tp.error.name() if tp.error else "")
+                                    for tp in found.topic_partitions or [])
+        out.append((group, offsets, error, error))
+    return out
 
 
 def main() -> int:
