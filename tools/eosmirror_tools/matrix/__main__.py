@@ -1,5 +1,6 @@
 """`make matrix` (#30): build the wheel, install it into a fresh venv beside each cell's Airflow and
-PySpark (resolved by uv: Airflow's constraint files are not reachable from our build machines), check
+PySpark (resolved by uv as of that Airflow patch's release, as its constraint file would have: those
+files are on GitHub, not reachable from our build machines; cells.py says how), check
 that the plugin and the DAGs load with no error, delete the venv (about 1 GB each), and write the table
 build/matrix.md (commit, date, result per cell) that docs/install.md "Supported versions" quotes.
 
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from eosmirror_tools.matrix import cells as cellmod
@@ -27,6 +29,9 @@ UV = REPO / "var" / "tools" / "uv" / "bin" / "uv"
 BUILD = REPO / "build" / "matrix"
 CHECK = Path(__file__).with_name("check.py")
 # Two lines: what a team's DAG file holds (docs/install.md).
+# The project's release list: its "releases" carry each file's upload time (the per-version
+# /pypi/apache-airflow/<version>/json answers 404 through our network).
+PYPI_RELEASES = "https://pypi.org/pypi/apache-airflow/json"
 DAG_FILE = ("from eosmirror.airflow.factory import mirror_dags\n"
             "globals().update(mirror_dags(__file__.rsplit('/', 1)[0] + '/mirrors.yaml'))\n")
 
@@ -51,8 +56,13 @@ def build_wheel(env: dict[str, str]) -> Path:
     return next(dist.glob("eosmirror-*.whl"))
 
 
+def airflow_releases() -> dict[str, list[dict]]:
+    with urllib.request.urlopen(PYPI_RELEASES, timeout=60) as answer:
+        return json.load(answer)["releases"]
+
+
 def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str],
-             clusters: tuple[dict, dict] | None) -> dict:
+             clusters: tuple[dict, dict] | None, now: dt.datetime) -> dict:
     """One cell: fresh venv, install, check; the venv is removed whatever happens."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"eosmirror-matrix-{cell.name}-") as work:
@@ -61,9 +71,11 @@ def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: lis
         dags.mkdir(parents=True)
         (dags / "eosmirror_dags.py").write_text(DAG_FILE)
         shutil.copy(REPO / "dags" / "mirrors.yaml", dags / "mirrors.yaml")
-        result = {"cell": cell.name, "requirements": cell.requirements()}
+        flags = cell.uv_flags(now)
+        result = {"cell": cell.name, "requirements": cell.requirements(), "uv_flags": flags,
+                  "resolved_as_of": cellmod.iso(cell.exclude_newer()) if cell.uploaded else "today"}
         done = run([UV, "venv", "--python", sys.executable, venv], env, 120)
-        install = [UV, "pip", "install", "--python", venv / "bin" / "python", wheel, *cell.requirements()]
+        install = [UV, "pip", "install", "--python", venv / "bin" / "python", wheel, *cell.requirements(), *flags]
         done = done if done.returncode else run(install, env, 1800)
         if done.returncode:
             return {**result, "result": "install failed", "detail": (done.stdout + done.stderr)[-1500:],
@@ -96,14 +108,16 @@ def run_cell(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: lis
 
 
 def table(rows: list[dict], commit: str, date: str) -> str:
-    lines = [f"Commit `{commit}`, {date}. Each cell: a fresh venv with the wheel, resolved by uv; the plugin "
+    lines = [f"Commit `{commit}`, {date}. Each cell: a fresh venv with the wheel, resolved by uv as of one day "
+             "after that Airflow patch's upload to PyPI (`--exclude-newer`, as its constraint file would have), "
+             "pyspark, pyspark-client and the Spark provider as of the run; the plugin "
              "and provider are listed by `airflow plugins`/`airflow providers list`, the two-line DAG file "
              "loads its DAGs with no import error, and one mirror DAG run (`airflow dags test`) copies a fresh "
              "2-partition topic to the local target cluster, read back with a read_committed consumer.", "",
-             "| Airflow | PySpark | Spark provider | confluent-kafka | mirror DAG run | result |",
-             "|---|---|---|---|---|---|"]
+             "| Airflow | resolved as of | PySpark | Spark provider | confluent-kafka | mirror DAG run | result |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r.get('apache-airflow', r['cell'])} | {r.get('pyspark', '')} | "
+        lines.append(f"| {r.get('apache-airflow', r['cell'])} | {r.get('resolved_as_of', '')} | {r.get('pyspark', '')} | "
                      f"{r.get('apache-airflow-providers-apache-spark', '')} | {r.get('confluent-kafka', '')} | "
                      f"{r.get('mirror_run', 'not run')} | "
                      f"{r['result']}{(': ' + ' '.join(r['detail'][:300].replace('|', '/').split())) if r.get('detail') else ''} |")
@@ -120,17 +134,19 @@ def main() -> int:
     dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "plugins", "pyproject.toml"],
                            capture_output=True, text=True).stdout.strip()
     commit += "+uncommitted changes" if dirty else ""    # the table must not claim a commit it did not test
-    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = dt.datetime.now(dt.timezone.utc)
+    date = now.strftime("%Y-%m-%d %H:%M UTC")
     wheel = build_wheel(env)
     from eosmirror.airflow.factory import mirror_dags  # the DAG ids the locked environment builds
 
     expected = sorted(mirror_dags(REPO / "dags" / "mirrors.yaml"))
+    releases = airflow_releases()
     rows = []
     results = BUILD / "matrix.json"
     started, clusters = local_clusters() if os.environ.get("MATRIX_RUN", "1") != "0" else ([], None)
     try:
         for cell in cellmod.select(os.environ.get("MATRIX_CELLS")):
-            rows.append(one(cell, wheel, env, expected, clusters))
+            rows.append(one(cell.released(releases), wheel, env, expected, clusters, now))
             results.write_text(json.dumps({"commit": commit, "date": date, "rows": rows}, indent=1))
             (BUILD / "matrix.md").write_text(table(rows, commit, date))
     finally:
@@ -153,9 +169,10 @@ def local_clusters() -> tuple[list, tuple[dict, dict]]:
     return started, (wanted[0].client_config(), wanted[1].client_config())
 
 
-def one(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str], clusters) -> dict:
-    print(f"matrix: {cell.name} ...", flush=True)
-    row = run_cell(cell, wheel, env, expected, clusters)
+def one(cell: cellmod.Cell, wheel: Path, env: dict[str, str], expected: list[str], clusters,
+        now: dt.datetime) -> dict:
+    print(f"matrix: {cell.name} ({' '.join(cell.requirements() + cell.uv_flags(now))}) ...", flush=True)
+    row = run_cell(cell, wheel, env, expected, clusters, now)
     print(f"matrix: {cell.name}: {row['result']} ({row['seconds']} s) {row.get('detail', '')[:300]}", flush=True)
     return row
 
