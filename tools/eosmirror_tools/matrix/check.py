@@ -10,7 +10,10 @@ from importlib.metadata import version
 
 def main(dags_folder: str) -> None:
     out = {name: version(name) for name in ("apache-airflow", "apache-airflow-task-sdk", "pyspark",
-                                            "apache-airflow-providers-apache-spark", "confluent-kafka")}
+                                            "apache-airflow-providers-apache-spark", "confluent-kafka",
+                                            # Airflow's execution API stack (matrix.json only): the 3.2.2
+                                            # cell's failure resolved with today's newest (cells.py)
+                                            "pydantic", "fastapi", "cadwyn", "starlette", "svcs")}
     from airflow import plugins_manager
 
     plugins_manager.ensure_plugins_loaded() if hasattr(plugins_manager, "ensure_plugins_loaded") else None
