@@ -146,17 +146,19 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     clusters = clusters or Clusters.of(mirror)
 
     policy = policy_of(mirror)
-    pairs = topics.resolve(mirror, clusters.source)
-    # The groups' lag (target only) while the mirror's own figures are read: both wait on brokers.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
+    # the evaluation keeps only the window by sample time.
+    lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
+    since = min(now_ms, lagstore.now_ms()) - 2 * lookback
+    # The recorded history and the groups' lag (target only) while the mirror's own figures are
+    # read: each waits on brokers most of its time.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        history_read = pool.submit(lagstore.read_since, clusters.target.settings, mirror.name, since,
+                                   clusters.target.label, mirror.progress_group)
+        pairs = topics.resolve(mirror, clusters.source)
         groups_read = pool.submit(collect_groups, mirror, clusters.target, pairs)
         sample = collect(mirror, clusters, now_ms, pairs)
-        # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
-        # the evaluation keeps only the window by sample time.
-        lookback = max(policy.window_ms, 3 * (policy.mirror_interval_ms or 0))
-        since = min(now_ms, lagstore.now_ms()) - 2 * lookback
-        history, runs = lagstore.read_since(clusters.target.settings, mirror.name, since, clusters.target.label,
-                                            mirror.progress_group)
+        history, runs = history_read.result()
         sample = lag.with_run_history(sample, runs)
         groups, groups_error = groups_read.result()
     status = replace(lag.evaluate(history, sample, policy), groups=groups, groups_error=groups_error)
