@@ -57,6 +57,7 @@ class SoakSettings:
     warmup_s: float = 60.0
     catchup_budget_s: float = 240.0
     start_budget_s: float = 240.0
+    min_handovers: int = 0            # after the load, wait (within catchup_budget_s) for this many hand-overs
     api_port: int = 18190
 
 
@@ -151,6 +152,20 @@ def _wait_caught_up(s: SoakSettings, sampler: Sampler, say: Any) -> None:
     time.sleep(3)     # the last copies reach the sampler's target readers
 
 
+def _wait_handovers(s: SoakSettings, dag_id: str | None, since: float, say: Any) -> None:
+    """The smoke's short load may end before the scheduler's next follow run took over: wait for it
+    (a follow run's report says handed-over once its task ended), within the catch-up budget."""
+    if not s.min_handovers or dag_id is None:
+        return
+    deadline, seen = time.monotonic() + s.catchup_budget_s, 0
+    while time.monotonic() < deadline:
+        seen = sum("handed-over" in r["slot_statuses"] for r in airflowrun.runs(dag_id, since))
+        if seen >= s.min_handovers:
+            return
+        time.sleep(3)
+    say(f"only {seen} of {s.min_handovers} hand-over(s) within {s.catchup_budget_s:.0f} s")
+
+
 def _costs(window: CpuWindow, children: list[ChildProcess | None], started: float) -> dict[str, Any]:
     tree_cpu = sum(c.peak.cpu_seconds for c in children if c is not None)
     return {"machine_busy_seconds": round(window.machine_seconds, 1), "brokers_seconds": round(window.pids_seconds, 1),
@@ -193,6 +208,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
                               say)
         t_end = time.time()
         _wait_caught_up(s, sampler, say)                                         # step 4
+        _wait_handovers(s, dag_ids.get("follow"), t_airflow - 120, say)
     finally:
         measured = sampler.stop(since=t_load + s.warmup_s, until=t_end)
         for child in (mm2_child, airflow):                                       # step 5
