@@ -146,6 +146,26 @@ def hold_rules(tmp_path: Path) -> dict[str, str]:
                          "once": str(tmp_path / f"hold-{k}")} for k in range(PARTITIONS)))
 
 
+def check_after_kill(proc, killed_at: float, mark: str, admin, topic: str, folder: Path, how: str,
+                     unblock_budget: float = UNBLOCK_BUDGET) -> None:
+    """After the SIGKILL: every process of the run gone and the target unblocked within the budgets
+    (the stacks of a worker that outlived its run are added to the failure)."""
+    proc.wait(10)
+    times = measure_after_kill(killed_at, mark, admin, topic, unblock_budget)
+    if times["no_process"] is None:   # where is each thread of a worker that outlived its run?
+        times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), folder)}"
+    assert_within_budgets(times, how, unblock_budget)
+
+
+def clean_up(mark: str, proc, log) -> None:
+    """Nothing of this test may outlive it, whatever failed."""
+    kill_leftovers(mark)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(10)
+    log.close()
+
+
 def expected() -> dict[int, list[bytes]]:
     return {k: [f"{k}-{n}".encode() for n in range(RECORDS)] for k in range(PARTITIONS)}
 
@@ -216,17 +236,10 @@ def test_sigkill_of_spark_submit_stops_every_slot_and_unblocks_the_target(
             os.kill(proc.pid, signal.SIGKILL)
         else:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        times = measure_after_kill(killed_at, mark, admin, topic)
-        if times["no_process"] is None:   # where is each thread of a worker that outlived its run?
-            times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), tmp_path)}"
-        assert_within_budgets(times, f"SIGKILL of the {target} ({len(before)} processes, {len(workers)} pyspark)")
+        check_after_kill(proc, killed_at, mark, admin, topic, tmp_path,
+                         f"SIGKILL of the {target} ({len(before)} processes, {len(workers)} pyspark)")
     finally:
-        kill_leftovers(mark)
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        log.close()
+        clean_up(mark, proc, log)
     copy_everything_once(m, target_conf, topic)
 
 
@@ -278,17 +291,10 @@ def test_sigkill_of_a_following_spark_run_stops_every_slot_and_unblocks_the_targ
         wait_all_blocked(admin, topic, 60, lambda: proc.poll() is None)
         killed_at = time.monotonic()
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        times = measure_after_kill(killed_at, mark, admin, topic, FOLLOW_UNBLOCK_BUDGET)
-        if times["no_process"] is None:
-            times["left"] = f"{times['left']}\n{leftover_stacks(set(run_processes(mark)), tmp_path)}"
-        assert_within_budgets(times, "SIGKILL of a following spark-submit", FOLLOW_UNBLOCK_BUDGET)
+        check_after_kill(proc, killed_at, mark, admin, topic, tmp_path, "SIGKILL of a following spark-submit",
+                         FOLLOW_UNBLOCK_BUDGET)
     finally:
-        kill_leftovers(mark)
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        log.close()
+        clean_up(mark, proc, log)
     copy_everything_once(m, target_conf, topic)
 
 
