@@ -39,6 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(configs) - set(CONFIGS))
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}: choose from {', '.join(CONFIGS)}")
+    if not configs:
+        parser.error(f"--configs names none: choose from {', '.join(CONFIGS)}")
+    for name, value in (("--minutes", args.minutes), ("--rate", args.rate), ("--size", args.size),
+                        ("--partitions", args.partitions)):
+        if value <= 0:
+            parser.error(f"{name} must be above 0 (got {value:g})")
+    if args.size < 20:
+        parser.error(f"--size {args.size} is too small: a record's value starts with its id (give 20 bytes or more)")
     settings = SoakSettings(minutes=args.minutes, rate=args.rate, size=args.size, partitions=args.partitions,
                             configs=configs, follow_cron=args.follow_cron, scheduled_cron=args.scheduled_cron,
                             warmup_s=args.warmup)
