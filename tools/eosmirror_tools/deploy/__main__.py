@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any
 
-from eosmirror_tools.deploy import engine, images, runs
+from eosmirror_tools.deploy import alerting, engine, images, runs
 from eosmirror_tools.deploy.shell import log, wait_for
 from eosmirror_tools.deploy.stack import Stack, dump
 from eosmirror_tools.deploy.tester import Tester, write_mirrors_file
@@ -79,12 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         dockerd = engine.ensure_dockerd(BUILD_DIR / "dockerd.log")
         report["started_dockerd"] = dockerd is not None
         build(report)
-        stack = Stack(write_mirrors_file(BUILD_DIR / "mirrors.yaml", TOPIC))
+        stack = Stack(write_mirrors_file(BUILD_DIR / "mirrors.yaml", TOPIC, lag_schedule=alerting.LAG_SCHEDULE),
+                      alert_rules=alerting.write_test_rules(BUILD_DIR / "alerts-test.yml"))
         tester = Tester(stack)
         deploy(stack, tester, report)
         basic_path(tester, report)
         if fault_names:
             faults.run_all(stack, tester, report, fault_names)
+        report["scenarios"].append(alerting.scenario(tester, "deploy", runs.DAG_ID, TOPIC, PARTITIONS))
         # A hard check only when every fault ran (14 runs); with fewer it is reported, not required.
         every_fault = len(fault_names) == len(faults.FAULTS)
         report["scenarios"].append(runs.cross_host_check(report["scenarios"], required=every_fault))
@@ -128,6 +130,11 @@ def summary(report: dict[str, Any]) -> str:
              f"  build {report.get('build_seconds', '-')} s (images {report.get('image_seconds', {})}), "
              f"up to healthy {report.get('up_to_healthy_seconds', '-')} s"]
     for s in report["scenarios"]:
+        if "rules_for" in s:
+            lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: series after {s.get('series_seconds', '-')} s, "
+                         f"{alerting.ALERT} firing {s.get('firing_seconds', '-')} s after the DAG was paused "
+                         f"(rules' for: cut to {s['rules_for']}){'; ' + s['error'][-300:] if s.get('error') else ''}")
+            continue
         if "crossed" in s:
             lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: {len(s['crossed'])} of {s['runs']} "
                          f"successful runs ({', '.join(s['crossed']) or 'none'})")

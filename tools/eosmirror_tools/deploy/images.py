@@ -1,4 +1,4 @@
-"""The images: a Debian base made with debootstrap (no registry is reachable), then the four images
+"""The images: a Debian base made with debootstrap (no registry is reachable), then the five images
 of docker/ built with Docker's layer cache.
 
 The build context is assembled in build/deploy/context/: the project's wheel, its locked
@@ -27,7 +27,7 @@ PIP = REPO / "var" / "tools" / "uv" / "bin" / "pip"
 BASE_IMAGE = "eosmirror-base:bookworm"
 # (image name, folder under docker/) in build order; eosmirror is the big one.
 IMAGES = (("eosmirror-kafka", "kafka"), ("eosmirror-postgres", "postgres"), ("eosmirror-redis", "redis"),
-          ("eosmirror", "eosmirror"))
+          ("eosmirror-prometheus", "prometheus"), ("eosmirror", "eosmirror"))
 
 
 def image_exists(name: str) -> bool:

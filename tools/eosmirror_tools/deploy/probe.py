@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ SOURCE = {"bootstrap.servers": "src-kafka-1:9092,src-kafka-2:9092,src-kafka-3:90
 TARGET = {"bootstrap.servers": "dst-kafka-1:9092,dst-kafka-2:9092,dst-kafka-3:9092"}
 CLUSTERS = {"source": SOURCE, "target": TARGET}
 API = "http://airflow-api-server:8080"
+PROMETHEUS = "http://prometheus:9090"
 
 
 def brokers(cluster: str) -> dict[str, Any]:
@@ -152,6 +154,36 @@ def copy_report(dag_id: str, run_id: str) -> dict[str, Any]:
     return {k: value.get(k) for k in ("status", "records", "bytes", "errors")} if isinstance(value, dict) else {}
 
 
+def pause_dag(dag_id: str, paused: str) -> dict[str, Any]:
+    """Pause (``paused`` = "true") or unpause a DAG, as the UI's toggle does."""
+    dag = Airflow().call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": paused == "true"})
+    return {"dag_id": dag["dag_id"], "is_paused": dag.get("is_paused")}
+
+
+def _prometheus(path: str) -> Any:
+    with urllib.request.urlopen(PROMETHEUS + path, timeout=30) as response:
+        answer = json.loads(response.read())
+    if answer.get("status") != "success":
+        raise RuntimeError(f"Prometheus {path}: {answer}")
+    return answer["data"]
+
+
+def prometheus_series(mirror: str) -> dict[str, Any]:
+    """What Prometheus has scraped of a mirror: its status series and the scrape target's health."""
+    query = urllib.parse.quote(f'eosmirror_mirror_status{{mirror="{mirror}"}} == 1')
+    statuses = _prometheus(f"/api/v1/query?query={query}")["result"]
+    targets = _prometheus("/api/v1/targets")["activeTargets"]
+    return {"statuses": sorted(r["metric"].get("status", "?") for r in statuses),
+            "targets": [{k: t.get(k) for k in ("scrapeUrl", "health", "lastError")} for t in targets]}
+
+
+def prometheus_alerts(mirror: str) -> dict[str, Any]:
+    """The alerts Prometheus holds for a mirror (pending or firing), from its own API."""
+    alerts = _prometheus("/api/v1/alerts")["alerts"]
+    return {"alerts": [{"name": a["labels"].get("alertname"), "state": a.get("state"), "activeAt": a.get("activeAt")}
+                       for a in alerts if a["labels"].get("mirror") == mirror]}
+
+
 def verify(mirror_name: str, topic: str, partitions: int) -> dict[str, Any]:
     """The chaos suite's oracle, with its own read_committed reads of both clusters."""
     import random
@@ -166,7 +198,8 @@ def verify(mirror_name: str, topic: str, partitions: int) -> dict[str, Any]:
 
 COMMANDS = {"open-transactions": open_transactions, "brokers": brokers, "seed": seed, "produce": produce, "leader": leader, "coordinator": coordinator,
             "dag-ready": dag_ready, "trigger": trigger, "run-state": run_state, "copy-report": copy_report,
-            "verify": verify}
+            "verify": verify, "pause-dag": pause_dag, "prometheus-series": prometheus_series,
+            "prometheus-alerts": prometheus_alerts}
 
 
 def main() -> None:

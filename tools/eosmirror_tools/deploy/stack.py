@@ -37,17 +37,20 @@ def generated_secrets() -> dict[str, str]:
         "EOSMIRROR_FERNET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
         "EOSMIRROR_JWT_SECRET": secrets.token_urlsafe(32),
         "EOSMIRROR_API_SECRET_KEY": secrets.token_urlsafe(32),
+        "EOSMIRROR_PROMETHEUS_PASSWORD": secrets.token_urlsafe(18),
     }
 
 
 @dataclass
 class Stack:
     mirrors_file: Path
+    alert_rules: Path | None = None     # None: the rules the package ships
     env: dict[str, str] = field(default_factory=generated_secrets)
 
     def __post_init__(self) -> None:
         self.env = {**self.env, "EOSMIRROR_MIRRORS_FILE": str(self.mirrors_file),
-                    "EOSMIRROR_DAGS_DIR": str(REPO / "dags")}
+                    "EOSMIRROR_DAGS_DIR": str(REPO / "dags"),
+                    **({"EOSMIRROR_ALERT_RULES": str(self.alert_rules)} if self.alert_rules else {})}
         self.compose = [*compose_command(), "-p", PROJECT, "-f", str(DOCKER_DIR / "compose.yaml")]
 
     def run(self, *args: str, what: str, timeout: float = 600) -> str:

@@ -64,7 +64,7 @@ class Tester:
         return json.loads(wait_for(done, f"background production {tag} to stop", budget))
 
 
-def write_mirrors_file(path: Path, topic: str) -> Path:
+def write_mirrors_file(path: Path, topic: str, lag_schedule: str | None = None) -> Path:
     import yaml
 
     mirror = {"name": "deploy", "source": {"connection": "kafka_source"}, "target": {"connection": "kafka_target"},
@@ -82,6 +82,8 @@ def write_mirrors_file(path: Path, topic: str) -> Path:
                              "spark.executorEnv.EOSMIRROR_FAULTS": json.dumps(
                                  [{"point": "in_transaction", "action": "sleep", "seconds": PACING_SECONDS}])},
               "airflow": {"schedule": None, "retries": 3}}
+    if lag_schedule:
+        mirror["lag"] = {"schedule": lag_schedule}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({"mirrors": [mirror]}, sort_keys=False))
     return path
