@@ -37,7 +37,7 @@ class Seeded:
         return sum(self.committed.values())
 
 
-def ensure_topics(conf: dict[str, Any], wanted: dict[str, tuple[int, dict[str, str]]], cluster: str) -> None:
+def ensure_topics(conf: dict[str, Any], wanted: dict[str, tuple[int, dict[str, str]]], cluster_label: str) -> None:
     from confluent_kafka.admin import NewTopic
 
     admin = clients.admin_client(conf, "demo-admin")
@@ -50,14 +50,14 @@ def ensure_topics(conf: dict[str, Any], wanted: dict[str, tuple[int, dict[str, s
                 future.result(timeout=30)
             except Exception as exc:  # noqa: BLE001
                 if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
-                    raise calls.translate(exc, f"create topic {name}", cluster) from None
+                    raise calls.translate(exc, f"create topic {name}", cluster_label) from None
 
 
-def seed(conf: dict[str, Any], records: int = 2000, cluster: str = "source") -> Seeded:
+def seed(conf: dict[str, Any], records: int = 2000, cluster_label: str = "source") -> Seeded:
     """Append ``records`` committed records per topic (payments: plus the aborted third)."""
     from confluent_kafka import Producer
 
-    ensure_topics(conf, TOPICS, cluster)
+    ensure_topics(conf, TOPICS, cluster_label)
     out = Seeded()
     run = uuid.uuid4().hex[:6]
     # librdkafka's own lines at the level eosmirror's clients use (a retry such as "GETPID Coordinator

@@ -25,7 +25,7 @@ PARTITION_EOF = KafkaError._PARTITION_EOF   # an end-of-partition event, not an 
 MISSING = {"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "UNKNOWN_TOPIC_ID", "_NOENT"}
 
 
-def end_offsets(conf: dict[str, Any], topic: str, partitions: int, cluster: str, read_committed: bool,
+def end_offsets(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str, read_committed: bool,
                 admin: Any = None) -> dict[int, int]:
     """{partition: end} where end is the last stable offset (read_committed) or the high watermark.
 
@@ -55,13 +55,13 @@ def end_offsets(conf: dict[str, Any], topic: str, partitions: int, cluster: str,
         if failure is None:
             return out
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{cluster}: list offsets failed for 60 s; last error: {failure}")
+            raise RuntimeError(f"{cluster_label}: list offsets failed for 60 s; last error: {failure}")
         time.sleep(0.5)
 
 
-def offset_sum(conf: dict[str, Any], topic: str, partitions: int, cluster: str, read_committed: bool,
+def offset_sum(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str, read_committed: bool,
                admin: Any = None) -> int:
-    return sum(end_offsets(conf, topic, partitions, cluster, read_committed, admin).values())
+    return sum(end_offsets(conf, topic, partitions, cluster_label, read_committed, admin).values())
 
 
 # Consumer errors after which a count cannot be trusted (anything else is transient and retried).
@@ -71,8 +71,8 @@ UNRECOVERABLE = {"_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE", "TOPIC_AUTHORIZATI
 class CommittedCounter:
     """Counts the committed records of one topic's partitions, from offset 0, incrementally."""
 
-    def __init__(self, conf: dict[str, Any], topic: str, partitions: int, cluster: str = "target"):
-        self.conf, self.topic, self.partitions, self.cluster = conf, topic, partitions, cluster
+    def __init__(self, conf: dict[str, Any], topic: str, partitions: int, cluster_label: str = "target"):
+        self.conf, self.topic, self.partitions, self.cluster_label = conf, topic, partitions, cluster_label
         self.consumer: Any = None
         self.counted = 0
         self.reached = {p: 0 for p in range(partitions)}   # next offset to look at, per partition
@@ -104,7 +104,8 @@ class CommittedCounter:
         deadline = time.monotonic() + timeout
         while todo:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.cluster}: counting {self.topic} did not reach {ends} within {timeout:.0f} s "
+                raise TimeoutError(f"{self.cluster_label}: counting {self.topic} did not reach {ends} within "
+                                   f"{timeout:.0f} s "
                                    f"(at {self.reached}); is a transaction still open?")
             finished = set()
             for m in self.consumer.consume(10_000, 0.5):
@@ -115,7 +116,7 @@ class CommittedCounter:
                         self.reached[p] = max(self.reached[p], m.offset())
                         continue
                     if err.fatal() or err.name() in UNRECOVERABLE:
-                        raise RuntimeError(f"{self.cluster}: reading {self.topic}[{p}]: {err.name()}: {err.str()}")
+                        raise RuntimeError(f"{self.cluster_label}: reading {self.topic}[{p}]: {err.name()}: {err.str()}")
                     continue   # transient (a reconnect, a leader change): librdkafka retries by itself
                 offset = m.offset()
                 if p in finished or offset >= ends.get(p, 0):
@@ -144,24 +145,25 @@ class CommittedCounter:
             self.consumer = None
 
 
-def wait_until_stable(conf: dict[str, Any], topic: str, partitions: int, cluster: str,
+def wait_until_stable(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str,
                       timeout: float = 120.0) -> dict[int, int]:
     """Ends once no transaction is open on the topic (last stable offset == high watermark)."""
     admin = clients.admin_client(conf, "bench-offsets")
     deadline = time.monotonic() + timeout
     while True:
-        stable = end_offsets(conf, topic, partitions, cluster, True, admin)
-        high = end_offsets(conf, topic, partitions, cluster, False, admin)
+        stable = end_offsets(conf, topic, partitions, cluster_label, True, admin)
+        high = end_offsets(conf, topic, partitions, cluster_label, False, admin)
         if stable == high or time.monotonic() > deadline:
             return stable
         time.sleep(0.25)
 
 
-def count_committed(conf: dict[str, Any], topic: str, partitions: int, cluster: str = "target") -> tuple[int, int]:
+def count_committed(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str = "target") -> tuple[int,
+                                                                                                               int]:
     """(committed records, offsets) of a topic whose writers are done; offsets - records = markers
     and aborted records."""
-    ends = wait_until_stable(conf, topic, partitions, cluster)
-    counter = CommittedCounter(conf, topic, partitions, cluster)
+    ends = wait_until_stable(conf, topic, partitions, cluster_label)
+    counter = CommittedCounter(conf, topic, partitions, cluster_label)
     try:
         return counter.count_to(ends), sum(ends.values())
     finally:

@@ -19,7 +19,7 @@ LOADER_SIZING = {"linger.ms": 20, "batch.size": 1_000_000, "queue.buffering.max.
                  "queue.buffering.max.kbytes": 1_048_576}
 
 
-def create_topics(conf: dict[str, Any], names: list[str], cluster: str, partitions: int = PARTITIONS) -> None:
+def create_topics(conf: dict[str, Any], names: list[str], cluster_label: str, partitions: int = PARTITIONS) -> None:
     """Create topics with replication factor 1 (single-node clusters); an existing one is an error:
     a benchmark topic that already exists would be counted twice."""
     from confluent_kafka.admin import NewTopic
@@ -27,7 +27,7 @@ def create_topics(conf: dict[str, Any], names: list[str], cluster: str, partitio
     admin = clients.admin_client(conf, "bench-admin")
     new = [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in names]
     for name, future in admin.create_topics(new, request_timeout=30).items():
-        calls.wait(future, f"create topic {name}", cluster)
+        calls.wait(future, f"create topic {name}", cluster_label)
     # Metadata reaches every client asynchronously; wait until the topics are visible.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -35,7 +35,7 @@ def create_topics(conf: dict[str, Any], names: list[str], cluster: str, partitio
         if all(n in visible and len(visible[n].partitions) == partitions for n in names):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{cluster}: topics {names} did not become visible within 30 s")
+    raise RuntimeError(f"{cluster_label}: topics {names} did not become visible within 30 s")
 
 
 def _values(size: int) -> tuple[bytes, int]:
@@ -43,7 +43,7 @@ def _values(size: int) -> tuple[bytes, int]:
     return os.urandom(size + 4096), 4096
 
 
-def load(conf: dict[str, Any], topic: str, size: SizeClass, cluster: str = "source") -> float:
+def load(conf: dict[str, Any], topic: str, size: SizeClass, cluster_label: str = "source") -> float:
     """Write ``size.records`` records round-robin over the partitions; return the seconds it took.
 
     Keys are 16 bytes (the record number), values ``size.value_bytes`` bytes, one header each.
@@ -70,7 +70,7 @@ def load(conf: dict[str, Any], topic: str, size: SizeClass, cluster: str = "sour
         raise RuntimeError(f"loading {topic}: {left} records were not acknowledged within 300 s")
     from eosmirror_tools.bench.counting import offset_sum
 
-    written = offset_sum(conf, topic, PARTITIONS, cluster, read_committed=False)
+    written = offset_sum(conf, topic, PARTITIONS, cluster_label, read_committed=False)
     if written != size.records:
         raise RuntimeError(f"loading {topic}: the source holds {written} offsets, expected {size.records}")
     return seconds
