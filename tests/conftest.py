@@ -81,6 +81,21 @@ def target_conf(clusters):
     return _quiet(clusters["target"].client_config())
 
 
+@pytest.fixture(scope="session")
+def source_cluster(source_conf):
+    """The test source as eosmirror's kafka/ functions take it (labelled "source" in messages)."""
+    from eosmirror.kafka.cluster import Cluster  # here: eosmirror is imported after the environment is set
+
+    return Cluster.from_settings("source", source_conf)
+
+
+@pytest.fixture(scope="session")
+def target_cluster(target_conf):
+    from eosmirror.kafka.cluster import Cluster
+
+    return Cluster.from_settings("target", target_conf)
+
+
 def _quiet(conf: dict) -> dict:
     """The tests' own clients log librdkafka at eosmirror's level, as eosmirror's clients do: an
     AdminClient that a test's frame keeps alive past the session would otherwise print "Connection

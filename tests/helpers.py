@@ -8,6 +8,7 @@ from typing import Any
 
 from eosmirror.core import config
 from eosmirror.kafka import readers
+from eosmirror.kafka.cluster import Cluster
 
 
 def create_topic(conf: dict[str, Any], name: str, partitions: int = 1, **topic_config: str) -> str:
@@ -30,7 +31,8 @@ def producer(conf: dict[str, Any], **extra: Any):
 
 
 def read_all(conf: dict[str, Any], topic: str, partition: int = 0, read_committed: bool = True) -> list[readers.Record]:
-    return readers.read_all(conf, topic, partition, "test", read_committed=read_committed)
+    return readers.read_all(Cluster.from_settings("target", conf, "test"), topic, partition,
+                            read_committed=read_committed)
 
 
 def mirror(name: str, topics: list[str], patterns: list[str] | None = None, **fields: Any) -> config.MirrorConfig:
@@ -59,7 +61,8 @@ def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
 def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:
     from eosmirror.kafka import progress
 
-    found = progress.read(target_conf, [(topic, p) for p in range(partitions)], "target", m.progress_group, stable=False)
+    found = progress.read(Cluster.from_settings("target", target_conf), [(topic, p) for p in range(partitions)],
+                          m.progress_group, stable=False)
     return {p: found.get((topic, p)) for p in range(partitions)}
 
 

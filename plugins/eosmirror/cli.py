@@ -83,7 +83,7 @@ def _setup(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     mirror_run = driver.MirrorRun(cliops.load_mirror(args), job.options_from(args))
     prepared = mirror_run.prepare(plan_only=True)
-    result = driver.build_report(prepared, [], mirror_run.source_label, mirror_run.target_label)
+    result = driver.build_report(prepared, [], mirror_run.source.label, mirror_run.target.label)
     print(report.plan_table(result))
     pending = sum(p["pending"] for p in result["plan"])
     print(f"\n{len(result['plan'])} partitions in {prepared.mirror.slots} slots, {pending} offsets to read; "

@@ -14,7 +14,7 @@ from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 from eosmirror.core.syncscan import Need
 from eosmirror.driver import groups, lag, migrate, takeover
 from eosmirror.kafka import connections, syncstore
-from eosmirror.kafka.cluster import cluster_label
+from eosmirror.kafka.cluster import Cluster, cluster_label
 from eosmirror.kafka.lagstore import now_ms
 
 
@@ -25,13 +25,14 @@ def load_mirror(args: argparse.Namespace):  # noqa: ANN202
 def _translate(args: argparse.Namespace) -> int:
     mirror = load_mirror(args)
     conf = connections.resolve(mirror.target, "target")
+    target = Cluster(role="target", ref=mirror.target, settings=conf, label=cluster_label("target", mirror.target,
+                                                                                          conf))
     target_topic = naming.policy_of(mirror).target_topic(args.topic)
 
     # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).
     needs = {(target_topic, args.partition): Need(source_offset=args.offset),
              (args.topic, args.partition): Need(source_offset=args.offset)}
-    syncs = syncstore.load_needed(conf, mirror.name, cluster_label("target", mirror.target, conf),
-                                  mirror.progress_group, needs)
+    syncs = syncstore.load_needed(target, mirror.name, mirror.progress_group, needs)
     history = syncs.get((target_topic, args.partition))
     if history is None:
         if target_topic != args.topic and any(t == args.topic for t, _ in syncs):

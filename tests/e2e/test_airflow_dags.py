@@ -32,7 +32,8 @@ def use_mirrors(tmp_path, monkeypatch, *mirrors):
     return path
 
 
-def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_conf, unique, tmp_path, monkeypatch):
+def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_conf, target_cluster, unique,
+                                                            tmp_path, monkeypatch):
     chosen, other = create_topic(source_conf, unique("a"), 2), create_topic(source_conf, unique("b"), 2)
     seed_sequence(source_conf, chosen, 2, 20)
     seed_sequence(source_conf, other, 2, 20)
@@ -42,7 +43,7 @@ def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_
     assert str(dr.state) == "success", task_states(dr)
     assert {k: values(read_all(target_conf, chosen, k)) for k in range(2)} == {
         k: [f"{k}-{n}".encode() for n in range(7)] for k in range(2)}
-    assert readers.read_all(target_conf, other, 0, "target", missing_ok=True) == []
+    assert readers.read_all(target_cluster, other, 0, missing_ok=True) == []
     summary = xcoms(dr)["publish"]
     assert summary["records"] == 14 and summary["records_per_topic"] == {chosen: 14}
     assert summary["status"] == "ok"
@@ -78,7 +79,8 @@ def test_manual_run_without_a_data_interval_copies_up_to_now_and_emits_assets(
     assert written["partition"] == 0 and in_range == [f"0-{n}".encode() for n in range(5)], extra
 
 
-def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, target_conf, unique, tmp_path,
+def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, target_conf, target_cluster, unique,
+                                                                 tmp_path,
                                                                  monkeypatch):
     topic = create_topic(source_conf, unique("fence"), 2)
     seed_sequence(source_conf, topic, 2, 50)
@@ -89,8 +91,8 @@ def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, ta
     killed = cli("run", name, "--config", str(path), "--inprocess",
                  env=faults_env({"point": "before_commit", "action": "kill"}))
     assert killed.returncode == -9
-    low, stable = readers.watermarks(target_conf, topic, 0, "target", read_committed=True)
-    _, high = readers.watermarks(target_conf, topic, 0, "target", read_committed=False)
+    low, stable = readers.watermarks(target_cluster, topic, 0, read_committed=True)
+    _, high = readers.watermarks(target_cluster, topic, 0, read_committed=False)
     assert stable < high          # read_committed consumers are stuck at the open transaction
     seed_sequence(source_conf, topic, 2, 5, prefix="late")   # will be copied after the fence
 
@@ -99,8 +101,8 @@ def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, ta
     outcome = xcoms(dr)["fence"]
     assert f"eosmirror.{name}.0" in outcome["fenced"] and f"eosmirror.{name}.planner" in outcome["fenced"]
     assert outcome["unblocked"] and outcome["partitions_checked"] == 2
-    low, stable = readers.watermarks(target_conf, topic, 0, "target", read_committed=True)
-    _, high = readers.watermarks(target_conf, topic, 0, "target", read_committed=False)
+    low, stable = readers.watermarks(target_cluster, topic, 0, read_committed=True)
+    _, high = readers.watermarks(target_cluster, topic, 0, read_committed=False)
     assert stable == high
 
     assert str(run_dag(f"eosmirror__{name}").state) == "success"

@@ -56,6 +56,7 @@ def wait_for(what, check, budget: float):
 
 
 def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_losses(source_conf, target_conf,
+                                                                                      target_cluster,
                                                                                       unique):
     topic = create_topic(source_conf, unique("follow"), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, 50, prefix="seed-")
@@ -71,7 +72,8 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
                 # The target's committed end (a real consumer's watermarks): far past the 50 seeded
                 # records per partition only if A copies what is produced while it follows.
                 try:
-                    ends = [readers.watermarks(target_conf, topic, k, "target")[1] for k in range(PARTITIONS)]
+                    ends = [readers.watermarks(target_cluster, topic,
+                                               k)[1] for k in range(PARTITIONS)]
                 except TargetMismatchError:   # A has not created the target topic yet
                     return False, "no target topic yet"
                 return min(ends) >= 300 and not first.done(), (ends, first.done())
@@ -104,6 +106,7 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
 
 
 def test_a_sigstopped_follower_resumed_after_the_next_run_took_over_ends_handed_over(source_conf, target_conf,
+                                                                                     target_cluster,
                                                                                      unique, tmp_path):
     """The SIGSTOP zombie case for follow runs: the follower freezes (mid-transaction or between
     rounds), the next run fences its ids and copies; resumed, the follower learns it was fenced, stops
@@ -123,7 +126,8 @@ def test_a_sigstopped_follower_resumed_after_the_next_run_took_over_ends_handed_
     try:
         def target_ends():
             try:
-                return [readers.watermarks(target_conf, topic, k, "target")[1] for k in range(PARTITIONS)]
+                return [readers.watermarks(target_cluster, topic,
+                                           k)[1] for k in range(PARTITIONS)]
             except TargetMismatchError:
                 return [0] * PARTITIONS
 

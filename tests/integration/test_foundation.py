@@ -37,9 +37,10 @@ def _read_partition_on_executor(args):
 
     import eosmirror
     from eosmirror.kafka import readers
+    from eosmirror.kafka.cluster import Cluster
 
     conf, topic, partition = args
-    records = readers.read_all(conf, topic, partition, "source")
+    records = readers.read_all(Cluster.from_settings("source", conf), topic, partition)
     return {"partition": partition, "values": [r.value.decode() for r in records], "python": sys.executable,
             "eosmirror": eosmirror.__file__, "librdkafka": confluent_kafka.libversion()[0]}
 

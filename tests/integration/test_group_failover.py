@@ -15,6 +15,7 @@ import pytest
 from eosmirror.core import groupsync
 from eosmirror.driver import groups
 from eosmirror.kafka import progress
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import wait_until
 from tests.helpers import create_topic, mirror, producer, read_all, run, transactional_batches
 
@@ -100,7 +101,8 @@ def next_unconsumed(conf, topic, committed: dict[int, int]) -> dict[int, object]
 
 
 def group_offsets(conf, group, topic) -> dict[int, int | None]:
-    found = progress.read(conf, [(topic, p) for p in range(PARTITIONS)], "test", group, stable=True)
+    found = progress.read(Cluster.from_settings("target", conf, "test"), [(topic, p) for p in range(PARTITIONS)],
+                          group, stable=True)
     return {p: (found[(topic, p)].offset if (topic, p) in found else None) for p in range(PARTITIONS)}
 
 

@@ -33,7 +33,7 @@ def produce(conf, topic, count, start=0):
 
 
 def test_production_outrunning_a_capped_mirror_is_lagging_and_breaches_the_slo_then_catches_up(
-        source_conf, target_conf, unique):
+        source_conf, target_conf, target_cluster, unique):
     topic = create_topic(source_conf, unique("src"))
     m = mirror(unique("m"), [topic], max_records_per_partition=10, max_lag_seconds=30, **MINUTELY)
     t0 = lagstore.now_ms()
@@ -58,7 +58,8 @@ def test_production_outrunning_a_capped_mirror_is_lagging_and_breaches_the_slo_t
     assert (caught_up.status, caught_up.record_lag, caught_up.time_lag_seconds) == (core_lag.OK, 0, 0.0)
     assert not caught_up.alerting
     # The history topic holds the four samples, time-retained for lag.history_days (7).
-    samples, _ = lagstore.read_since(target_conf, m.name, t0 - 60_000, "target", m.progress_group)
+    samples, _ = lagstore.read_since(target_cluster, m.name, t0 - 60_000,
+                                     m.progress_group)
     assert [s.time_ms - t0 for s in samples] == [0, 30_000, 61_000, 90_000]
     from confluent_kafka.admin import AdminClient, ConfigResource
 

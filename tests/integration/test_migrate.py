@@ -60,8 +60,10 @@ def home_made_copy(source_conf, target_conf, topic, upto):
 def audit_records(target_conf, m):
     from eosmirror.core import migration, naming
     from eosmirror.kafka import readers
+    from eosmirror.kafka.cluster import Cluster
 
-    return [r for r in readers.read_all(target_conf, naming.state_topic(m.name), 0, "target", missing_ok=True)
+    return [r for r in readers.read_all(Cluster.from_settings("target", target_conf), naming.state_topic(m.name), 0,
+                                        missing_ok=True)
             if migration.is_audit_key(r.key)]
 
 
@@ -176,7 +178,7 @@ def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(cluste
 
 
 def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_reset_starts(
-        clusters, source_conf, target_conf, unique, tmp_path):
+        clusters, source_conf, target_conf, target_cluster, unique, tmp_path):
     """A reset 10 -> 4 makes the next run copy 4.. again: its syncs overlap the older ones. The reset's
     sync starts the partition's chain, so positions after it translate exactly (to the NEW copies),
     positions before it are named as such (no number), and recovery takes the reset as the newest."""
@@ -193,7 +195,7 @@ def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_res
     [change] = outcome["partitions"]
     assert (change["old"], change["new"]) == (10, 4) and change["target_end"] >= 10
     # What progress recovery reads: the reset's sync, not the older sync that ends further up.
-    newest = syncstore.latest(target_conf, m.name, "target", m.progress_group).newest[(topic, 0)]
+    newest = syncstore.latest(target_cluster, m.name, m.progress_group).newest[(topic, 0)]
     assert (newest.source_start, newest.source_end, newest.is_boundary) == (4, 4, True)
 
     helpers.seed_sequence(source_conf, topic, 1, 5, prefix="b")
@@ -221,12 +223,12 @@ def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_res
         groupsync.EXACT, groupsync.WRITE, change["target_end"] + 3), report
     [refused] = by_group[early]["partitions"]
     assert refused["outcome"] == groupsync.BEFORE_RANGE and refused["new_offset"] is None, report
-    written = progress.read(target_conf, [(topic, 0)], "target", after, stable=False)
+    written = progress.read(target_cluster, [(topic, 0)], after, stable=False)
     assert written[(topic, 0)].offset == change["target_end"] + 3
 
 
 def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
-        clusters, source_conf, target_conf, unique, tmp_path):
+        clusters, source_conf, target_conf, target_cluster, unique, tmp_path):
     """A reset 10 -> 15 skips source 10..14; it overlaps nothing, so it is only a gap in the chain:
     positions before it keep their exact translation, a skipped position goes to the first record
     copied after the reset (the reset's target end), later ones are exact."""
@@ -243,7 +245,7 @@ def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
     outcome = takeover.reset(m, [f"{topic}:0=15"], window=0.5)
     [change] = outcome["partitions"]
     assert (change["old"], change["new"]) == (10, 15)
-    newest = syncstore.latest(target_conf, m.name, "target", m.progress_group).newest[(topic, 0)]
+    newest = syncstore.latest(target_cluster, m.name, m.progress_group).newest[(topic, 0)]
     assert (newest.source_start, newest.is_boundary, newest.moved_from) == (15, True, 10)
     assert helpers.run(m)["records"] == 5                        # source 15..19; 10..14 are skipped
     assert [(r.action, r.partitions[0].new) for r in migrate.history(m)] == [("reset", 15)]

@@ -61,7 +61,7 @@ def test_byte_identical_copy_keys_values_nulls_headers_timestamps_partitions(sou
 
 
 def test_aborted_transactions_never_reach_the_target_and_ranges_ending_on_markers_complete(
-        source_conf, target_conf, unique):
+        source_conf, source_cluster, target_conf, unique):
     topic = create_topic(source_conf, unique("txn"))
     # ends with an aborted transaction: the range [0, LSO) ends on aborted data + its abort marker
     transactional_batches(source_conf, topic, unique("tx"), [
@@ -70,12 +70,12 @@ def test_aborted_transactions_never_reach_the_target_and_ranges_ending_on_marker
     report = run(m)
     assert report["status"] == "ok"
     assert values(read_all(target_conf, topic, read_committed=False)) == [b"c1", b"c2", b"c3"]
-    source_end = readers.watermarks(source_conf, topic, 0, "source")[1]
+    source_end = readers.watermarks(source_cluster, topic, 0)[1]
     assert source_end == 12   # 3 committed + 5 aborted records + 4 markers: the range ends on a marker
     assert progress_of(target_conf, m, topic, 1)[0].offset == source_end
 
 
-def test_compacted_source_with_offset_gaps(source_conf, target_conf, unique):
+def test_compacted_source_with_offset_gaps(source_conf, target_conf, target_cluster, unique):
     topic = create_topic(source_conf, unique("compact"), cleanup_policy="compact", segment_ms="100",
                          min_cleanable_dirty_ratio="0.001", delete_retention_ms="0", min_compaction_lag_ms="0")
     p = producer(source_conf)
@@ -107,12 +107,12 @@ def test_compacted_source_with_offset_gaps(source_conf, target_conf, unique):
     assert run(m)["status"] == "ok"
     tgt = read_all(target_conf, topic)
     assert [(r.key, r.value) for r in tgt] == [(r.key, r.value) for r in src]
-    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
+    history = syncstore.load(target_cluster, m.name, m.progress_group)[(topic, 0)]
     for s, t in zip(src, tgt):
         assert history.translate(s.offset) == t.offset
 
 
-def test_translate_is_exact_for_every_source_offset_including_gaps(source_conf, target_conf, unique):
+def test_translate_is_exact_for_every_source_offset_including_gaps(source_conf, target_conf, target_cluster, unique):
     topic = create_topic(source_conf, unique("tr"))
     txn_id = unique("tx")
     transactional_batches(source_conf, topic, txn_id, [(True, [b"1", b"2"]), (False, [b"x"]), (True, [b"3"])])
@@ -121,7 +121,7 @@ def test_translate_is_exact_for_every_source_offset_including_gaps(source_conf, 
     transactional_batches(source_conf, topic, txn_id + "b", [(False, [b"y", b"z"]), (True, [b"4", b"5", b"6"])])
     while run(m, max_records_per_partition=4)["records"]:
         pass
-    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
+    history = syncstore.load(target_cluster, m.name, m.progress_group)[(topic, 0)]
     assert len(history.syncs) >= 3
     src_all = read_all(source_conf, topic)
     end = progress_of(target_conf, m, topic, 1)[0].offset
@@ -131,19 +131,21 @@ def test_translate_is_exact_for_every_source_offset_including_gaps(source_conf, 
         assert got == expected, f"translate({x})"
 
 
-def test_verify_detects_a_difference(source_conf, target_conf, unique):
+def test_verify_detects_a_difference(source_conf, source_cluster, target_conf, target_cluster, unique):
     topic = create_topic(source_conf, unique("v"))
     seed_sequence(source_conf, topic, 1, 10)
     m = mirror(unique("m"), [topic], slots=1)
     run(m)
-    history = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
-    ok = check_partition(source_conf, target_conf, topic, topic, 0, history, 10, "source", "target")
+    history = syncstore.load(target_cluster, m.name, m.progress_group)[(topic, 0)]
+    ok = check_partition(source_cluster, target_cluster,
+                         topic, topic, 0, history, 10)
     assert ok.ok and ok.records == 10
     # a foreign record appended to the target after the mirrored range must not change the verdict...
     producer(target_conf).produce(topic, value=b"foreign", partition=0)
     # ...but a different source range claimed by forged syncs does
     forged = type(history)([s.__class__(**{**s.__dict__, "target_base": s.target_base + 1}) for s in history.syncs])
-    bad = check_partition(source_conf, target_conf, topic, topic, 0, forged, 10, "source", "target")
+    bad = check_partition(source_cluster, target_cluster,
+                          topic, topic, 0, forged, 10)
     assert not bad.ok and bad.differences
 
 

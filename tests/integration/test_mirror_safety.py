@@ -51,14 +51,15 @@ def test_rerun_copies_nothing_and_recommits_idle_progress(source_conf, target_co
     assert target_values(target_conf, topic, 3) == expected(3, 20)
 
 
-def test_progress_is_published_to_the_source_group(source_conf, target_conf, unique):
+def test_progress_is_published_to_the_source_group(source_conf, source_cluster, target_conf, unique):
     from eosmirror.kafka import progress
 
     topic = create_topic(source_conf, unique("pub"), partitions=2)
     seed_sequence(source_conf, topic, 2, 7)
     m = mirror(unique("m"), [topic])
     run(m)
-    got = progress.read(source_conf, [(topic, 0), (topic, 1)], "source", m.progress_group, stable=False)
+    got = progress.read(source_cluster, [(topic, 0), (topic, 1)], m.progress_group,
+                        stable=False)
     assert {k[1]: v.offset for k, v in got.items()} == {0: 7, 1: 7}
 
 
@@ -93,7 +94,8 @@ def test_two_runs_at_the_same_time_copy_every_record_once(source_conf, target_co
     assert target_values(target_conf, topic, 4) == expected(4, 300)
 
 
-def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_conf, target_conf, unique, tmp_path):
+def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_conf, target_conf, target_cluster,
+                                                                       unique, tmp_path):
     topic = create_topic(source_conf, unique("gen"), partitions=6)
     seed_sequence(source_conf, topic, 6, 200)
     m = mirror(unique("m"), [topic], slots=3)
@@ -103,7 +105,8 @@ def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_co
     zombie = cli("run", m.name, "--config", str(old_file), "--inprocess", "--result-json", str(tmp_path / "z.json"),
                  env=faults_env({"point": "in_transaction", "action": "sleep", "seconds": 12}), background=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not any(readers.read_all(target_conf, topic, k, "target", read_committed=False,
+    while time.time() < deadline and not any(readers.read_all(target_cluster, topic, k,
+                                                              read_committed=False,
                                                               missing_ok=True) for k in range(6)):
         time.sleep(0.3)
     # generation 2 (2 slots) runs to completion while the zombies sleep
@@ -116,7 +119,7 @@ def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_co
     zombie_report = json.loads((tmp_path / "z.json").read_text())
     statuses = {s["status"] for s in zombie_report["slots"] if s.get("partitions") is not None}
     assert zombie.returncode == 1 and statuses <= {"fenced", "nothing-to-do"} and "fenced" in statuses
-    assert state.read_generation(target_conf, m.name, "target", m.progress_group).slots == 2
+    assert state.read_generation(target_cluster, m.name, m.progress_group).slots == 2
     assert target_values(target_conf, topic, 6) == expected(6, 200)
 
 
@@ -215,7 +218,8 @@ def test_log_append_time_target_topic_is_refused(source_conf, target_conf, uniqu
         run(mirror(unique("m"), [topic]))
 
 
-def test_foreign_writer_on_the_target_aborts_the_transaction(source_conf, target_conf, unique, monkeypatch):
+def test_foreign_writer_on_the_target_aborts_the_transaction(source_conf, target_conf, target_cluster, unique,
+                                                             monkeypatch):
     topic = create_topic(source_conf, unique("foreign"))
     create_topic(target_conf, topic)
     seed_sequence(source_conf, topic, 1, 100)
@@ -224,7 +228,8 @@ def test_foreign_writer_on_the_target_aborts_the_transaction(source_conf, target
 
     def intrude():   # once the slot's records are in the log (its transaction is open), write one more
         deadline = time.time() + 30
-        while time.time() < deadline and not readers.read_all(target_conf, topic, 0, "target", read_committed=False):
+        while time.time() < deadline and not readers.read_all(target_cluster, topic, 0,
+                                                              read_committed=False):
             time.sleep(0.1)
         p = producer(target_conf)
         p.produce(topic, value=b"intruder", partition=0)
@@ -271,7 +276,8 @@ def test_abortable_error_rewinds_and_the_retry_copies_everything(source_conf, ta
     assert len(read_all(target_conf, topic, 0, read_committed=False)) == 80   # 40 aborted + 40 committed copies
 
 
-def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continues(source_conf, target_conf, unique,
+def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continues(source_conf, target_conf,
+                                                                                   target_cluster, unique,
                                                                                    tmp_path):
     from eosmirror.driver import fencing
 
@@ -282,7 +288,8 @@ def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continu
     active = cli("run", m.name, "--config", str(config_file), "--inprocess", "--result-json", str(tmp_path / "a.json"),
                  env=faults_env({"point": "in_transaction", "action": "sleep", "seconds": 6}), background=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not readers.read_all(target_conf, topic, 0, "target", read_committed=False,
+    while time.time() < deadline and not readers.read_all(target_cluster, topic, 0,
+                                                          read_committed=False,
                                                           missing_ok=True):
         time.sleep(0.2)
     outcome = fencing.fence_mirror(m)

@@ -27,6 +27,7 @@ from eosmirror import driver
 from eosmirror.core import config
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.kafka import progress, readers
+from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, mirrors_file
 
@@ -154,8 +155,9 @@ def run(m):
 def nothing_written(secure, m, topic):
     admin_conf = secure["target"].client_config()
     for p in range(2):
-        assert readers.read_all(admin_conf, topic, p, "target", missing_ok=True) == []
-    assert progress.read(admin_conf, [(topic, 0), (topic, 1)], "target", m.progress_group, stable=False) == {}
+        assert readers.read_all(Cluster.from_settings("target", admin_conf), topic, p, missing_ok=True) == []
+    assert progress.read(Cluster.from_settings("target", admin_conf), [(topic, 0), (topic, 1)], m.progress_group,
+                         stable=False) == {}
 
 
 def test_the_least_privilege_acl_set_is_enough(secure, monkeypatch):
@@ -281,7 +283,7 @@ def test_target_topic_that_cannot_be_grown_fails_loudly(secure, monkeypatch):
             run(m)
         assert f"target topic {topic} has 1 partitions but source {topic} has 2" in str(info.value)
         assert f"grant Alter on topic {topic}" in str(info.value)
-        assert readers.read_all(secure["target"].client_config(), topic, 0, "target") == []
+        assert readers.read_all(Cluster.from_settings("target", secure["target"].client_config()), topic, 0) == []
         grant(secure, [("target", TOPIC, topic, LITERAL, Op.ALTER, "")])
         assert run(m)["records"] == 20                                # with Alter it grows and copies
         grant(secure, [("target", TOPIC, topic, LITERAL, Op.ALTER, "")], revoke=True)

@@ -42,20 +42,20 @@ def same_answers(full, partial, tp, positions):
 
 
 def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_matches_the_full_read(
-        target_conf, unique):
+        target_conf, target_cluster, unique):
     name, shape = history(target_conf, unique)
     first = syncstore.ReadStats()
-    newest = syncstore.latest(target_conf, name, "target", "g", stats=first).newest
+    newest = syncstore.latest(target_cluster, name, "g", stats=first).newest
     assert first.full_read and first.sync_records >= HISTORY       # no snapshot yet: read once in full
-    assert newest == {tp: syncs.ordered()[-1] for tp, syncs in syncstore.load(target_conf, name, "target", "g").items()}
-    syncstore.refresh_snapshot(target_conf, name, "target", "g", f"{name}.snapshot")
+    assert newest == {tp: syncs.ordered()[-1] for tp, syncs in syncstore.load(target_cluster, name, "g").items()}
+    syncstore.refresh_snapshot(target_cluster, name, "g", f"{name}.snapshot")
     shape = synchistory.append_tail(target_conf, naming.offset_sync_topic(name), shape, f"{name}.writer", 3)
-    full = syncstore.load(target_conf, name, "target", "g")
+    full = syncstore.load(target_cluster, name, "g")
     heads = {tp: shape.syncs_of(tp) * synchistory.SOURCE_PER_SYNC for tp in shape.busy()}
 
     near = {tp: Need(source_offset=head - 250) for tp, head in heads.items()}
     stats = syncstore.ReadStats()
-    partial = syncstore.load_needed(target_conf, name, "target", "g", near, stats)
+    partial = syncstore.load_needed(target_cluster, name, "g", near, stats)
     # the snapshot (one entry per partition + markers) and the 30 syncs written after it: nothing else
     assert (stats.sync_records, stats.backward_chunks, stats.full_read) == (30, 0, False), stats
     for tp, head in heads.items():
@@ -64,7 +64,7 @@ def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_mat
 
     lagging = {tp: Need(source_offset=head - 40 * synchistory.SOURCE_PER_SYNC) for tp, head in heads.items()}
     stats = syncstore.ReadStats()
-    partial = syncstore.load_needed(target_conf, name, "target", "g", lagging, stats)
+    partial = syncstore.load_needed(target_cluster, name, "g", lagging, stats)
     # 40 syncs x 10 partitions back, in doubling chunks: far below the 30,000 of the history
     assert 400 <= stats.sync_records <= 2_000 and stats.backward_chunks <= 2, stats
     for tp, head in heads.items():
@@ -72,16 +72,17 @@ def test_translation_near_the_head_of_a_long_history_reads_only_the_tail_and_mat
         assert gs.failover(head - 4000, partial[tp]).offset == synchistory.expected_target(head - 4000)
 
 
-def test_the_newest_syncs_and_failback_needs_match_the_full_read_including_from_the_start(target_conf, unique):
+def test_the_newest_syncs_and_failback_needs_match_the_full_read_including_from_the_start(target_conf, target_cluster,
+                                                                                          unique):
     name, shape = history(target_conf, unique, records=5_000)
-    syncstore.refresh_snapshot(target_conf, name, "target", "g", f"{name}.snapshot")
-    full = syncstore.load(target_conf, name, "target", "g")
-    newest = syncstore.latest(target_conf, name, "target", "g").newest
+    syncstore.refresh_snapshot(target_cluster, name, "g", f"{name}.snapshot")
+    full = syncstore.load(target_cluster, name, "g")
+    newest = syncstore.latest(target_cluster, name, "g").newest
     assert newest == {tp: syncs.ordered()[-1] for tp, syncs in full.items()}
     # positions before everything force the scan back to the topic's start: the whole chain, as the full read
     needs = {tp: Need(target_offset=0) for tp in full} | {("never-mirrored", 0): Need(source_offset=0)}
     stats = syncstore.ReadStats()
-    partial = syncstore.load_needed(target_conf, name, "target", "g", needs, stats)
+    partial = syncstore.load_needed(target_cluster, name, "g", needs, stats)
     assert set(partial) == set(full) and stats.sync_records >= 5_000
     for tp, syncs in full.items():
         assert partial[tp].ordered() == syncs.ordered()
@@ -89,18 +90,18 @@ def test_the_newest_syncs_and_failback_needs_match_the_full_read_including_from_
             assert gs.failback(target_offset, partial[tp]) == gs.failback(target_offset, syncs)
 
 
-def test_a_snapshot_beyond_the_sync_topics_end_is_refused_loudly(target_conf, unique):
+def test_a_snapshot_beyond_the_sync_topics_end_is_refused_loudly(target_conf, target_cluster, unique):
     name, _ = history(target_conf, unique, records=2_000)
     producer = Producer(target_conf)
     producer.produce(naming.offset_sync_snapshot_topic(name), key=syncscan.MARKER_KEY,
                      value=syncscan.encode_marker(10**9), partition=0)
     producer.flush(30)
     with pytest.raises(ProgressUnavailableError, match="re-created"):
-        syncstore.latest(target_conf, name, "target", "g")
+        syncstore.latest(target_cluster, name, "g")
 
 
 def test_a_mirror_run_refreshes_the_snapshot_and_recovery_of_an_idle_partition_reads_no_history(
-        source_conf, target_conf, unique):
+        source_conf, target_conf, target_cluster, unique):
     topic = create_topic(source_conf, unique("idle"), partitions=2)
     seed_sequence(source_conf, topic, 2, 10)
     m = mirror(unique("m"), [topic])
@@ -112,7 +113,7 @@ def test_a_mirror_run_refreshes_the_snapshot_and_recovery_of_an_idle_partition_r
         producer.flush(30)
         assert run(m)["records"] == 5
     stats = syncstore.ReadStats()
-    view = syncstore.latest(target_conf, m.name, "target", m.progress_group, stats=stats)
+    view = syncstore.latest(target_cluster, m.name, m.progress_group, stats=stats)
     assert view.snapshot.upto == view.end and stats.sync_records == 0 and not stats.full_read, stats
     assert {tp: s.source_end for tp, s in view.newest.items()} == {(topic, 0): 25, (topic, 1): 10}
 
@@ -126,14 +127,14 @@ def test_a_mirror_run_refreshes_the_snapshot_and_recovery_of_an_idle_partition_r
     assert {k: p.offset for k, p in progress_of(target_conf, m, topic, 2).items()} == {0: 25, 1: 10}
 
 
-def test_the_translate_command_reads_back_only_as_far_as_the_offset(source_conf, target_conf, unique, tmp_path):
+def test_the_translate_command_reads_back_only_as_far_as_the_offset(source_conf, target_cluster, unique, tmp_path):
     topic = create_topic(source_conf, unique("tr"), partitions=1)
     m = mirror(unique("m"), [topic], max_records_per_partition=10)
     seed_sequence(source_conf, topic, 1, 30)
     for _ in range(3):
         assert run(m)["records"] == 10
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
-    full = syncstore.load(target_conf, m.name, "target", m.progress_group)[(topic, 0)]
+    full = syncstore.load(target_cluster, m.name, m.progress_group)[(topic, 0)]
     for offset in (0, 9, 10, 15, 29, 30):   # each run's commit marker shifts the target offsets after it
         done = cli("translate", m.name, topic, "0", str(offset), "--config", str(config_file))
         assert done.returncode == 0, done.stdout + done.stderr

@@ -85,12 +85,13 @@ def test_an_overlap_found_while_deciding_how_far_back_to_read_is_reported_not_ra
     ProgressUnavailableError naming the cluster and partition, like one found after the scan."""
     from eosmirror.core.errors import ProgressUnavailableError
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     a, b = OffsetSync("t", 0, "s", 0, 10, 0, ((0, 10),)), OffsetSync("t", 0, "s", 5, 12, 3, ((5, 7),))
     view = syncstore.View(newest={("t", 0): b}, chains={("t", 0): [b, a]}, low=0, tail_start=40, end=50)
     monkeypatch.setattr(syncstore, "latest", lambda *args, **kwargs: view)
     with pytest.raises(ProgressUnavailableError, match=r"target: t\[0\]: offset syncs overlap"):
-        syncstore.load_needed({}, "m", "target", "g", {("t", 0): Need(source_offset=0)})
+        syncstore.load_needed(Cluster.from_settings("target", {}), "m", "g", {("t", 0): Need(source_offset=0)})
 
 
 # --- a migration/reset sync starts the partition's chain -------------------------------------------
@@ -157,6 +158,7 @@ def test_the_backward_scan_stops_at_the_reset_sync_and_keeps_write_order(monkeyp
     """load_needed for a position before the reset: reads back only until the reset sync, and answers
     from the chain it starts (the older, overlapping chain is never read)."""
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     a, clash, reset, c, d = _reset_history()
     filler = [OffsetSync("u", 1, "s", 10 * i, 10 * i + 10, 10 * i, ((10 * i, 10),)) for i in range(3000)]
@@ -175,7 +177,8 @@ def test_the_backward_scan_stops_at_the_reset_sync_and_keeps_write_order(monkeyp
         "close": lambda self: None})())
     monkeypatch.setattr(syncstore.readers, "iter_range", iter_range)
     stats = syncstore.ReadStats()
-    chains = syncstore.load_needed({}, "m", "target", "g", {("t", 0): Need(source_offset=0)}, stats)
+    chains = syncstore.load_needed(Cluster.from_settings("target", {}), "m", "g", {("t", 0): Need(source_offset=0)},
+                                   stats)
     assert chains[("t", 0)].ordered() == [reset, c, d]
     assert min(start for start, _ in read) > 2, read          # the chain before the reset was not read
     assert stats.backward_chunks == len(read) == 2
@@ -248,6 +251,7 @@ def _scan(monkeypatch, topic, tail, need):
     """load_needed over ``topic`` (record offset = index) with a mocked reader; the snapshot's view
     holds the last ``tail`` syncs of partition t[0]. Returns (chain in source order, chunks read)."""
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     records = [_Record(i, s) for i, s in enumerate(topic)]
     read = []
@@ -263,7 +267,7 @@ def _scan(monkeypatch, topic, tail, need):
     monkeypatch.setattr(syncstore.clients, "plain_consumer", lambda *args, **kwargs: type("C", (), {
         "close": lambda self: None})())
     monkeypatch.setattr(syncstore.readers, "iter_range", iter_range)
-    chains = syncstore.load_needed({}, "m", "target", "g", {("t", 0): need})
+    chains = syncstore.load_needed(Cluster.from_settings("target", {}), "m", "g", {("t", 0): need})
     return chains[("t", 0)], read
 
 

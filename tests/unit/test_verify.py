@@ -4,6 +4,7 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
 from eosmirror.driver import verify
 from eosmirror.driver.verify import _compare_compacted
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.readers import Record
 
 # Source offsets 0..3 were copied to target offsets 100..103.
@@ -89,20 +90,23 @@ def test_exit_code_separates_differences_from_ranges_no_longer_checkable():
                          "be checked: deleted on the source or the target since they were copied")
 
 
+SOURCE, TARGET = Cluster.from_settings("source", {"side": "s"}), Cluster.from_settings("target", {"side": "t"})
+
+
 class Logs:
-    """Scripted partitions: conf['side'] -> (log start, {offset: Record}); mimics readers' contract."""
+    """Scripted partitions: settings['side'] -> (log start, {offset: Record}); mimics readers' contract."""
 
     def __init__(self, source, target, source_low=0, target_low=0):
         self.logs = {"s": [source_low, source], "t": [target_low, target]}
         self.reads = []
 
-    def watermarks(self, conf, topic, partition, cluster, **kw):
-        low, records = self.logs[conf["side"]]
+    def watermarks(self, cluster, topic, partition, **kw):
+        low, records = self.logs[cluster.settings["side"]]
         return low, (max(records) + 1 if records else low)
 
-    def read_range(self, conf, topic, partition, start, end, cluster, **kw):
-        low, records = self.logs[conf["side"]]
-        self.reads.append((conf["side"], start, end))
+    def read_range(self, cluster, topic, partition, start, end, **kw):
+        low, records = self.logs[cluster.settings["side"]]
+        self.reads.append((cluster.settings["side"], start, end))
         if start < low:
             raise EosMirrorError("source: failed to read: _AUTO_OFFSET_RESET: Offset out of range")
         return [records[o] for o in sorted(records) if start <= o < end]
@@ -113,7 +117,7 @@ def scripted(monkeypatch, logs):
     monkeypatch.setattr(verify.readers, "read_range", logs.read_range)
 
     def check(syncs=TWO, target_end=11):
-        return verify.check_partition({"side": "s"}, {"side": "t"}, "s", "t", 0, syncs, None, "source", "target",
+        return verify.check_partition(SOURCE, TARGET, "s", "t", 0, syncs, None,
                                       target_end=target_end)
     return check
 
@@ -161,13 +165,13 @@ def test_the_log_start_moving_during_the_read_is_asked_again(monkeypatch):
     real = logs.watermarks
     answers = iter([0])   # the first answer is stale: retention moved the log start to 4 meanwhile
 
-    def stale_once(conf, *a, **kw):
-        low = next(answers, None) if conf["side"] == "s" else None
-        return (low, 10) if low is not None else real(conf, *a, **kw)
+    def stale_once(cluster, *a, **kw):
+        low = next(answers, None) if cluster.settings["side"] == "s" else None
+        return (low, 10) if low is not None else real(cluster, *a, **kw)
     logs.logs["s"][0] = 4
     monkeypatch.setattr(verify.readers, "watermarks", stale_once)
     monkeypatch.setattr(verify.readers, "read_range", logs.read_range)
-    check = verify.check_partition({"side": "s"}, {"side": "t"}, "s", "t", 0, TWO, None, "source", "target",
+    check = verify.check_partition(SOURCE, TARGET, "s", "t", 0, TWO, None,
                                    target_end=11)
     assert check.ok and check.source_gone == 4 and check.records == 6
 
@@ -196,12 +200,12 @@ def test_a_partition_never_mirrored_is_skipped_unless_the_target_holds_records(m
 def test_an_error_other_than_offset_out_of_range_is_not_retried(monkeypatch):
     logs = Logs(source_log(), target_log())
 
-    def broken(conf, *a, **kw):
+    def broken(cluster, *a, **kw):
         raise EosMirrorError("target: not authorized")
     monkeypatch.setattr(verify.readers, "watermarks", logs.watermarks)
     monkeypatch.setattr(verify.readers, "read_range", broken)
     with pytest.raises(EosMirrorError, match="not authorized"):
-        verify.check_partition({"side": "s"}, {"side": "t"}, "s", "t", 0, TWO, None, "source", "target",
+        verify.check_partition(SOURCE, TARGET, "s", "t", 0, TWO, None,
                                target_end=11)
 
 

@@ -20,6 +20,7 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_OK
 from eosmirror.core.report import write_json
 from eosmirror.driver import verify
 from eosmirror.kafka import readers
+from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools import demo_data
 from eosmirror_tools.local import cluster
 
@@ -80,7 +81,8 @@ def main(records: int = 2000, master: str = "local[2]") -> int:
     checks = verify.verify(config.load().get(MIRROR))
     print(verify.format_checks(checks))
     aborted_leaks = sum(1 for p in range(demo_data.TOPICS["demo.payments"][0])
-                        for r in readers.read_all(target.client_config(), "src.demo.payments", p, "target")
+                        for r in readers.read_all(Cluster.from_settings("target", target.client_config()),
+                                                  "src.demo.payments", p)
                         if ("txn", b"aborted") in r.headers)
 
     _step(f"eosmirror lag {MIRROR}: how far behind (also the eosmirror_lag DAG, the Mirror lag page, metrics)")

@@ -29,7 +29,7 @@ def _history(target_conf: dict, mirrors: list, topic: str, partitions: int, days
     count = days * 86_400_000 // FIVE_MINUTES
     for m in mirrors:
         target = Cluster.resolve("target", m.target, m.name)
-        lagstore.ensure_topic(target.admin, m.name, m.lag.history_days, -1, target.label)
+        lagstore.ensure_topic(target, m.name, m.lag.history_days, -1)
         for i in range(count):
             at = now_ms - (count - i) * FIVE_MINUTES
             lso = 1000 + i * 10

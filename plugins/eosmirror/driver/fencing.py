@@ -16,24 +16,23 @@ from typing import Any, Callable
 
 from eosmirror.core import naming
 from eosmirror.core.config import MirrorConfig
-from eosmirror.kafka import clients, connections, offsets, state, syncstore
-from eosmirror.kafka.cluster import cluster_label
+from eosmirror.kafka import offsets, state, syncstore
+from eosmirror.kafka.cluster import Cluster
 
 
-def mirrored_partitions(conf: dict[str, Any], mirror: MirrorConfig, cluster_label: str) -> list[tuple[str, int]]:
+def mirrored_partitions(target: Cluster, mirror: MirrorConfig) -> list[tuple[str, int]]:
     """Every target partition the mirror ever committed progress for: each such commit wrote an
     offset sync (read from the target only, so the source may be down)."""
-    return sorted(syncstore.latest(conf, mirror.name, cluster_label, mirror.progress_group).newest)
+    return sorted(syncstore.latest(target, mirror.name, mirror.progress_group).newest)
 
 
-def open_transactions(admin: Any, partitions: list[tuple[str, int]],
-                      cluster_label: str) -> dict[tuple[str, int], tuple[int, int]]:
+def open_transactions(target: Cluster, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
     """{partition: (last stable offset, high watermark)} for partitions with an open transaction."""
     from confluent_kafka.admin import OffsetSpec
 
     specs = {tp: OffsetSpec.latest() for tp in partitions}
-    stable = offsets.list_offsets(admin, specs, cluster_label, read_committed=True)
-    high = offsets.list_offsets(admin, specs, cluster_label, read_committed=False)
+    stable = offsets.list_offsets(target.admin, specs, target.label, read_committed=True)
+    high = offsets.list_offsets(target.admin, specs, target.label, read_committed=False)
     return {tp: (stable[tp], high[tp]) for tp in partitions if stable[tp] != high[tp]}
 
 
@@ -42,24 +41,23 @@ def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seco
     """Step 1, then step 2 for at most ``settle_seconds``. ``timeout`` bounds each init_transactions;
     ``on_fenced`` hears the fenced ids as soon as step 1 is done (step 2 reads every offset sync of
     the mirror, which takes a while for an old mirror)."""
-    conf = connections.resolve(mirror.target, f"mirror {mirror.name!r}: target")
-    label = cluster_label("target", mirror.target, conf)
-    current = state.read_generation(conf, mirror.name, label, mirror.progress_group)
+    target = Cluster.resolve("target", mirror.target, mirror.name)
+    target.client_name = f"{mirror.name}-fence"   # its admin client is the fencing's, not a run's
+    current = state.read_generation(target, mirror.name, mirror.progress_group)
     slots = current.max_slots if (current and all_generations) else (current.slots if current else mirror.slots)
     ids = [naming.planner_transactional_id(mirror.transactional_id_prefix, mirror.name)]
     ids += naming.slot_transactional_ids(mirror.transactional_id_prefix, mirror.name, max(slots, mirror.slots))
     started = time.monotonic()
-    fenced = state.fence(conf, ids, label, timeout)
+    fenced = state.fence(target, ids, timeout)
     if on_fenced is not None:
         on_fenced(fenced)
-    admin = clients.admin_client(conf, f"{mirror.name}-fence")
-    partitions = mirrored_partitions(conf, mirror, label)
+    partitions = mirrored_partitions(target, mirror)
     deadline = time.monotonic() + settle_seconds
-    blocked = open_transactions(admin, partitions, label)
+    blocked = open_transactions(target, partitions)
     while blocked and time.monotonic() < deadline:   # markers are written just after the fence
         time.sleep(0.5)
-        blocked = open_transactions(admin, list(blocked), label)
-    return {"mirror": mirror.name, "target": label, "generation": current.number if current else 0,
+        blocked = open_transactions(target, list(blocked))
+    return {"mirror": mirror.name, "target": target.label, "generation": current.number if current else 0,
             "fenced": fenced, "partitions_checked": len(partitions),
             "blocked": {f"{t}[{p}]": {"last_stable": ls, "high_watermark": hw} for (t, p), (ls, hw) in blocked.items()},
             "unblocked": not blocked, "seconds": round(time.monotonic() - started, 2)}

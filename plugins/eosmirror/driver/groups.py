@@ -148,11 +148,11 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     sides = _sides(mirror, options.direction, source, target)
 
     def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
-        return syncstore.load_needed(target.settings, mirror.name, target.label, mirror.progress_group, needs)
+        return syncstore.load_needed(target, mirror.name, mirror.progress_group, needs)
 
     def reader(side: Cluster) -> LogReader:
         def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupsync.LogRead]:
-            found = readers.data_offsets(side.settings, ranges, side.label, f"eosmirror-{mirror.name}-groups",
+            found = readers.data_offsets(side, ranges, f"eosmirror-{mirror.name}-groups",
                                          group_id=mirror.progress_group)
             return {tp: groupsync.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
         return read

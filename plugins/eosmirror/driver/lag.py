@@ -60,8 +60,8 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
                  pool.submit(list_offsets, source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)]
         # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
         # first progress commit is pending, and the partition would count from its log start.
-        committed, unsettled = progress.read_settled(target.settings, [(target_of[t], p) for t, p in keys],
-                                                     target.label, mirror.progress_group,
+        committed, unsettled = progress.read_settled(target, [(target_of[t], p) for t, p in keys],
+                                                     mirror.progress_group,
                                                      settle_seconds=PROGRESS_SETTLE_SECONDS)
         starts, highs, stables = (future.result() for future in asked)
     if unsettled:   # an open transaction holds their first progress: nothing is committed for them yet
@@ -71,7 +71,7 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
                     PROGRESS_SETTLE_SECONDS)
     done = {k: committed.get((target_of[k[0]], k[1])) for k in keys}
     ranges = {k: (max(done[k].offset if done[k] else starts[k], starts[k]), stables[k]) for k in keys}
-    oldest = readers.first_timestamps(source.settings, ranges, source.label, f"eosmirror-{mirror.name}-lag",
+    oldest = readers.first_timestamps(source, ranges, f"eosmirror-{mirror.name}-lag",
                                       group_id=mirror.progress_group)
     parts = tuple(lag.PartitionSample(
         source_topic=t, partition=p, high_watermark=highs[(t, p)], last_stable=stables[(t, p)],
@@ -163,10 +163,9 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
         groups, groups_error = groups_read.result()
     status = replace(lag.evaluate(history, sample, policy), groups=groups, groups_error=groups_error)
     if record:
-        lagstore.ensure_topic(clusters.target.admin, mirror.name, mirror.lag.history_days,
-                              mirror.target_replication_factor, clusters.target.label)
-        lagstore.append(clusters.target.settings, mirror.name, lag.SAMPLE_KEY, [sample.encode()],
-                        clusters.target.label)
+        lagstore.ensure_topic(clusters.target, mirror.name, mirror.lag.history_days,
+                              mirror.target_replication_factor)
+        lagstore.append(clusters.target, mirror.name, lag.SAMPLE_KEY, [sample.encode()])
     return status
 
 
@@ -201,7 +200,7 @@ def report_all(mirrors: MirrorsFile, name: str | None = None, now_ms: int | None
 def history(mirror: MirrorConfig, since_ms: int, clusters: Clusters | None = None) -> list[lag.MirrorSample]:
     """The recorded samples since ``since_ms`` (the page's charts)."""
     clusters = clusters or Clusters.of(mirror)
-    samples, _ = lagstore.read_since(clusters.target.settings, mirror.name, since_ms, clusters.target.label,
+    samples, _ = lagstore.read_since(clusters.target, mirror.name, since_ms,
                                      mirror.progress_group)
     return samples
 
@@ -215,9 +214,8 @@ def record_run(mirror: MirrorConfig, result: dict[str, Any]) -> None:
     try:
         target = Cluster.resolve("target", mirror.target, mirror.name)
         # Short timeouts: a run that failed because the target is unreachable must not wait long here.
-        lagstore.ensure_topic(target.admin, mirror.name, mirror.lag.history_days, mirror.target_replication_factor,
-                              target.label, timeout=5)
-        lagstore.append(target.settings, mirror.name, lag.RUN_KEY, [outcome.encode()], target.label, timeout=5)
+        lagstore.ensure_topic(target, mirror.name, mirror.lag.history_days, mirror.target_replication_factor, timeout=5)
+        lagstore.append(target, mirror.name, lag.RUN_KEY, [outcome.encode()], timeout=5)
     except Exception as exc:  # noqa: BLE001 - best effort by design
         log.warning("mirror %s: could not record the run's outcome on %s (%s); lag reports will not show it",
                     mirror.name, f"eosmirror-lag.{mirror.name}.internal", exc)

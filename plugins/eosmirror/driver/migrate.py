@@ -97,7 +97,7 @@ class Migration:
         high = list_offsets(self.target.admin, specs, self.target.label, read_committed=False)
         stable = list_offsets(self.target.admin, specs, self.target.label, read_committed=True)
         try:
-            mine = progress.read(self.target.settings, present, self.target.label, self.mirror.progress_group,
+            mine = progress.read(self.target, present, self.mirror.progress_group,
                                  stable=True, timeout=15)
         except ProgressUnavailableError as exc:
             raise RefusedError(f"mirror {self.mirror.name!r}: a run holds the mirror (its progress has a "
@@ -133,7 +133,7 @@ class Migration:
         """The group's committed offsets on the SOURCE (a never-assigned consumer's committed(),
         require_stable), keyed by source partition."""
         def read() -> dict[tuple[str, int], int]:
-            found = progress.read(self.source.settings, self.source_tps, self.source.label, group, stable=True,
+            found = progress.read(self.source, self.source_tps, group, stable=True,
                                   timeout=15)
             return {tp: p.offset for tp, p in found.items()}
         return read
@@ -141,7 +141,7 @@ class Migration:
     def mm2_reader(self, alias: str) -> Any:
         """MM2's next source offsets (last copied + 1) from ``mm2-offsets.<alias>.internal`` on the target."""
         topic = f"mm2-offsets.{alias}.internal"
-        described = topics.describe_existing(self.target.admin, [topic], self.target.label)
+        described = topics.describe_existing(self.target, [topic])
         if topic not in described:
             raise RefusedError(f"no MirrorMaker 2 offsets topic {topic} on the {self.target.label}: --from mm2 reads "
                                f"a dedicated-mode MM2's Connect offsets there; check the source alias "
@@ -152,7 +152,7 @@ class Migration:
             records = []
             for k in range(partitions):
                 records += [(r.key, r.value) for r in readers.read_all(
-                    self.target.settings, topic, k, self.target.label, client_id=f"eosmirror-{self.mirror.name}-mm2")]
+                    self.target, topic, k, client_id=f"eosmirror-{self.mirror.name}-mm2")]
             return {tp: last + 1 for tp, last in migration.mm2_offsets(records, alias).items()}
         return read
 
@@ -161,13 +161,13 @@ class Migration:
         MirrorMakerConfig.workerConfig) says RUNNING for a source task: MM2 runs (or was killed
         without stopping). The movement check of ``steady_look`` is the second, independent test."""
         topic = f"mm2-status.{alias}.internal"
-        described = topics.describe_existing(self.target.admin, [topic], self.target.label)
+        described = topics.describe_existing(self.target, [topic])
         if topic not in described:
             return
         records = []
         for k in range(len(described[topic].partitions)):
             records += [(r.key, r.value) for r in readers.read_all(
-                self.target.settings, topic, k, self.target.label, client_id=f"eosmirror-{self.mirror.name}-mm2")]
+                self.target, topic, k, client_id=f"eosmirror-{self.mirror.name}-mm2")]
         running = migration.mm2_running(records)
         if running:
             raise RefusedError(f"mirror {self.mirror.name!r}: MirrorMaker 2 still runs: {', '.join(running[:4])} "
@@ -194,11 +194,10 @@ class Migration:
         m = self.mirror
         self.run.preflight()   # target topics and the mirror's internal topics exist, configs in sync
         self.target_ids = {name: t.topic_id for name, t in topics.describe_targets(m, self.pairs, self.target).items()}
-        current = state.read_generation(self.target.settings, m.name, self.target.label, m.progress_group)
+        current = state.read_generation(self.target, m.name, m.progress_group)
         number = current.number if current else 0
         slots = max(current.max_slots if current else 0, m.slots)
-        state.fence(self.target.settings, naming.slot_transactional_ids(m.transactional_id_prefix, m.name, slots),
-                    self.target.label)
+        state.fence(self.target, naming.slot_transactional_ids(m.transactional_id_prefix, m.name, slots))
         planner_id = naming.planner_transactional_id(m.transactional_id_prefix, m.name)
         producer = clients.transactional_producer(self.target.settings, {}, planner_id, 60000,
                                                   client_id=f"eosmirror-{m.name}-migrate")
@@ -249,7 +248,7 @@ class Migration:
 def history(mirror: MirrorConfig) -> list[AuditRecord]:
     """Every audit record of the mirror, oldest first."""
     run = MirrorRun(mirror)
-    return state.read_audit(run.target.settings, mirror.name, run.target.label, mirror.progress_group)
+    return state.read_audit(run.target, mirror.name, mirror.progress_group)
 
 def _tps(changed: dict[tuple[str, int], Any]) -> str:
     items = sorted(changed.items())

@@ -22,6 +22,7 @@ from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
 from eosmirror.kafka import progress, syncstore
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
 
 log = logging.getLogger(__name__)
@@ -54,15 +55,14 @@ def mirrored_topics(pairs: list[TopicPair], committed: dict[tuple[str, int], Any
     return {pair.target for pair in pairs if pair.target in seen}
 
 
-def _start_from(mirror: MirrorConfig, source_admin: Any, source_tps: list[tuple[str, int]],
-                earliest: dict[tuple[str, int], int], stable: dict[tuple[str, int], int],
-                source_label: str) -> dict[tuple[str, int], int]:
+def _start_from(mirror: MirrorConfig, source: Cluster, source_tps: list[tuple[str, int]],
+                earliest: dict[tuple[str, int], int], stable: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
     """``start_from`` resolved per partition (used only for topics the mirror never copied)."""
     from confluent_kafka.admin import OffsetSpec
 
     if isinstance(mirror.start_from, dt.datetime):
-        at_time = list_offsets(source_admin, {tp: OffsetSpec.for_timestamp(_ms(mirror.start_from))
-                                              for tp in source_tps}, source_label)
+        at_time = list_offsets(source.admin, {tp: OffsetSpec.for_timestamp(_ms(mirror.start_from))
+                                              for tp in source_tps}, source.label)
         return {tp: (off if off >= 0 else stable[tp]) for tp, off in at_time.items()}
     if mirror.start_from == "latest":
         return dict(stable)
@@ -121,9 +121,8 @@ def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mir
                 "fencing", target_label, len(unsettled), example, PROGRESS_SETTLE_SECONDS)
 
 
-def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, target_admin: Any,
-            target_conf: dict[str, Any], target_topic_ids: dict[str, str], source_label: str,
-            target_label: str, until: dt.datetime | None = None) -> list[PartitionObservation]:
+def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, target: Cluster,
+            target_topic_ids: dict[str, str], until: dt.datetime | None = None) -> list[PartitionObservation]:
     from confluent_kafka.admin import OffsetSpec
 
     source_tps = [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
@@ -132,21 +131,21 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source_admin: Any, tar
         specs["until"] = OffsetSpec.for_timestamp(_ms(until))
     # The source's offsets and the progress at once: each read waits on brokers most of its time.
     with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-        asked = {name: pool.submit(list_offsets, source_admin, dict.fromkeys(source_tps, spec), source_label)
+        asked = {name: pool.submit(list_offsets, source.admin, dict.fromkeys(source_tps, spec), source.label)
                  for name, spec in specs.items()}
         committed, unsettled = progress.read_settled(
-            target_conf, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], target_label,
-            mirror.progress_group, settle_seconds=PROGRESS_SETTLE_SECONDS)
+            target, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], mirror.progress_group,
+            settle_seconds=PROGRESS_SETTLE_SECONDS)
         earliest, stable = asked["earliest"].result(), asked["stable"].result()
         until_offsets = asked["until"].result() if "until" in asked else {}
-    start_from = _start_from(mirror, source_admin, source_tps, earliest, stable, source_label)
+    start_from = _start_from(mirror, source, source_tps, earliest, stable)
 
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
     # Only each partition's newest sync matters here: the snapshot plus the syncs after its marker.
-    newest = syncstore.latest(target_conf, mirror.name, target_label, mirror.progress_group).newest if missing else {}
+    newest = syncstore.latest(target, mirror.name, mirror.progress_group).newest if missing else {}
     syncs = {tp: PartitionSyncs([sync]) for tp, sync in newest.items()}
     mirrored = mirrored_topics(pairs, committed, syncs)
-    _refuse_unsettled(mirror, unsettled - set(syncs), mirrored, target_label)
+    _refuse_unsettled(mirror, unsettled - set(syncs), mirrored, target.label)
 
     observations = []
     for pair in pairs:

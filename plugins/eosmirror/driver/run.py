@@ -81,9 +81,6 @@ class MirrorRun:
         self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot)
         self.source = Cluster.resolve("source", mirror.source, mirror.name)
         self.target = Cluster.resolve("target", mirror.target, mirror.name)
-        # Kept for callers that name the clusters in reports.
-        self.source_conf, self.target_conf = self.source.settings, self.target.settings
-        self.source_label, self.target_label = self.source.label, self.target.label
 
     def preflight(self) -> dict[str, Any]:
         """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
@@ -124,8 +121,7 @@ class MirrorRun:
             pairs, existing = self._resolve()                                                         # 1
         target_ids = {name: state.topic_id for name, state in existing.items()}
         with steps.step("observe and plan"):                                                          # 2
-            observations = observe.observe(m, pairs, self.source.admin, self.target.admin, self.target.settings,
-                                           target_ids, self.source.label, self.target.label, until=opts.until)
+            observations = observe.observe(m, pairs, self.source, self.target, target_ids, until=opts.until)
             slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
                                       on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
         return Planned(pairs=pairs, existing=existing, slots=slots, started=started, started_at=started_at)
@@ -158,10 +154,10 @@ class MirrorRun:
         at_least_once mode has no transactional ids; a run that writes nothing only predicts."""
         m = self.mirror
         if m.delivery == "exactly_once" and writes:
-            current, fenced = state.establish_generation(self.target.settings, m.name, m.transactional_id_prefix,
-                                                         m.slots, self.target.label, m.progress_group)
+            current, fenced = state.establish_generation(self.target, m.name, m.transactional_id_prefix,
+                                                         m.slots, m.progress_group)
             return current.number, bool(fenced), fenced
-        current = state.read_generation(self.target.settings, m.name, self.target.label, m.progress_group)
+        current = state.read_generation(self.target, m.name, m.progress_group)
         upcoming = generation.next_generation(current, m.slots, 0, "")
         return (upcoming.number if upcoming else current.number), upcoming is not None, []  # type: ignore[union-attr]
 
@@ -180,10 +176,10 @@ class MirrorRun:
             tasks.append(SlotTask(
                 mirror=m.name, slot=slot.slot, transactional_id=slot.transactional_id,
                 generation=prepared.generation, delivery=m.delivery, progress_group=m.progress_group,
-                partitions=parts, source_conf=self.source_conf, target_conf=self.target_conf,
+                partitions=parts, source_conf=self.source.settings, target_conf=self.target.settings,
                 source_overrides=dict(m.source_consumer), target_overrides=dict(m.target_producer),
                 max_transaction_seconds=m.max_transaction_seconds, transaction_timeout_ms=m.transaction_timeout_ms,
-                max_bytes=m.max_bytes_per_slot, source_label=self.source_label, target_label=self.target_label,
+                max_bytes=m.max_bytes_per_slot, source_label=self.source.label, target_label=self.target.label,
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
                 follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None))
         return tasks
@@ -193,7 +189,7 @@ class MirrorRun:
         read, never exactness, so it is logged as an error and the run's outcome stands)."""
 
         try:
-            syncstore.refresh_snapshot(self.target.settings, self.mirror.name, self.target.label,
+            syncstore.refresh_snapshot(self.target, self.mirror.name,
                                        self.mirror.progress_group,
                                        naming.snapshot_transactional_id(self.mirror.transactional_id_prefix,
                                                                         self.mirror.name))

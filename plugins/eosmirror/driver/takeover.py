@@ -73,20 +73,20 @@ def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], check
     if target_topic not in mig.existing:
         raise RefusedError(f"mirror {mig.mirror.name!r}: {where}: the target topic does not exist; nothing to take "
                            f"over. Nothing was written.")
-    low, _ = readers.watermarks(mig.target.settings, target_topic, p, mig.target.label)
+    low, _ = readers.watermarks(mig.target, target_topic, p)
     high = agreed.target_high[(target_topic, p)]
     start, tail = high, []
     while len(tail) < checked and start > low:
         start = max(low, start - 4 * checked)
-        tail = readers.read_range(mig.target.settings, target_topic, p, start, high, mig.target.label)[-checked:]
-    source_low, source_end = readers.watermarks(mig.source.settings, source_topic, p, mig.source.label)
+        tail = readers.read_range(mig.target, target_topic, p, start, high)[-checked:]
+    source_low, source_end = readers.watermarks(mig.source, source_topic, p)
     if not tail:
         notes.append(f"{where}: the target holds no record; starts at the source log start {source_low}")
         return source_low
     at_time = list_offsets(mig.source.admin, {source_tp: OffsetSpec.for_timestamp(tail[0].timestamp)},
                            mig.source.label)[source_tp]
-    found = readers.read_range(mig.source.settings, source_topic, p, at_time if at_time >= 0 else source_low,
-                               source_end, mig.source.label)
+    found = readers.read_range(mig.source, source_topic, p, at_time if at_time >= 0 else source_low,
+                               source_end)
     try:
         new = migration.continuation([(r.key, r.value, r.headers) for r in tail],
                                      [(r.offset, (r.key, r.value, r.headers)) for r in found], where)
@@ -139,8 +139,8 @@ def _prove_mm2_exact(mig: Migration, changes: list[PartitionChange]) -> list[str
     source, target = mig.source, mig.target
     counts: dict[tuple[str, int], tuple[int, int]] = {}
     for c in changes:
-        source_low, _ = readers.watermarks(source.settings, c.source_topic, c.partition, source.label)
-        target_low, _ = readers.watermarks(target.settings, c.target_topic, c.partition, target.label)
+        source_low, _ = readers.watermarks(source, c.source_topic, c.partition)
+        target_low, _ = readers.watermarks(target, c.target_topic, c.partition)
         if source_low != 0 or target_low != 0:
             raise RefusedError(
                 f"mirror {mig.mirror.name!r}: {c.source_topic}[{c.partition}] starts at {source_low} on the source "
@@ -148,9 +148,9 @@ def _prove_mm2_exact(mig: Migration, changes: list[PartitionChange]) -> list[str
                 f"MirrorMaker 2's copy cannot be proven exact record by record. Re-copy into fresh target topics, "
                 f"or take the target as it is with `eosmirror migrate {mig.mirror.name} --from target-end` (the "
                 f"seam is checked record by record on the last records). Nothing was written.")
-        copied = readers.read_range(source.settings, c.source_topic, c.partition, 0, c.new, source.label,
+        copied = readers.read_range(source, c.source_topic, c.partition, 0, c.new,
                                     client_id=f"eosmirror-{mig.mirror.name}-prove")
-        held = readers.read_range(target.settings, c.target_topic, c.partition, 0, c.target_end, target.label,
+        held = readers.read_range(target, c.target_topic, c.partition, 0, c.target_end,
                                   client_id=f"eosmirror-{mig.mirror.name}-prove")
         counts[(c.target_topic, c.partition)] = (len(copied), len(held))
         if len(copied) == len(held):

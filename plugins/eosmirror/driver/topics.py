@@ -73,15 +73,14 @@ class TopicState:
     operations: frozenset[str] | None = None
 
 
-def describe_existing(admin: Any, names: list[str], cluster_label: str, authorized_operations: bool = False,
-                      ) -> dict[str, Any]:
+def describe_existing(cluster: Cluster, names: list[str], authorized_operations: bool = False) -> dict[str, Any]:
     """{topic: TopicDescription} for the named topics that exist; any other error fails loudly."""
     from confluent_kafka import TopicCollection
 
     if not names:
         return {}
-    futures = admin.describe_topics(TopicCollection(names), include_authorized_operations=authorized_operations,
-                                    request_timeout=calls.DEFAULT_TIMEOUT)
+    futures = cluster.admin.describe_topics(TopicCollection(names), include_authorized_operations=authorized_operations,
+                                            request_timeout=calls.DEFAULT_TIMEOUT)
     found = {}
     for name, future in futures.items():
         try:
@@ -89,14 +88,14 @@ def describe_existing(admin: Any, names: list[str], cluster_label: str, authoriz
         except Exception as exc:  # noqa: BLE001
             if calls.error_name(exc) in calls.MISSING_TOPIC:
                 continue
-            raise calls.translate(exc, f"describe topic {name}", cluster_label, f"Describe on topic {name}") from None
+            raise calls.translate(exc, f"describe topic {name}", cluster.label, f"Describe on topic {name}") from None
     return found
 
 
 def describe(cluster: Cluster, names: list[str]) -> dict[str, TopicState]:
     """One DescribeTopics of the named topics that exist, with the principal's authorized operations."""
     out = {}
-    for name, desc in describe_existing(cluster.admin, names, cluster.label, authorized_operations=True).items():
+    for name, desc in describe_existing(cluster, names, authorized_operations=True).items():
         ops = desc.authorized_operations
         out[name] = TopicState(topic_id=_uuid(desc.topic_id), partitions=len(desc.partitions),
                                operations=None if ops is None else frozenset(getattr(o, "name", str(o)) for o in ops))
@@ -123,7 +122,8 @@ def list_topic_names(cluster: Cluster) -> list[str]:
     try:
         metadata = retry_until(FIRST_CONTACT_SECONDS, ask, lambda exc: isinstance(exc, ClusterUnreachableError))
     except ClusterUnreachableError as exc:
-        if cluster.ref.local:   # the embedded clusters of the demo and the tests: say how to start them
+        # The embedded clusters of the demo and the tests: say how to start them.
+        if cluster.ref is not None and cluster.ref.local:
             raise ClusterUnreachableError(f"{exc}. It is a local cluster: start it with `eosmirror local up`"
                                           ) from None
         raise

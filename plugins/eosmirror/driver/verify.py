@@ -69,18 +69,17 @@ def _describe(rec: readers.Record | None) -> str:
     return f"offset {rec.offset} key={rec.key!r} value={value!r} headers={list(rec.headers)} ts={rec.timestamp}"
 
 
-def _read_held(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster_label: str,
-               client_id: str, group: str | None) -> tuple[int, list[readers.Record]]:
+def _read_held(cluster: Cluster, topic: str, partition: int, start: int, end: int, client_id: str,
+               group: str | None) -> tuple[int, list[readers.Record]]:
     """(first offset of [start, end) the partition still holds, its committed records from there).
 
     Retention or delete-records may have moved the log start past ``start``, even while reading
     (the read then fails with an offset out of range): ask for the log start again, a few times."""
     for attempt in range(3):
-        low = readers.watermarks(conf, topic, partition, cluster_label, client_id=client_id, group_id=group)[0]
+        low = readers.watermarks(cluster, topic, partition, client_id=client_id, group_id=group)[0]
         held = min(max(start, low), end)
         try:
-            return held, readers.read_range(conf, topic, partition, held, end, cluster_label, client_id=client_id,
-                                            group_id=group)
+            return held, readers.read_range(cluster, topic, partition, held, end, client_id=client_id, group_id=group)
         except EosMirrorError as exc:
             if "_AUTO_OFFSET_RESET" not in str(exc) or attempt == 2:
                 raise
@@ -141,10 +140,10 @@ def _gone_on_target(check: PartitionCheck, syncs: PartitionSyncs, target_low: in
             f"delete-records on {check.target_topic}): {gone} mirrored offsets cannot be compared")
 
 
-def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], source_topic: str, target_topic: str,
-                    partition: int, syncs: Any, committed: int | None, source_label: str, target_label: str,
-                    max_differences: int = 10, compacted: bool = False, group: str | None = None,
-                    target_end: int | None = None, taken_over_below: int = 0) -> PartitionCheck | None:
+def check_partition(source: Cluster, target: Cluster, source_topic: str, target_topic: str, partition: int,
+                    syncs: Any, committed: int | None, max_differences: int = 10, compacted: bool = False,
+                    group: str | None = None, target_end: int | None = None,
+                    taken_over_below: int = 0) -> PartitionCheck | None:
     """Check one partition; None when the mirror never copied it and the target partition holds nothing.
 
     ``target_end``: the target's read_committed end, read before ``syncs`` (read now if None).
@@ -154,13 +153,12 @@ def check_partition(source_conf: dict[str, Any], target_conf: dict[str, Any], so
     to check, and are counted, not reported as foreign."""
     del committed
     if target_end is None:
-        target_end = readers.watermarks(target_conf, target_topic, partition, target_label,
-                                        client_id="eosmirror-verify-target", group_id=group)[1]
+        target_end = readers.watermarks(target, target_topic, partition, client_id="eosmirror-verify-target",
+                                        group_id=group)[1]
     chain = settled(syncs, target_end)
-    target_low, target = _read_held(target_conf, target_topic, partition, 0, target_end, target_label,
-                                    "eosmirror-verify-target", group)
-    return judge(source_topic, target_topic, partition, chain, target_end, target_low, target,
-                 lambda start, end: _read_held(source_conf, source_topic, partition, start, end, source_label,
+    target_low, records = _read_held(target, target_topic, partition, 0, target_end, "eosmirror-verify-target", group)
+    return judge(source_topic, target_topic, partition, chain, target_end, target_low, records,
+                 lambda start, end: _read_held(source, source_topic, partition, start, end,
                                                "eosmirror-verify-source", group),
                  max_differences, compacted, taken_over_below)
 
@@ -255,8 +253,6 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     from confluent_kafka.admin import OffsetSpec
 
     source, target = Cluster.resolve("source", mirror.source, mirror.name), Cluster.resolve("target", mirror.target, mirror.name)
-    target_conf, target_label = target.settings, target.label
-    target_admin = target.admin
     pairs = topics.resolve(mirror, source)
     source_policies = topics.cleanup_policies(source, [p.source for p in pairs])
     target_policies = topics.cleanup_policies(target, [p.target for p in pairs])
@@ -266,9 +262,9 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     partitions = [(pair, k) for pair in pairs if pair.target in existing
                   for k in range(min(pair.partitions, existing[pair.target].partitions))]
     # The target's ends first, the offset syncs after: see the module docstring.
-    ends = list_offsets(target_admin, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions}, target_label)
+    ends = list_offsets(target.admin, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions}, target.label)
 
-    audit = state.read_audit(target_conf, mirror.name, target_label, mirror.progress_group)
+    audit = state.read_audit(target, mirror.name, mirror.progress_group)
 
     def check_all(batch: list[tuple[topics.TopicPair, int]], history: dict[tuple[str, int], PartitionSyncs],
                   ) -> dict[tuple[str, int], PartitionCheck | None]:
@@ -283,11 +279,11 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
                                         taken_over_below=switch[0] if switch else 0))
         return verifybatch.check_many(source, target, jobs, mirror.progress_group)
 
-    history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
+    history = syncstore.load(target, mirror.name, mirror.progress_group)
     checks = check_all(partitions, history)
     suspects = [(pair, k) for pair, k in partitions if getattr(checks[(pair.target, k)], "foreign", 0)]
     if suspects:   # a sync committed with its records may have become visible after them: ask once more
-        history = syncstore.load(target_conf, mirror.name, target_label, mirror.progress_group)
+        history = syncstore.load(target, mirror.name, mirror.progress_group)
         checks.update(check_all(suspects, history))
     for pair, k in partitions:
         _report_committed_after(checks, pair, k, history.get((pair.target, k)), ends[(pair.target, k)])

@@ -77,13 +77,11 @@ def _read(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]], clie
     moved past ``start`` meanwhile is asked again alone (verify._read_held), which starts it later."""
     moved: set[tuple[str, int]] = set()
     offsets = sum(end - start for start, end in ranges.values())
-    records = readers.read_ranges(cluster.settings, ranges, cluster.label, client_id, group,
-                                  timeout=120.0 + offsets / 2_000, moved=moved)
+    records = readers.read_ranges(cluster, ranges, client_id, group, timeout=120.0 + offsets / 2_000, moved=moved)
     out = {tp: (ranges[tp][0], records[tp]) for tp in ranges if tp not in moved}
     for topic, partition in moved:
         start, end = ranges[(topic, partition)]
-        out[(topic, partition)] = verify._read_held(cluster.settings, topic, partition, start, end, cluster.label,
-                                                    client_id, group)
+        out[(topic, partition)] = verify._read_held(cluster, topic, partition, start, end, client_id, group)
     return out
 
 

@@ -1,7 +1,9 @@
-"""A cluster as the driver uses it: its role, its settings, how messages name it, its admin client.
+"""A cluster as eosmirror uses it: its role, its settings, how messages name it, its admin client.
 
 One value instead of (settings, admin, label) triples riding through every signature. The settings
 hold secrets: they are never part of repr() or a message; ``label`` is what errors and reports say.
+A ``Cluster`` is never pickled: a slot's task carries settings and label, and the executor builds
+its own ``Cluster.from_settings`` (an admin client cannot travel).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def cluster_label(role: str, ref: ClusterRef, settings: dict[str, Any]) -> str:
 @dataclass
 class Cluster:
     role: str                                        # "source" or "target"
-    ref: ClusterRef
+    ref: ClusterRef | None                           # None: known by settings only (executors, tools)
     settings: dict[str, Any] = field(repr=False)     # librdkafka settings, secrets included
     label: str = ""
     client_name: str = "eosmirror"
@@ -32,6 +34,13 @@ class Cluster:
         settings = connections.resolve(ref, f"mirror {mirror_name!r}: {role}")
         return cls(role=role, ref=ref, settings=settings, label=cluster_label(role, ref, settings),
                    client_name=f"{mirror_name}-{role}")
+
+    @classmethod
+    def from_settings(cls, role: str, settings: dict[str, Any], label: str | None = None,
+                      client_name: str = "eosmirror") -> "Cluster":
+        """A cluster known by its resolved settings (a slot's task, a tool): messages name it ``label``
+        (the role when none is given)."""
+        return cls(role=role, ref=None, settings=settings, label=label or role, client_name=client_name)
 
     @property
     def admin(self) -> Any:

@@ -62,7 +62,7 @@ def committed(cluster: Cluster, group: str, partitions: Iterable[tuple[str, int]
     transactional commit (require_stable) so that a half-written sync is never read."""
 
     try:
-        found = progress.read(cluster.settings, list(partitions), cluster.label, group, stable=True)
+        found = progress.read(cluster, list(partitions), group, stable=True)
     except ProgressUnavailableError:
         raise ProgressUnavailableError(
             f"{cluster.label}: the committed offsets of group {group} stayed unstable for 30 s: a transactional "

@@ -18,6 +18,7 @@ from typing import Any
 from eosmirror.core import naming
 from eosmirror.core.lag import RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome
 from eosmirror.kafka import calls, clients, readers
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
 
 log = logging.getLogger(__name__)
@@ -36,15 +37,15 @@ def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
     return found is not None and found.error is None
 
 
-def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor: int, cluster_label: str,
+def ensure_topic(target: Cluster, mirror: str, history_days: int, replication_factor: int,
                  timeout: float = 10.0) -> None:
     """Create the lag topic when missing (a concurrent creator is fine)."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
 
     topic = naming.lag_topic(mirror)
-    if exists(admin, topic, timeout):
+    if exists(target.admin, topic, timeout):
         return
-    future = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor,
+    future = target.admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor,
                                            config=topic_config(history_days))],
                                  request_timeout=calls.DEFAULT_TIMEOUT)[topic]
     try:
@@ -52,10 +53,10 @@ def ensure_topic(admin: Any, mirror: str, history_days: int, replication_factor:
         log.info("created lag topic %s (kept %d days)", topic, history_days)
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
-            raise calls.translate(exc, f"create the lag topic {topic}", cluster_label,
+            raise calls.translate(exc, f"create the lag topic {topic}", target.label,
                                   f"Create on topic {topic}") from None
     # A topic just created has no leader for a moment.
-    retry_until(15, lambda: _leader_or_raise(admin, topic), lambda exc: isinstance(exc, LookupError), pause=0.2)
+    retry_until(15, lambda: _leader_or_raise(target.admin, topic), lambda exc: isinstance(exc, LookupError), pause=0.2)
 
 
 def _leader_or_raise(admin: Any, topic: str) -> None:
@@ -64,8 +65,7 @@ def _leader_or_raise(admin: Any, topic: str) -> None:
         raise LookupError(topic)
 
 
-def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[bytes], cluster_label: str,
-           timeout: float = 15.0) -> None:
+def append(target: Cluster, mirror: str, key: bytes, values: list[bytes], timeout: float = 15.0) -> None:
     """Write records to the lag topic and wait until they are acknowledged."""
     topic = naming.lag_topic(mirror)
     errors: list[str] = []
@@ -74,34 +74,33 @@ def append(target_conf: dict[str, Any], mirror: str, key: bytes, values: list[by
         if err is not None:
             errors.append(err.str())
 
-    producer = clients.observation_producer(target_conf, f"eosmirror-{mirror}-lag-writer",
+    producer = clients.observation_producer(target.settings, f"eosmirror-{mirror}-lag-writer",
                                             extra={"allow.auto.create.topics": False, "compression.type": "lz4"})
     for value in values:
         producer.produce(topic, value=value, key=key, partition=0, on_delivery=on_delivery)
     left = producer.flush(timeout)
     if left or errors:
         raise calls.translate(Exception(errors[0] if errors else f"{left} records unacknowledged after {timeout} s"),
-                              f"write to the lag topic {topic}", cluster_label, f"Write on topic {topic}")
+                              f"write to the lag topic {topic}", target.label, f"Write on topic {topic}")
 
 
-def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster_label: str,
-               group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
+def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
     """Samples and run outcomes recorded at or after ``since_ms`` (by record timestamp), oldest first."""
     from confluent_kafka import TopicPartition
 
     topic = naming.lag_topic(mirror)
-    consumer = clients.plain_consumer(target_conf, f"eosmirror-{mirror}-lag-reader", group_id=group)
+    consumer = clients.plain_consumer(target.settings, f"eosmirror-{mirror}-lag-reader", group_id=group)
     try:
         found = consumer.offsets_for_times([TopicPartition(topic, 0, max(0, since_ms))], timeout=15)[0]
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15, cached=False)
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) in calls.MISSING_TOPIC:
             return [], []
-        raise calls.translate(exc, f"read the lag topic {topic}", cluster_label, f"Read on topic {topic}") from None
+        raise calls.translate(exc, f"read the lag topic {topic}", target.label, f"Read on topic {topic}") from None
     finally:
         consumer.close()
     start = found.offset if found.offset >= 0 else high   # -1: nothing that recent
-    records = readers.read_range(target_conf, topic, 0, max(start, low), high, cluster_label,
+    records = readers.read_range(target, topic, 0, max(start, low), high,
                                  client_id=f"eosmirror-{mirror}-lag-reader", group_id=group)
     samples, runs = [], []
     for record in records:
@@ -111,7 +110,7 @@ def read_since(target_conf: dict[str, Any], mirror: str, since_ms: int, cluster_
             elif record.key == RUN_KEY and record.value:
                 runs.append(RunOutcome.decode(record.value))
         except (ValueError, KeyError, TypeError) as exc:
-            log.warning("%s: skipped record %d of %s that is not a lag record (%s)", cluster_label, record.offset,
+            log.warning("%s: skipped record %d of %s that is not a lag record (%s)", target.label, record.offset,
                         topic, exc)
     return samples, runs
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from eosmirror.core.errors import AuthorizationError, ProgressUnavailableError
 from eosmirror.kafka import calls, clients
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,10 @@ def decode_metadata(raw: str | None) -> dict[str, Any]:
         return {}
 
 
-def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster_label: str, group: str,
-         stable: bool, timeout: float = 30.0) -> dict[tuple[str, int], Progress]:
-    """Committed progress of the given target partitions; absent keys have none.
+def read(cluster: Cluster, partitions: Iterable[tuple[str, int]], group: str, stable: bool,
+         timeout: float = 30.0) -> dict[tuple[str, int], Progress]:
+    """Committed progress of the given partitions; absent keys have none. ``cluster`` holds ``group``:
+    the mirror's target for its progress, another cluster for other groups (``eosmirror migrate``).
 
     ``stable=True`` (a slot, after fencing): require_stable (KIP-447); a pending transactional commit
     of the group is waited for, so what it returns is never about to change.
@@ -77,7 +79,7 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     if not wanted:
         return {}
     needs = f"Read on group {group} (and Describe on the target topics)"
-    reader = clients.progress_reader(target_conf, group, f"eosmirror-progress-{group}", stable=stable)
+    reader = clients.progress_reader(cluster.settings, group, f"eosmirror-progress-{group}", stable=stable)
     deadline = time.monotonic() + timeout
 
     def ask() -> Any:
@@ -85,7 +87,7 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
             return [tp for at in range(0, len(wanted), COMMITTED_CHUNK) for tp in reader.committed(
                 wanted[at:at + COMMITTED_CHUNK], timeout=max(1.0, min(5.0, deadline - time.monotonic())))]
         except Exception:
-            _raise_group_error(reader, cluster_label, group, needs)   # a missing ACL fails at once
+            _raise_group_error(reader, cluster.label, group, needs)   # a missing ACL fails at once
             raise
 
     try:
@@ -93,16 +95,16 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     except Exception as exc:  # noqa: BLE001 - translated
         if stable and calls.error_name(exc) in ("_TIMED_OUT", "UNSTABLE_OFFSET_COMMIT"):
             raise ProgressUnavailableError(
-                f"{cluster_label}: the progress of group {group} stayed unstable for {timeout:.0f} s: a transaction "
+                f"{cluster.label}: the progress of group {group} stayed unstable for {timeout:.0f} s: a transaction "
                 f"of this mirror is still open (a killed or stalled slot). `eosmirror fence <mirror>` "
                 f"(or the eosmirror_fence DAG) aborts it") from None
-        raise calls.translate(exc, f"read the progress of group {group}", cluster_label, needs) from None
+        raise calls.translate(exc, f"read the progress of group {group}", cluster.label, needs) from None
     finally:
         reader.close()
     errors = [tp for tp in committed if tp.error is not None]
     if errors:
         raise calls.translate(Exception(errors[0].error), f"read the progress of {errors[0].topic}"
-                                f"[{errors[0].partition}] in group {group}", cluster_label, needs)
+                                f"[{errors[0].partition}] in group {group}", cluster.label, needs)
     out = {}
     for tp in committed:
         if tp.offset == OFFSET_INVALID or tp.offset < 0:
@@ -115,7 +117,7 @@ def read(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], clu
     return out
 
 
-def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, int]], cluster_label: str, group: str,
+def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: str,
                  settle_seconds: float) -> tuple[dict[tuple[str, int], Progress], set[tuple[str, int]]]:
     """The planner's read: (progress, unsettled). A partition absent from both has no progress.
 
@@ -129,12 +131,12 @@ def read_settled(target_conf: dict[str, Any], partitions: Iterable[tuple[str, in
     the slots read after fencing; waiting on them would let one open transaction stall every plan.
     """
     wanted = list(partitions)
-    found = read(target_conf, wanted, cluster_label, group, stable=False)
+    found = read(target, wanted, group, stable=False)
     missing = [tp for tp in wanted if tp not in found]
     if not missing:
         return found, set()
     try:
-        found.update(read(target_conf, missing, cluster_label, group, stable=True, timeout=settle_seconds))
+        found.update(read(target, missing, group, stable=True, timeout=settle_seconds))
     except ProgressUnavailableError:   # still pending at the deadline (one answer for the whole request)
         return found, set(missing)
     return found, set()

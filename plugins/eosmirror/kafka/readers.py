@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import calls, clients
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
 
 T = TypeVar("T")
@@ -34,12 +35,12 @@ def _record(m: Any) -> Record:
                   timestamp=m.timestamp()[1])
 
 
-def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster_label: str, read_committed: bool = True,
+def watermarks(cluster: Cluster, topic: str, partition: int, read_committed: bool = True,
                client_id: str = "eosmirror-reader", group_id: str | None = None) -> tuple[int, int]:
     """(log start, end) where end is the LSO when ``read_committed``, else the high watermark."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
         # A topic just created has no leader for a moment: wait for it, briefly.
         low, high = retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
@@ -47,21 +48,21 @@ def watermarks(conf: dict[str, Any], topic: str, partition: int, cluster_label: 
                                 lambda exc: calls.error_name(exc) in calls.LEADERSHIP_MOVING)
         return int(low), int(high)
     except Exception as exc:  # noqa: BLE001 - translated
-        raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster_label,
+        raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster.label,
                               f"Describe on topic {topic}") from None
     finally:
         consumer.close()
 
 
-def read_range(conf: dict[str, Any], topic: str, partition: int, start: int, end: int, cluster_label: str,
+def read_range(cluster: Cluster, topic: str, partition: int, start: int, end: int,
                read_committed: bool = True, client_id: str = "eosmirror-reader", timeout: float = 120.0,
                group_id: str | None = None) -> list[Record]:
     """The records with offsets in [start, end); ``end`` must not exceed the partition's end offset."""
     if end <= start:
         return []
-    consumer = clients.plain_consumer(conf, client_id, read_committed=read_committed, group_id=group_id)
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
-        return list(iter_range(consumer, topic, partition, start, end, cluster_label, timeout))
+        return list(iter_range(consumer, topic, partition, start, end, cluster.label, timeout))
     finally:
         consumer.close()
 
@@ -103,21 +104,21 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
         reached = max(reached, position)
 
 
-def read_all(conf: dict[str, Any], topic: str, partition: int, cluster_label: str, read_committed: bool = True,
+def read_all(cluster: Cluster, topic: str, partition: int, read_committed: bool = True,
              client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
              group_id: str | None = None) -> list[Record]:
     """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
 
     try:
-        low, high = watermarks(conf, topic, partition, cluster_label, read_committed, client_id, group_id)
+        low, high = watermarks(cluster, topic, partition, read_committed, client_id, group_id)
     except TargetMismatchError:
         if missing_ok:
             return []
         raise
-    return read_range(conf, topic, partition, low, high, cluster_label, read_committed, client_id, timeout, group_id)
+    return read_range(cluster, topic, partition, low, high, read_committed, client_id, timeout, group_id)
 
 
-def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
+def first_timestamps(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],
                      client_id: str = "eosmirror-reader", group_id: str | None = None,
                      timeout: float = 30.0) -> dict[tuple[str, int], int | None]:
     """Per partition, the timestamp of the first committed record in [start, end) (read_committed,
@@ -128,7 +129,7 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
     found: dict[tuple[str, int], int | None] = {tp: None for tp in ranges}
     if not wanted:
         return found
-    consumer = clients.plain_consumer(conf, client_id, read_committed=True, group_id=group_id)
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=True, group_id=group_id)
     try:
         consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
         pending, deadline = set(wanted), time.monotonic() + timeout
@@ -140,7 +141,7 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
                 if err is not None and not calls.is_partition_eof(err):
                     if err.name() == "GROUP_AUTHORIZATION_FAILED":
                         continue
-                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster_label,
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster.label,
                                           f"Read on topic {tp[0]}")
                 if err is None and m.offset() < wanted[tp][1]:
                     found[tp] = m.timestamp()[1]
@@ -151,18 +152,18 @@ def first_timestamps(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[i
         consumer.close()
 
 
-def data_offsets(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
+def data_offsets(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],
                  client_id: str = "eosmirror-reader", group_id: str | None = None,
                  timeout: float = 60.0) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]]:
     """Per partition, the offsets of the committed data records in [start, end) (read_committed, one
     consumer for all partitions), as (reached, offsets): every offset below ``reached`` was read. It
     falls short of ``end`` only where the partition's last stable offset lies below ``end``.
     Transaction markers and aborted records are skipped by the consumer, as any consumer skips them."""
-    reached, found = scan_ranges(conf, ranges, cluster_label, lambda m: m.offset(), client_id, group_id, timeout)
+    reached, found = scan_ranges(cluster, ranges, lambda m: m.offset(), client_id, group_id, timeout)
     return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
 
 
-def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
+def read_ranges(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],
                 client_id: str = "eosmirror-reader", group_id: str | None = None, timeout: float = 120.0,
                 moved: set[tuple[str, int]] | None = None) -> dict[tuple[str, int], list[Record]]:
     """Per partition, its committed records in [start, end) (read_committed, ONE consumer for all the
@@ -170,10 +171,10 @@ def read_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
     the partitions). ``end`` must not exceed the partition's last stable offset. A partition whose
     ``start`` lies below its log start (retention or delete-records ran) is added to ``moved`` and
     left out, when ``moved`` is given; otherwise it fails as ``read_range`` does."""
-    return scan_ranges(conf, ranges, cluster_label, _record, client_id, group_id, timeout, moved)[1]
+    return scan_ranges(cluster, ranges, _record, client_id, group_id, timeout, moved)[1]
 
 
-def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, int]], cluster_label: str,
+def scan_ranges(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],
                 keep: Callable[[Any], T], client_id: str = "eosmirror-reader", group_id: str | None = None,
                 timeout: float = 60.0, moved: set[tuple[str, int]] | None = None,
                 ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[T]]]:
@@ -186,7 +187,7 @@ def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
     found: dict[tuple[str, int], list[T]] = {tp: [] for tp in ranges}
     if not wanted:
         return reached, found
-    consumer = clients.plain_consumer(conf, client_id, read_committed=True, group_id=group_id)
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=True, group_id=group_id)
     try:
         consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
         pending, deadline = set(wanted), time.monotonic() + timeout
@@ -197,7 +198,7 @@ def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
 
         while pending:
             if time.monotonic() > deadline:
-                raise _timed_out(pending, reached, wanted, timeout, cluster_label)
+                raise _timed_out(pending, reached, wanted, timeout, cluster.label)
             for m in consumer.consume(500, 0.2):
                 tp, err = (m.topic(), m.partition()), m.error()
                 if tp not in pending:
@@ -214,7 +215,7 @@ def scan_ranges(conf: dict[str, Any], ranges: dict[tuple[str, int], tuple[int, i
                         found[tp] = []
                         done(tp)
                         continue
-                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster_label,
+                    raise calls.translate(Exception(err), f"read {tp[0]}[{tp[1]}]", cluster.label,
                                           f"Read on topic {tp[0]}")
                 if m.offset() >= wanted[tp][1]:
                     reached[tp] = wanted[tp][1]

@@ -16,13 +16,14 @@ from eosmirror.core.errors import FencedError
 from eosmirror.core.generation import STATE_KEY, Generation, ids_to_fence, next_generation
 from eosmirror.core.migration import AuditRecord, is_audit_key
 from eosmirror.kafka import calls, clients, readers
+from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
 
-def read_generation(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str) -> Generation | None:
+def read_generation(target: Cluster, mirror: str, group: str) -> Generation | None:
     """The mirror's current generation (``group``: the progress group, the only group the principal has)."""
-    records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster_label,
+    records = readers.read_all(target, naming.state_topic(mirror), 0,
                                client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True, group_id=group)
     current = None
     for record in records:
@@ -31,23 +32,22 @@ def read_generation(target_conf: dict[str, Any], mirror: str, cluster_label: str
     return current
 
 
-def read_audit(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str) -> list[Any]:
+def read_audit(target: Cluster, mirror: str, group: str) -> list[Any]:
     """The mirror's audit records (migrations and resets, ``core/migration.py``), oldest first."""
 
-    records = readers.read_all(target_conf, naming.state_topic(mirror), 0, cluster_label,
+    records = readers.read_all(target, naming.state_topic(mirror), 0,
                                client_id=f"eosmirror-{mirror}-audit-reader", missing_ok=True, group_id=group)
     return [AuditRecord.decode(r.value) for r in records if is_audit_key(r.key) and r.value is not None]
 
 
-def fence(target_conf: dict[str, Any], transactional_ids: list[str], cluster_label: str,
-          timeout: float = 60.0) -> list[str]:
+def fence(target: Cluster, transactional_ids: list[str], timeout: float = 60.0) -> list[str]:
     """init_transactions on each id: the broker bumps its epoch and aborts (or completes) its open
     transaction, so any older instance can no longer produce or commit. Returns the ids fenced."""
 
     def fence_one(txn_id: str) -> str:
-        producer = clients.transactional_producer(target_conf, {}, txn_id, transaction_timeout_ms=60000,
+        producer = clients.transactional_producer(target.settings, {}, txn_id, transaction_timeout_ms=60000,
                                                   client_id=f"eosmirror-fence-{txn_id}")
-        calls.call(producer.init_transactions, f"fence transactional id {txn_id}", cluster_label,
+        calls.call(producer.init_transactions, f"fence transactional id {txn_id}", target.label,
                      f"Write and Describe on transactional id {txn_id}", timeout)
         producer.flush(5)
         return txn_id
@@ -58,19 +58,19 @@ def fence(target_conf: dict[str, Any], transactional_ids: list[str], cluster_lab
         return list(pool.map(fence_one, transactional_ids))
 
 
-def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, slots: int, cluster_label: str,
-                         group: str, now_ms: int | None = None) -> tuple[Generation, list[str]]:
+def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, group: str,
+                         now_ms: int | None = None) -> tuple[Generation, list[str]]:
     """Steps 1-4 of the generation protocol. Returns (current generation, ids fenced by this call)."""
     run_id = uuid.uuid4().hex[:12]
     planner_id = naming.planner_transactional_id(prefix, mirror)
-    planner = clients.transactional_producer(target_conf, {}, planner_id, transaction_timeout_ms=60000,
+    planner = clients.transactional_producer(target.settings, {}, planner_id, transaction_timeout_ms=60000,
                                              client_id=f"eosmirror-{mirror}-planner")
     # 1. Fence older planners: from here on only this process may write the state.
-    calls.call(planner.init_transactions, "initialise the planner producer", cluster_label,
+    calls.call(planner.init_transactions, "initialise the planner producer", target.label,
                  f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
                  f"'{prefix}.{mirror}.' to cover the planner and every slot)", 60)
     # 2. The current generation, read after fencing (an older planner's open write was aborted).
-    current = read_generation(target_conf, mirror, cluster_label, group)
+    current = read_generation(target, mirror, group)
     new = next_generation(current, slots, now_ms or int(time.time() * 1000), run_id)
     if new is None:
         planner.flush(5)
@@ -82,20 +82,20 @@ def establish_generation(target_conf: dict[str, Any], mirror: str, prefix: str, 
         planner.commit_transaction()
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) == "_FENCED":
-            raise FencedError(f"{cluster_label}: another run of mirror {mirror!r} took over planning; this run "
+            raise FencedError(f"{target.label}: another run of mirror {mirror!r} took over planning; this run "
                               f"stops") from None
-        raise calls.translate(exc, f"record generation {new.number}", cluster_label,
+        raise calls.translate(exc, f"record generation {new.number}", target.label,
                                 f"Write on topic {naming.state_topic(mirror)}") from None
     log.info("mirror %s: generation %d with %d slots (was %s)", mirror, new.number, new.slots,
              f"{current.slots} slots" if current else "none")
     # 4. Fence every slot id any generation may have used.
-    fenced = fence(target_conf, ids_to_fence(new, prefix, mirror), cluster_label)
+    fenced = fence(target, ids_to_fence(new, prefix, mirror))
     return new, fenced
 
 
-def check_generation(target_conf: dict[str, Any], mirror: str, expected: int, cluster_label: str, group: str) -> None:
+def check_generation(target: Cluster, mirror: str, expected: int, group: str) -> None:
     """Slot step 2 (docs/architecture.md): after its init_transactions, a slot stops if the mirror was re-planned."""
-    current = read_generation(target_conf, mirror, cluster_label, group)
+    current = read_generation(target, mirror, group)
     number = current.number if current else 0
     if number != expected:
         raise FencedError(f"mirror {mirror!r} moved to generation {number} (this slot belongs to {expected}); "

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from eosmirror.core import naming, syncscan
 from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs, group_by_partition
 from eosmirror.core.syncscan import Need
 from eosmirror.kafka import clients, readers
+from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -55,29 +55,29 @@ def _decode(value: bytes, offset: int, topic: str, cluster_label: str) -> Offset
             f"may write to that topic") from None
 
 
-def load(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str) -> dict[TP, PartitionSyncs]:
+def load(target: Cluster, mirror: str, group: str) -> dict[TP, PartitionSyncs]:
     """All committed offset syncs of a mirror, grouped by target partition."""
     topic = naming.offset_sync_topic(mirror)
-    syncs = [_decode(record.value, record.offset, topic, cluster_label)
-             for record in readers.read_all(target_conf, topic, 0, cluster_label,
+    syncs = [_decode(record.value, record.offset, topic, target.label)
+             for record in readers.read_all(target, topic, 0,
                                             client_id=f"eosmirror-{mirror}-sync-reader",
                                             timeout=300, missing_ok=True, group_id=group)
              if record.value is not None]
     return group_by_partition(syncs)
 
 
-def read_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str,
-                  stats: ReadStats | None = None) -> syncscan.Snapshot:
+def read_snapshot(target: Cluster, mirror: str, group: str, stats: ReadStats | None = None) -> syncscan.Snapshot:
     topic = naming.offset_sync_snapshot_topic(mirror)
-    records = readers.read_all(target_conf, topic, 0, cluster_label, client_id=f"eosmirror-{mirror}-sync-reader",
+    records = readers.read_all(target, topic, 0, client_id=f"eosmirror-{mirror}-sync-reader",
                                timeout=300, missing_ok=True, group_id=group)
     if stats is not None:
         stats.snapshot_records += len(records)
     try:
         return syncscan.Snapshot.decode([(r.key, r.value) for r in records])
     except (ValueError, KeyError) as exc:
-        raise ProgressUnavailableError(f"{cluster_label}: {topic} holds a record that is not an eosmirror snapshot entry "
-                                       f"({exc}); delete the topic (it is a cache; the next run rewrites it)") from None
+        raise ProgressUnavailableError(f"{target.label}: {topic} holds a record that is not an eosmirror snapshot "
+                                       f"entry ({exc}); delete the topic (it is a cache; the next run rewrites "
+                                       f"it)") from None
 
 
 @dataclass
@@ -117,42 +117,42 @@ def _tail_start(snapshot: syncscan.Snapshot, low: int, end: int, mirror: str, cl
     return snapshot.upto
 
 
-def latest(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, keep: frozenset[TP] = frozenset(),
+def latest(target: Cluster, mirror: str, group: str, keep: frozenset[TP] = frozenset(),
            stats: ReadStats | None = None) -> View:
     """The snapshot plus the history after its marker (all of it without a snapshot)."""
     stats = stats if stats is not None else ReadStats()
     topic = naming.offset_sync_topic(mirror)
     client_id = f"eosmirror-{mirror}-sync-reader"
     try:
-        low, end = readers.watermarks(target_conf, topic, 0, cluster_label, client_id=client_id, group_id=group)
+        low, end = readers.watermarks(target, topic, 0, client_id=client_id, group_id=group)
     except TargetMismatchError:
         return View()   # no sync topic: nothing was ever mirrored
-    snapshot = read_snapshot(target_conf, mirror, cluster_label, group, stats)
+    snapshot = read_snapshot(target, mirror, group, stats)
     view = View(newest=dict(snapshot.entries), low=low, end=end, snapshot=snapshot,
-                tail_start=_tail_start(snapshot, low, end, mirror, cluster_label))
+                tail_start=_tail_start(snapshot, low, end, mirror, target.label))
     stats.full_read = view.tail_start == low
     for tp in keep:
         if tp in view.newest:
             view.chains[tp] = [view.newest[tp]]
-    _read_tail(target_conf, topic, cluster_label, group, client_id, view, keep, stats)
+    _read_tail(target, topic, group, client_id, view, keep, stats)
     return view
 
 
-def _read_tail(target_conf: dict[str, Any], topic: str, cluster_label: str, group: str, client_id: str, view: View,
-               keep: frozenset[TP], stats: ReadStats) -> None:
+def _read_tail(target: Cluster, topic: str, group: str, client_id: str, view: View, keep: frozenset[TP],
+               stats: ReadStats) -> None:
     """The syncs from ``view.tail_start`` to the end, folded into ``view``. Only the kept partitions'
     syncs and each other partition's LAST record are decoded: a partition's syncs commit one after
     the other (one slot owns it at a time), so its last record in the topic is its newest sync."""
     keep_keys = {f"{t}\0{p}".encode() for t, p in keep}
     last: dict[bytes, tuple[int, bytes]] = {}
-    consumer = clients.plain_consumer(target_conf, client_id, group_id=group)
+    consumer = clients.plain_consumer(target.settings, client_id, group_id=group)
     try:
-        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, cluster_label, timeout=300):
+        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, target.label, timeout=300):
             stats.sync_records += 1
             if record.value is None:
                 continue
             if record.key in keep_keys or record.key is None:
-                sync = _decode(record.value, record.offset, topic, cluster_label)
+                sync = _decode(record.value, record.offset, topic, target.label)
                 tp = (sync.target_topic, sync.partition)
                 view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
                 if tp in keep:
@@ -162,7 +162,7 @@ def _read_tail(target_conf: dict[str, Any], topic: str, cluster_label: str, grou
     finally:
         consumer.close()
     for offset, value in last.values():
-        sync = _decode(value, offset, topic, cluster_label)
+        sync = _decode(value, offset, topic, target.label)
         tp = (sync.target_topic, sync.partition)
         view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
 
@@ -180,26 +180,26 @@ def _uncovered(view: View, needs: dict[TP, Need], cluster_label: str) -> dict[by
             if tp in view.chains and not syncscan.covered(view.chains[tp], need, _where(cluster_label, tp))}
 
 
-def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, view: View,
-                    needs: dict[TP, Need], stats: ReadStats) -> None:
+def _scan_backwards(target: Cluster, mirror: str, group: str, view: View, needs: dict[TP, Need],
+                    stats: ReadStats) -> None:
     """Extend the chains from ``view.tail_start`` backwards until every need is covered (or the start)."""
     topic = naming.offset_sync_topic(mirror)
-    wanted = _uncovered(view, needs, cluster_label)
+    wanted = _uncovered(view, needs, target.label)
     if not wanted:
         return
-    consumer = clients.plain_consumer(target_conf, f"eosmirror-{mirror}-sync-reader", group_id=group)
+    consumer = clients.plain_consumer(target.settings, f"eosmirror-{mirror}-sync-reader", group_id=group)
     try:
         for start, end in syncscan.backward_chunks(view.low, view.tail_start):
             stats.backward_chunks += 1
             older: dict[TP, list[OffsetSync]] = {}
-            for record in readers.iter_range(consumer, topic, 0, start, end, cluster_label, timeout=300):
+            for record in readers.iter_range(consumer, topic, 0, start, end, target.label, timeout=300):
                 stats.sync_records += 1
                 tp = wanted.get(record.key or b"")   # the key names the partition: decode only the asked ones
                 if tp is not None and record.value is not None:
-                    older.setdefault(tp, []).append(_decode(record.value, record.offset, topic, cluster_label))
+                    older.setdefault(tp, []).append(_decode(record.value, record.offset, topic, target.label))
             for tp, found in older.items():   # this chunk precedes what was read: chains stay in write order
                 view.chains[tp] = found + view.chains[tp]
-            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, cluster_label)
+            wanted = _uncovered(view, {tp: needs[tp] for tp in wanted.values()}, target.label)
             if not wanted:
                 return
     finally:
@@ -207,23 +207,23 @@ def _scan_backwards(target_conf: dict[str, Any], mirror: str, cluster_label: str
     # Reached the topic's start: every chain is now the whole retained history of its partition.
 
 
-def load_needed(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, needs: dict[TP, Need],
+def load_needed(target: Cluster, mirror: str, group: str, needs: dict[TP, Need],
                 stats: ReadStats | None = None) -> dict[TP, PartitionSyncs]:
     """Per asked partition that was ever mirrored, its syncs from the one holding the asked position (or
     from its last migration/reset sync that moved progress back, when that comes later) to the newest:
     translating any position at or after the asked one gives what the current chain of the full history
     gives."""
     stats = stats if stats is not None else ReadStats()
-    view = latest(target_conf, mirror, cluster_label, group, keep=frozenset(needs), stats=stats)
+    view = latest(target, mirror, group, keep=frozenset(needs), stats=stats)
     try:   # the backward scan checks the chains too: an overlap found there is reported the same way
-        _scan_backwards(target_conf, mirror, cluster_label, group, view, needs, stats)
-        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(cluster_label, tp)))
+        _scan_backwards(target, mirror, group, view, needs, stats)
+        return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(target.label, tp)))
                 for tp in needs if tp in view.chains}
     except syncscan.ChainError as exc:
         raise ProgressUnavailableError(str(exc)) from None
 
 
-def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: str, group: str, transactional_id: str,
+def refresh_snapshot(target: Cluster, mirror: str, group: str, transactional_id: str,
                      stats: ReadStats | None = None) -> int:
     """Fold the syncs written since the snapshot's marker into it; returns how many entries were written.
 
@@ -231,12 +231,12 @@ def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: st
     One transaction carries the changed entries and the marker, and ``init_transactions`` runs BEFORE
     the snapshot is read: a concurrent refresh (overlapping runs) that read earlier is fenced and can
     no longer commit an entry older than one this refresh relied on (last-write-wins compaction)."""
-    producer = clients.transactional_producer(target_conf, {}, transactional_id, 60_000,
+    producer = clients.transactional_producer(target.settings, {}, transactional_id, 60_000,
                                               f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer")
     topic = naming.offset_sync_snapshot_topic(mirror)
     try:
         producer.init_transactions(60)
-        view = latest(target_conf, mirror, cluster_label, group, stats=stats)
+        view = latest(target, mirror, group, stats=stats)
         if view.snapshot is None or view.snapshot.upto == view.end:
             return 0
         changed = syncscan.changed_entries(view.snapshot.entries, view.newest)
@@ -250,7 +250,7 @@ def refresh_snapshot(target_conf: dict[str, Any], mirror: str, cluster_label: st
     except ProgressUnavailableError:
         raise
     except Exception as exc:  # noqa: BLE001 - translated: the snapshot is a cache, the caller decides
-        raise ProgressUnavailableError(f"{cluster_label}: could not write the offset-sync snapshot {topic}: {exc} "
+        raise ProgressUnavailableError(f"{target.label}: could not write the offset-sync snapshot {topic}: {exc} "
                                        f"(it needs Write on that topic and on transactional id "
                                        f"{transactional_id})") from None
     finally:

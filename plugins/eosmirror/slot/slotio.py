@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Protocol
 
 from eosmirror.kafka import clients, progress, state
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
 from eosmirror.slot.slotstate import SlotTask
 
@@ -70,6 +71,8 @@ class KafkaSlotIO:
 
     def __init__(self, task: SlotTask):
         self.task = task
+        # Built here, on the executor, from the task's settings and label: a Cluster is never pickled.
+        self.target = Cluster.from_settings("target", task.target_conf, task.target_label)
         self.producer = self.consumer = self.reader = self.admin = self.source_admin = None
 
     def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
@@ -92,11 +95,11 @@ class KafkaSlotIO:
 
     def read_progress(self, partitions: Iterable[tuple[str, int]], stable: bool) -> dict[tuple[str, int], Any]:
         t = self.task
-        return progress.read(t.target_conf, list(partitions), t.target_label, t.progress_group, stable=stable)
+        return progress.read(self.target, list(partitions), t.progress_group, stable=stable)
 
     def check_generation(self) -> None:
         t = self.task
-        state.check_generation(t.target_conf, t.mirror, t.generation, t.target_label, t.progress_group)
+        state.check_generation(self.target, t.mirror, t.generation, t.progress_group)
 
     def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec

@@ -65,6 +65,7 @@ def seed_source(conf: dict[str, Any], topic: str, records: int) -> dict[int, lis
     from confluent_kafka import Producer
 
     from eosmirror.kafka import readers
+    from eosmirror.kafka.cluster import Cluster
 
     producer = Producer({**conf, "transactional.id": f"{topic}-writer", "linger.ms": 5})
     producer.init_transactions(30)
@@ -82,7 +83,8 @@ def seed_source(conf: dict[str, Any], topic: str, records: int) -> dict[int, lis
             producer.commit_transaction(30)
             committed += 1
         txn += 1
-    return {p: [(r.offset, r.value) for r in readers.read_all(conf, topic, p, "source")] for p in range(PARTITIONS)}
+    return {p: [(r.offset, r.value) for r in readers.read_all(Cluster.from_settings("source", conf), topic,
+                                                              p)] for p in range(PARTITIONS)}
 
 
 def commit_positions(conf: dict[str, Any], topic: str, groups: dict[str, dict[int, int]]) -> None:
@@ -165,8 +167,10 @@ def score(source: dict[int, list[tuple[int, bytes]]], target: dict[int, list[tup
 
 def read_target(conf: dict[str, Any], topic: str) -> dict[int, list[tuple[int, bytes]]]:
     from eosmirror.kafka import readers
+    from eosmirror.kafka.cluster import Cluster
 
-    return {p: [(r.offset, r.value) for r in readers.read_all(conf, topic, p, "target")] for p in range(PARTITIONS)}
+    return {p: [(r.offset, r.value) for r in readers.read_all(Cluster.from_settings("target", conf), topic,
+                                                              p)] for p in range(PARTITIONS)}
 
 
 def run_eosmirror(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, prefix: str,
@@ -315,8 +319,9 @@ def run(source_conf: dict[str, Any], target_conf: dict[str, Any], quick: bool, k
 
 def _end(conf: dict[str, Any], topic: str, partition: int) -> int:
     from eosmirror.kafka import readers
+    from eosmirror.kafka.cluster import Cluster
 
-    return readers.watermarks(conf, topic, partition, "source", False)[1]
+    return readers.watermarks(Cluster.from_settings("source", conf), topic, partition, False)[1]
 
 
 def targets(section: dict[str, Any] | None) -> list[dict[str, Any]]:

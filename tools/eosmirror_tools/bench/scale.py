@@ -143,12 +143,14 @@ def _settle(target_conf: dict[str, Any], mirror: str, names: list[str], partitio
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from eosmirror.kafka import progress
+    from eosmirror.kafka.cluster import Cluster
     from eosmirror.kafka.offsets import list_offsets
 
     started = time.monotonic()
     keys = [(n, p) for n in names for p in range(partitions)]
     try:
-        progress.read(target_conf, keys, "target", mirror_runs.progress_group(mirror), stable=True, timeout=300)
+        progress.read(Cluster.from_settings("target", target_conf), keys, mirror_runs.progress_group(mirror),
+                      stable=True, timeout=300)
         admin = AdminClient(target_conf)
         while time.monotonic() - started < 300:
             latest = {k: OffsetSpec.latest() for k in keys}

@@ -48,12 +48,14 @@ def _plan(conf: dict[str, Any], mirror: str, shape: Shape, lag_syncs: int) -> di
     from eosmirror.core import groupsync
     from eosmirror.driver.groups import plan_offsets
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     offsets = group_offsets(shape, lag_syncs)
     stats = syncstore.ReadStats()
     started = time.monotonic()
     plans = plan_offsets(offsets, {}, groupsync.FAILOVER, {shape.topic(t): shape.topic(t) for t in range(shape.topics)},
-                         lambda needs: syncstore.load_needed(conf, mirror, "target", f"{mirror}.bench", needs, stats),
+                         lambda needs: syncstore.load_needed(Cluster.from_settings("target", conf), mirror,
+                                                             f"{mirror}.bench", needs, stats),
                          allow_rewind=False)
     seconds = time.monotonic() - started
     wrong = sum(1 for plan in plans for p in plan.partitions
@@ -65,10 +67,11 @@ def _plan(conf: dict[str, Any], mirror: str, shape: Shape, lag_syncs: int) -> di
 
 def _recover(conf: dict[str, Any], mirror: str, shape: Shape) -> dict[str, Any]:
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     stats = syncstore.ReadStats()
     started = time.monotonic()
-    newest = syncstore.latest(conf, mirror, "target", f"{mirror}.bench", stats=stats).newest
+    newest = syncstore.latest(Cluster.from_settings("target", conf), mirror, f"{mirror}.bench", stats=stats).newest
     seconds = time.monotonic() - started
     progress = newest[shape.idle].source_end
     return {"seconds": round(seconds, 3), "recovered": progress,
@@ -78,9 +81,10 @@ def _recover(conf: dict[str, Any], mirror: str, shape: Shape) -> dict[str, Any]:
 
 def _full_read(conf: dict[str, Any], mirror: str, shape: Shape) -> dict[str, Any]:
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     started = time.monotonic()
-    history = syncstore.load(conf, mirror, "target", f"{mirror}.bench")
+    history = syncstore.load(Cluster.from_settings("target", conf), mirror, f"{mirror}.bench")
     return {"seconds": round(time.monotonic() - started, 3), "partitions": len(history)}
 
 
@@ -123,6 +127,7 @@ def prepare(conf: dict[str, Any], records: int, say: Callable[[str], None]) -> t
 
     from eosmirror.core import naming
     from eosmirror.kafka import syncstore
+    from eosmirror.kafka.cluster import Cluster
 
     mirror = f"bench-{uuid.uuid4().hex[:8]}"
     shape = Shape(records=records)
@@ -135,7 +140,7 @@ def prepare(conf: dict[str, Any], records: int, say: Callable[[str], None]) -> t
     aborted = synchistory.write(conf, sync_topic, shape, f"{mirror}.writer")
     written = time.monotonic() - started
     say(f"{records:,} sync records (+{aborted:,} aborted) written in {written:.0f} s")
-    syncstore.refresh_snapshot(conf, mirror, "target", f"{mirror}.bench", f"{mirror}.snapshot")
+    syncstore.refresh_snapshot(Cluster.from_settings("target", conf), mirror, f"{mirror}.bench", f"{mirror}.snapshot")
     shape = synchistory.append_tail(conf, sync_topic, shape, f"{mirror}.writer", per_partition=5)
     return mirror, shape, {"records": records, "aborted_records": aborted, "write_seconds": round(written, 1),
                            "tail_after_snapshot": shape.records - records}

@@ -85,11 +85,13 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from eosmirror.kafka import progress
+    from eosmirror.kafka.cluster import Cluster
     from eosmirror.kafka.offsets import list_offsets
 
     verdict = Verdict()
     admin = AdminClient(target_conf)
-    committed = progress.read(target_conf, [(topic, p) for p in range(partitions)], "target", mirror.progress_group,
+    committed = progress.read(Cluster.from_settings("target", target_conf), [(topic, p) for p in range(partitions)],
+                              mirror.progress_group,
                               stable=False)
     specs = {(topic, p): OffsetSpec.latest() for p in range(partitions)}
     deadline = time.monotonic() + 30
@@ -101,13 +103,13 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
             break
         time.sleep(0.5)
     verdict.add("hanging_transactions", len(hanging), f"open transaction left on {hanging[:3]}")
-    history = syncstore.load(target_conf, mirror.name, "target", mirror.progress_group)
+    history = syncstore.load(Cluster.from_settings("target", target_conf), mirror.name, mirror.progress_group)
     for p in range(partitions):
         where = f"{topic}[{p}]"
-        source = readers.read_all(source_conf, topic, p, "source")
-        target = readers.read_all(target_conf, topic, p, "target")
+        source = readers.read_all(Cluster.from_settings("source", source_conf), topic, p)
+        target = readers.read_all(Cluster.from_settings("target", target_conf), topic, p)
         check_partition(verdict, source, target, where)
-        _, source_end = readers.watermarks(source_conf, topic, p, "source")
+        _, source_end = readers.watermarks(Cluster.from_settings("source", source_conf), topic, p)
         done = committed.get((topic, p))
         if done is None or done.offset != source_end:
             verdict.add("progress_mismatches", 1, f"{where}: progress {done.offset if done else None} != source end {source_end}")
