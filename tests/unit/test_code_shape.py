@@ -177,15 +177,36 @@ def test_the_slot_steps_the_code_cites_are_the_architecture_pages():
         assert re.search(rf"Step 4\.{number}: [^\n]*{word}", copier), (number, word)
 
 
+def parameters(path: Path):
+    """(function, its parameters) of every function and method in ``path``."""
+    for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        yield fn, fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+
+
 def test_a_parameter_named_cluster_is_a_cluster():
-    """`cluster` means one thing: a kafka.cluster.Cluster. A cluster's name in messages is `cluster_label`, its
-    librdkafka settings `settings` (or `source_conf`/`target_conf`)."""
-    bad = []
-    for path in modules():
-        for fn in (n for n in ast.walk(ast.parse(path.read_text()))
-                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-            for arg in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs:
-                if arg.arg == "cluster" and arg.annotation is not None and \
-                        ast.unparse(arg.annotation).strip("'\"") != "Cluster":
-                    bad.append(f"{path.relative_to(PACKAGE)}:{fn.lineno} {fn.name}({arg.arg}: {ast.unparse(arg.annotation)})")
+    """`cluster` means one thing: a kafka.cluster.Cluster, annotated so. A cluster's name in messages is
+    `cluster_label` (or `label`, `source_label`, ...), its librdkafka settings `settings`."""
+    bad = [f"{path.relative_to(PACKAGE)}:{fn.lineno} {fn.name}({arg.arg}: "
+           f"{ast.unparse(arg.annotation) if arg.annotation else 'no annotation'})"
+           for path in modules() for fn, args in parameters(path) for arg in args
+           if arg.arg == "cluster" and (arg.annotation is None or ast.unparse(arg.annotation).strip("'\"") != "Cluster")]
     assert bad == [], bad
+
+
+def is_settings(name: str) -> bool:
+    return name in ("settings", "conf") or name.endswith("_conf") or name.endswith("_settings")
+
+
+def is_label(name: str) -> bool:
+    return name in ("label", "cluster_label") or name.endswith("_label")
+
+
+def test_a_clusters_settings_and_label_travel_as_one_cluster():
+    """A function that needs a cluster's settings and the label messages name it by takes the one `Cluster`
+    (kafka.cluster): passed apart, the two can come from different clusters and every caller unpacks them.
+    Settings alone (a client built from them) or a label alone (a message about a cluster) stay plain;
+    kafka/cluster.py, which builds a Cluster from its parts, is the one place that takes both."""
+    bad = [f"{path.relative_to(PACKAGE)}:{fn.lineno} {fn.name}({', '.join(a.arg for a in args)})"
+           for path in modules() if path != PACKAGE / "kafka" / "cluster.py" for fn, args in parameters(path)
+           if any(is_settings(a.arg) for a in args) and any(is_label(a.arg) for a in args)]
+    assert bad == [], "take a Cluster instead of (settings, label): " + "; ".join(bad)
