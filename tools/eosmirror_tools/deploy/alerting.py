@@ -58,6 +58,11 @@ def scenario(tester: Tester, mirror: str, dag_id: str, topic: str, partitions: i
     result["series_seconds"] = round(time.monotonic() - started, 1)
     log.info("prometheus: series of %s after %.0f s: %s", mirror, result["series_seconds"], series)
 
+    # The mirror just ran: the alert must not fire yet, or its firing below would prove nothing.
+    before, result["alerts_before"] = _alert_state(tester, mirror)
+    if before == "firing":
+        return {**result, "ok": False, "error": f"{ALERT} already fired before the DAG was paused: "
+                                                f"{result['alerts_before']}"}
     tester.probe("pause-dag", dag_id, "true")
     tester.start_production(topic, partitions, "alert")
     paused = time.monotonic()
