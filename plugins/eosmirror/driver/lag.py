@@ -153,8 +153,7 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     # The recorded history and the groups' lag (target only) while the mirror's own figures are
     # read: each waits on brokers most of its time.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        history_read = pool.submit(lagstore.read_since, clusters.target.settings, mirror.name, since,
-                                   clusters.target.label, mirror.progress_group)
+        history_read = pool.submit(lagstore.read_since, clusters.target, mirror.name, since, mirror.progress_group)
         pairs = topics.resolve(mirror, clusters.source)
         groups_read = pool.submit(collect_groups, mirror, clusters.target, pairs)
         sample = collect(mirror, clusters, now_ms, pairs)
@@ -200,8 +199,7 @@ def report_all(mirrors: MirrorsFile, name: str | None = None, now_ms: int | None
 def history(mirror: MirrorConfig, since_ms: int, clusters: Clusters | None = None) -> list[lag.MirrorSample]:
     """The recorded samples since ``since_ms`` (the page's charts)."""
     clusters = clusters or Clusters.of(mirror)
-    samples, _ = lagstore.read_since(clusters.target, mirror.name, since_ms,
-                                     mirror.progress_group)
+    samples, _ = lagstore.read_since(clusters.target, mirror.name, since_ms, mirror.progress_group)
     return samples
 
 
