@@ -211,6 +211,9 @@ def operator_class() -> type:
             if here is not None:
                 return here
             self.py_files = str(submit.package_zip())
+            # This worker's Spark class archive (the driver runs here in client mode; in cluster mode
+            # the path is absent on the driver's host and the JVM ignores it).
+            self.conf = submit.with_class_archive(dict(self.conf or {}))
             try:
                 _submit_with_secrets_file(self, context, super().execute)
             except Exception as exc:

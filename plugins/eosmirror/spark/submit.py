@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror import paths
+from eosmirror.spark import classarchive
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,25 @@ def spark_conf(mirror_conf: dict[str, str], app_name: str) -> dict[str, str]:
     return conf
 
 
+def with_class_archive(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the Spark class archive mapped into the driver and executor JVMs, when this host
+    has one built (classarchive.py). Decided where spark-submit runs, at submit time; a mirror that
+    sets its own ``extraJavaOptions`` keeps them untouched."""
+    options = classarchive.java_options(process_env()["SPARK_HOME"])
+    if not options:
+        return conf
+    conf = dict(conf)
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        if conf.get(key) == JVM_OPTIONS:
+            conf[key] = f"{JVM_OPTIONS} {options}"
+    return conf
+
+
+def build_class_archive() -> tuple[Path, float]:
+    """Build (or rebuild) this host's Spark class archive: ``eosmirror setup`` and ``eosmirror spark-archive``."""
+    return classarchive.build(spark_submit_binary(), process_env(), JVM_OPTIONS)
+
+
 def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession on this machine whose workers run the project's interpreter."""
     os.environ.update(process_env())
@@ -156,6 +176,8 @@ def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: d
 
 def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,
             deploy_mode: str | None = None) -> list[str]:
+    if deploy_mode != "cluster":   # the driver runs here: this host's archive applies
+        conf = with_class_archive(conf)
     cmd = [spark_submit_binary(), "--master", master]
     if deploy_mode:
         cmd += ["--deploy-mode", deploy_mode]
