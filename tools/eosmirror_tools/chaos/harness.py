@@ -72,11 +72,13 @@ def run_round(number: int, scenario: str, rng: random.Random, out: Path, records
     suffix = uuid.uuid4().hex[:6]
     topic, name = f"chaos.r{number}.{suffix}", f"chaos-r{number}-{suffix}"
     delivery = "at_least_once" if scenario in scenarios.CALIBRATION else "exactly_once"
-    workload.create_topic(source, topic, PARTITIONS)
-    load = workload.Workload(source, topic, PARTITIONS, rng.randrange(1 << 30), f"chaos-producer-{suffix}")
-    load.seed(records)
+    partitions = scenarios.PARTITIONS_OF.get(scenario, PARTITIONS)
+    workload.create_topic(source, topic, partitions)
+    load = workload.Workload(source, topic, partitions, rng.randrange(1 << 30), f"chaos-producer-{suffix}")
+    # A wide round seeds fewer records per partition: its point is the partition count.
+    load.seed(records if partitions == PARTITIONS else max(20, records * PARTITIONS // 30))
     files, follow_file = _mirror_files(out, name, topic, delivery)
-    ctx = scenarios.RoundContext(number=number, mirror=name, topic=topic, partitions=PARTITIONS,
+    ctx = scenarios.RoundContext(number=number, mirror=name, topic=topic, partitions=partitions,
                                  config_files=files, follow_file=follow_file, out=out, target_conf=target)
     started = time.monotonic()
     load.start_background()
@@ -86,7 +88,7 @@ def run_round(number: int, scenario: str, rng: random.Random, out: Path, records
         load.stop_background()
     cluster.up()
     recovery_runs = _recover(ctx.config_files[2], name, ctx)
-    verdict = oracle.check_round(scenarios_mirror(ctx.config_files[2], name), topic, PARTITIONS, source, target, rng)
+    verdict = oracle.check_round(scenarios_mirror(ctx.config_files[2], name), topic, partitions, source, target, rng)
     outcome = {"round": number, "scenario": scenario, "topic": topic,
                "ok": verdict.ok and recovery_runs > 0 and not ctx.problems, "problems": ctx.problems,
                "seconds": round(time.monotonic() - started, 1), "source_committed": load.committed,

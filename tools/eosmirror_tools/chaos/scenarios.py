@@ -279,9 +279,12 @@ SCENARIOS: dict[str, Callable[[RoundContext], None]] = {
     "follow_handover": follow_handover,
     "follow_zombie_sigstop": follow_zombie,
     "follow_worker_sigkill": follow_worker_kill,
+    "wide_worker_sigkill": worker_signal(signal.SIGKILL),
 }
+# Rounds on a wider topic than the harness's default 3 partitions (#23: a run of 1,000 partitions).
+PARTITIONS_OF = {"wide_worker_sigkill": 1000}
 # `make chaos` runs every kind; the short run in `make test` leaves these out for time: the follow
 # zombie is also tests/integration/test_follow.py's SIGSTOP case, and a worker kill of a bounded
-# run is in the short run.
-LONG_ONLY = ("follow_zombie_sigstop", "follow_worker_sigkill")
+# run is in the short run (the wide one repeats it over 1,000 partitions: about a minute more).
+LONG_ONLY = ("follow_zombie_sigstop", "follow_worker_sigkill", "wide_worker_sigkill")
 CALIBRATION = {"broken_at_least_once_kill": broken_at_least_once_kill}
