@@ -25,8 +25,8 @@ def load_mirror(args: argparse.Namespace):  # noqa: ANN202
 def _translate(args: argparse.Namespace) -> int:
     mirror = load_mirror(args)
     conf = connections.resolve(mirror.target, "target")
-    target = Cluster(role="target", ref=mirror.target, settings=conf, label=cluster_label("target", mirror.target,
-                                                                                          conf))
+    label = cluster_label("target", mirror.target, conf)
+    target = Cluster(role="target", ref=mirror.target, settings=conf, label=label)
     target_topic = naming.policy_of(mirror).target_topic(args.topic)
 
     # Only the syncs from the one holding the offset to the newest are read (see kafka.syncstore).

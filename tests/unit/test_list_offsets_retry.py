@@ -49,3 +49,15 @@ def test_other_errors_fail_at_once_naming_the_partition():
     with pytest.raises(EosMirrorError, match=r"t\[0\]"):
         offsets.list_offsets(admin, {("t", 0): OffsetSpec.latest()}, "source")
     assert admin.asked == [[0]]
+
+
+def test_a_cluster_is_asked_through_its_own_admin_client_and_named_by_its_label():
+    from eosmirror.kafka.cluster import Cluster
+
+    source = Cluster.from_settings("source", {"bootstrap.servers": "b:9092", "sasl.password": "SECRET"},
+                                   "source cluster (b:9092)")
+    source._admin = ScriptedAdmin({0: 7}, {0: Err(KafkaError.TOPIC_AUTHORIZATION_FAILED)})
+    assert offsets.list_offsets_of(source, {("t", 0): OffsetSpec.latest()}) == {("t", 0): 7}
+    with pytest.raises(EosMirrorError, match=r"^source cluster \(b:9092\): not authorized") as failed:
+        offsets.list_offsets_of(source, {("t", 0): OffsetSpec.latest()}, read_committed=False)
+    assert "SECRET" not in str(failed.value) and "SECRET" not in repr(source)

@@ -31,8 +31,8 @@ def open_transactions(target: Cluster, partitions: list[tuple[str, int]]) -> dic
     from confluent_kafka.admin import OffsetSpec
 
     specs = {tp: OffsetSpec.latest() for tp in partitions}
-    stable = offsets.list_offsets(target.admin, specs, target.label, read_committed=True)
-    high = offsets.list_offsets(target.admin, specs, target.label, read_committed=False)
+    stable = offsets.list_offsets_of(target, specs, read_committed=True)
+    high = offsets.list_offsets_of(target, specs, read_committed=False)
     return {tp: (stable[tp], high[tp]) for tp in partitions if stable[tp] != high[tp]}
 
 

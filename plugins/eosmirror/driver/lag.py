@@ -20,7 +20,7 @@ from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka.cluster import Cluster
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 log = logging.getLogger(__name__)
 PARALLEL_MIRRORS = 8
@@ -54,10 +54,9 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
     target_of = {pair.source: pair.target for pair in pairs}
     # The four reads at once: each waits on brokers most of its time (5,000 partitions: 0.67 s in a row).
     with ThreadPoolExecutor(max_workers=4) as pool:
-        asked = [pool.submit(list_offsets, source.admin, {k: OffsetSpec.earliest() for k in keys}, source.label),
-                 pool.submit(list_offsets, source.admin, {k: OffsetSpec.latest() for k in keys}, source.label,
-                             read_committed=False),
-                 pool.submit(list_offsets, source.admin, {k: OffsetSpec.latest() for k in keys}, source.label)]
+        asked = [pool.submit(list_offsets_of, source, {k: OffsetSpec.earliest() for k in keys}),
+                 pool.submit(list_offsets_of, source, {k: OffsetSpec.latest() for k in keys}, read_committed=False),
+                 pool.submit(list_offsets_of, source, {k: OffsetSpec.latest() for k in keys})]
         # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
         # first progress commit is pending, and the partition would count from its log start.
         committed, unsettled = progress.read_settled(target, [(target_of[t], p) for t, p in keys],
@@ -109,7 +108,7 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> t
                 keys = sorted(mirrored)
                 committed = dict(zip(selected, pool.map(lambda g: kafka_groups.committed(target, g, keys), selected)))
         held = {tp for offsets in committed.values() for tp in offsets if tp in mirrored}
-        ends = list_offsets(target.admin, {k: OffsetSpec.latest() for k in sorted(held)}, target.label)
+        ends = list_offsets_of(target, {k: OffsetSpec.latest() for k in sorted(held)})
     except EosMirrorError as exc:
         log.warning("mirror %s: the lag of its consumer groups on the target could not be read: %s", mirror.name, exc)
         return (), f"the lag of the consumer groups on the target could not be read: {exc}"

@@ -35,7 +35,7 @@ from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
 from eosmirror.driver.run import MirrorRun
 from eosmirror.kafka import calls, clients, progress, readers, state
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 CHECK_WINDOW_SECONDS = 3.0
 
@@ -84,9 +84,8 @@ class Migration:
     def source_offsets(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         from confluent_kafka.admin import OffsetSpec
 
-        admin, label = self.source.admin, self.source.label
-        low = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in self.source_tps}, label)
-        high = list_offsets(admin, {tp: OffsetSpec.latest() for tp in self.source_tps}, label)
+        low = list_offsets_of(self.source, {tp: OffsetSpec.earliest() for tp in self.source_tps})
+        high = list_offsets_of(self.source, {tp: OffsetSpec.latest() for tp in self.source_tps})
         return low, high
 
     def look(self, origin_reader: Any) -> Look:
@@ -94,8 +93,8 @@ class Migration:
 
         present = [tp for tp in self.target_of.values() if tp[0] in self.existing]
         specs = {tp: OffsetSpec.latest() for tp in present}
-        high = list_offsets(self.target.admin, specs, self.target.label, read_committed=False)
-        stable = list_offsets(self.target.admin, specs, self.target.label, read_committed=True)
+        high = list_offsets_of(self.target, specs, read_committed=False)
+        stable = list_offsets_of(self.target, specs, read_committed=True)
         try:
             mine = progress.read(self.target, present, self.mirror.progress_group,
                                  stable=True, timeout=15)

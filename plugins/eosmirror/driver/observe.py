@@ -23,7 +23,7 @@ from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
 from eosmirror.kafka import progress, syncstore
 from eosmirror.kafka.cluster import Cluster
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,7 @@ def _start_from(mirror: MirrorConfig, source: Cluster, source_tps: list[tuple[st
     from confluent_kafka.admin import OffsetSpec
 
     if isinstance(mirror.start_from, dt.datetime):
-        at_time = list_offsets(source.admin, {tp: OffsetSpec.for_timestamp(_ms(mirror.start_from))
-                                              for tp in source_tps}, source.label)
+        at_time = list_offsets_of(source, {tp: OffsetSpec.for_timestamp(_ms(mirror.start_from)) for tp in source_tps})
         return {tp: (off if off >= 0 else stable[tp]) for tp, off in at_time.items()}
     if mirror.start_from == "latest":
         return dict(stable)
@@ -131,7 +130,7 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
         specs["until"] = OffsetSpec.for_timestamp(_ms(until))
     # The source's offsets and the progress at once: each read waits on brokers most of its time.
     with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-        asked = {name: pool.submit(list_offsets, source.admin, dict.fromkeys(source_tps, spec), source.label)
+        asked = {name: pool.submit(list_offsets_of, source, dict.fromkeys(source_tps, spec))
                  for name, spec in specs.items()}
         committed, unsettled = progress.read_settled(
             target, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], mirror.progress_group,

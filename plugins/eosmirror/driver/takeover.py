@@ -10,7 +10,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.driver.migrate import CHECK_WINDOW_SECONDS, Migration, RefusedError
 from eosmirror.kafka import readers
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 
 def _outcome(mig: Migration, action: str, origin: str, changes: list[PartitionChange], dry_run: bool,
@@ -83,10 +83,8 @@ def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], check
     if not tail:
         notes.append(f"{where}: the target holds no record; starts at the source log start {source_low}")
         return source_low
-    at_time = list_offsets(mig.source.admin, {source_tp: OffsetSpec.for_timestamp(tail[0].timestamp)},
-                           mig.source.label)[source_tp]
-    found = readers.read_range(mig.source, source_topic, p, at_time if at_time >= 0 else source_low,
-                               source_end)
+    at_time = list_offsets_of(mig.source, {source_tp: OffsetSpec.for_timestamp(tail[0].timestamp)})[source_tp]
+    found = readers.read_range(mig.source, source_topic, p, at_time if at_time >= 0 else source_low, source_end)
     try:
         new = migration.continuation([(r.key, r.value, r.headers) for r in tail],
                                      [(r.offset, (r.key, r.value, r.headers)) for r in found], where)

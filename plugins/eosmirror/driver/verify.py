@@ -34,7 +34,7 @@ from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver import topics
 from eosmirror.kafka import readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 MAX_LISTED = 20        # foreign offsets named per partition (the count is always exact)
 
@@ -262,7 +262,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     partitions = [(pair, k) for pair in pairs if pair.target in existing
                   for k in range(min(pair.partitions, existing[pair.target].partitions))]
     # The target's ends first, the offset syncs after: see the module docstring.
-    ends = list_offsets(target.admin, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions}, target.label)
+    ends = list_offsets_of(target, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions})
 
     audit = state.read_audit(target, mirror.name, mirror.progress_group)
 

@@ -19,7 +19,7 @@ from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver import verify
 from eosmirror.kafka import readers
 from eosmirror.kafka.cluster import Cluster
-from eosmirror.kafka.offsets import list_offsets
+from eosmirror.kafka.offsets import list_offsets_of
 
 # Source + target offsets per chunk, held in memory at once (500 partitions x 200 records, peak RSS and
 # time: 20,000 65 MB 6.0 s; 50,000 105 MB 3.8 s; 200,000 246 MB 2.7 s): a chunk costs 2 consumers.
@@ -54,7 +54,7 @@ class Job:
 def _log_starts(cluster: Cluster, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     from confluent_kafka.admin import OffsetSpec
 
-    found = list_offsets(cluster.admin, {tp: OffsetSpec.earliest() for tp in tps}, cluster.label)
+    found = list_offsets_of(cluster, {tp: OffsetSpec.earliest() for tp in tps})
     return {tp: max(offset, 0) for tp, offset in found.items()}
 
 

@@ -8,6 +8,7 @@ its own ``Cluster.from_settings`` (an admin client cannot travel).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ class Cluster:
     label: str = ""
     client_name: str = "eosmirror"
     _admin: Any = field(default=None, repr=False)
+    _admin_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def resolve(cls, role: str, ref: ClusterRef, mirror_name: str) -> "Cluster":
@@ -44,10 +46,12 @@ class Cluster:
 
     @property
     def admin(self) -> Any:
-        """This cluster's admin client, built on first use and kept for the run."""
-        if self._admin is None:
-            self._admin = clients.admin_client(self.settings, self.client_name)
-        return self._admin
+        """This cluster's admin client, built on first use and kept for the run (once, even when
+        threads of a pool ask for it at the same time)."""
+        with self._admin_lock:
+            if self._admin is None:
+                self._admin = clients.admin_client(self.settings, self.client_name)
+            return self._admin
 
     @property
     def first_bootstrap(self) -> str:

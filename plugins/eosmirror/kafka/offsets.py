@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eosmirror.kafka import calls
+from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
 
 
@@ -34,6 +35,13 @@ def list_offsets(admin: Any, specs: dict[tuple[str, int], Any], cluster_label: s
         raise calls.translate(moving.first, f"list offsets of {moving.topic}[{moving.partition}]", cluster_label,
                               f"Describe on topic {moving.topic}") from None
     return out
+
+
+def list_offsets_of(cluster: Cluster, specs: dict[tuple[str, int], Any], read_committed: bool = True,
+                    ) -> dict[tuple[str, int], int]:
+    """``list_offsets`` on a Cluster's own admin client, errors naming it by its label. ``list_offsets``
+    keeps (admin, label) for the callers that hold a bare admin client: a slot, the tools."""
+    return list_offsets(cluster.admin, specs, cluster.label, read_committed)
 
 
 def _ask(admin: Any, specs: dict[tuple[str, int], Any], level: Any, out: dict[tuple[str, int], int],
