@@ -23,6 +23,7 @@ from typing import Any
 
 from eosmirror.core.config import MirrorConfig
 from eosmirror.kafka import readers, syncstore
+from eosmirror.kafka.cluster import Cluster
 
 COUNTERS = ("records_checked", "duplicates", "losses", "order_violations", "aborted_leaks", "unknown_records",
             "content_mismatches", "progress_mismatches", "hanging_transactions", "translate_errors")
@@ -80,7 +81,7 @@ def _txn_of(records: list[readers.Record], seq: int) -> bytes | None:
     return next((_txn(r) for r in records if _seq(r) == seq), None)
 
 
-def _read_whole(cluster: Any, topic: str, partitions: int) -> tuple[dict[tuple[str, int], list[readers.Record]],
+def _read_whole(cluster: Cluster, topic: str, partitions: int) -> tuple[dict[tuple[str, int], list[readers.Record]],
                                                                      dict[tuple[str, int], int]]:
     """(records, last stable offset) of every partition, from its log start to its last stable offset."""
     from confluent_kafka.admin import OffsetSpec
@@ -99,7 +100,6 @@ def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: 
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from eosmirror.kafka import progress
-    from eosmirror.kafka.cluster import Cluster
     from eosmirror.kafka.offsets import list_offsets
 
     verdict = Verdict()
