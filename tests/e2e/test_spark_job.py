@@ -72,6 +72,10 @@ def test_result_json_reports_ranges_records_bytes_times_and_age(source_conf, tar
     assert all(p["bytes"] > 0 and p["record_age_ms"] >= 0 for p in partitions)
     assert all(s["transactions"] >= 1 and s["transaction_seconds"] > 0 for s in report["slots"] if s["partitions"])
     assert report["records"] == 100 and report["bytes"] == sum(p["bytes"] for p in partitions)
+    # Spark was started while the driver planned (spark/runner.start_spark_early), and it did not fail.
+    # (spark-submit prints the Python driver's log on its stdout)
+    assert "Spark started while the driver planned: context" in done.stdout, done.stdout[-3000:]
+    assert "starting Spark ahead of the slots failed" not in done.stdout
 
 
 def test_dry_run_and_plan_write_nothing(source_conf, target_conf, unique, tmp_path):

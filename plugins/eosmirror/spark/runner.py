@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,6 +38,46 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
                 "error_type": "SparkTaskFailed"}
 
 
+def _warm_worker(_: int) -> int:
+    """Runs in a Python worker: import what a slot imports, so the slot that reuses this worker
+    starts copying at once."""
+    import eosmirror.slot.copier  # noqa: F401 - the import is the point
+
+    return os.getpid()
+
+
+_SLOTS_STARTED = threading.Event()
+
+
+def _start_spark(workers: int) -> None:
+    from pyspark import SparkConf, SparkContext
+
+    started = time.monotonic()
+    try:
+        sc = SparkContext.getOrCreate(SparkConf())
+        ready = time.monotonic()
+        if _SLOTS_STARTED.is_set():   # too late: a warm-up job would only queue behind the slots
+            workers = 0
+        if workers:
+            sc.setJobGroup("eosmirror-warm-up", "eosmirror: start the Python workers the slots will reuse")
+            sc.parallelize(range(workers), workers).map(_warm_worker).collect()
+        log.info("Spark started while the driver planned: context %.2f s, %d Python worker(s) warm %.2f s later",
+                 ready - started, workers, time.monotonic() - ready)
+    except Exception as exc:  # noqa: BLE001 - the slots' own start reports any real problem
+        log.warning("starting Spark ahead of the slots failed (%s); the slots start it themselves", exc)
+
+
+def start_spark_early(workers: int) -> threading.Thread:
+    """Start the SparkContext, and ``workers`` Python workers, in a background thread while the
+    driver resolves, plans and fences (about 1 s of broker round trips), instead of after it.
+    ``run_on_spark``'s ``getOrCreate`` then finds the context (or waits on PySpark's context lock
+    for the one being built). Only for runs that will use Spark: the CLI and the Airflow task run
+    empty runs without spark-submit."""
+    thread = threading.Thread(target=_start_spark, args=(workers,), name="eosmirror-spark-start", daemon=True)
+    thread.start()
+    return thread
+
+
 def runs_on_driver(tasks: list[SlotTask]) -> bool:
     """Nothing to copy and no slot follows: the slots' progress keep-alive runs on the driver."""
     return not any(t.follow_until is not None for t in tasks) and not any(
@@ -59,7 +101,9 @@ def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
         return run_in_process(tasks)
     from pyspark import SparkConf, SparkContext
 
-    # The mirror only uses RDDs: a SparkContext starts seconds faster than a SparkSession.
+    # The mirror only uses RDDs: a SparkContext starts seconds faster than a SparkSession. Started
+    # early (start_spark_early), this finds it, or waits for it on PySpark's context lock.
+    _SLOTS_STARTED.set()
     sc = SparkContext.getOrCreate(SparkConf())
     log.info("running %d slot(s) on %s", len(tasks), sc.master)
     with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
