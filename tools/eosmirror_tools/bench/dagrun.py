@@ -9,7 +9,7 @@ mirror's first run creates its target topic and fences: reported, not in the med
 Airflow's own database: the run's ``queued_at`` (the trigger) to its ``end_date``, and each task's
 queue, start and end. Every copy is checked by a read_committed count of the target.
 
-Output: the table on stdout and ``build/bench/dagrun.json``.
+Output: the table on stdout and ``build/bench/dagrun.json``. Its brokers are stopped at the end.
 """
 
 from __future__ import annotations
@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
 
     source, target = cluster.up()
     out = paths.build_dir("bench")
-    doc = measure(source.bootstrap, target.bootstrap, out / "dagrun-work", args.rounds, args.records)
+    try:
+        doc = measure(source.bootstrap, target.bootstrap, out / "dagrun-work", args.rounds, args.records)
+    finally:
+        cluster.down([source, target])   # its own brokers: nothing else uses them
     (out / "dagrun.json").write_text(json.dumps(doc, indent=2) + "\n")
     for kind, s in doc["summary"].items():
         print(f"{kind} DAG run, trigger to success: median {s['median']} s of {s['seconds']} (goal <= {s['goal']} s): "
