@@ -184,6 +184,9 @@ class FakeConsumer:
     def unassign(self):
         self.positions = {}
 
+    def list_topics(self, topic=None, timeout=None):   # metadata before the first assign: nothing to model
+        return None
+
     def assign(self, partitions):
         self.positions = {(tp.topic, tp.partition): tp.offset for tp in partitions}
         self.eof_sent = set()

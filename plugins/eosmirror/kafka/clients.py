@@ -95,6 +95,9 @@ def librdkafka_log_level() -> int:
     raise ConfigError(f"{KAFKA_LOG_LEVEL_ENV}={raw!r}: expected 0-7 or one of {', '.join(_LOG_LEVEL_NAMES)}")
 
 
+CONNECT_TIMEOUT_SECONDS = 10.0   # the metadata asked before init_transactions (transactional_producer)
+
+
 def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                     client_id: str, where: str = "source consumer", follow: bool = False) -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
@@ -121,9 +124,17 @@ def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, 
 
 def transactional_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
                            transaction_timeout_ms: int, client_id: str,
-                           where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
-    """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``."""
-    from confluent_kafka import Producer
+                           where: str = "target producer", extra: Mapping[str, Any] | None = None,
+                           connect_to: str | None = None) -> Any:
+    """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``.
+
+    ``connect_to``: a topic the producer will write (it must exist: metadata for a missing one may
+    auto-create it). Its metadata is asked for at once, so that a broker connection is up before
+    ``init_transactions``: a cold producer's ``init_transactions`` took 0.5 s instead of 0.05 s in
+    about half the tries (librdkafka asks for the producer id again 500 ms later when no broker is
+    connected yet; measured on an id used before: 0.05/0.5 s alternating cold, 0.06 s every time
+    warm). A failure here is left to ``init_transactions`` to report."""
+    from confluent_kafka import KafkaException, Producer
 
     conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
     conf.update(extra or {})
@@ -131,7 +142,13 @@ def transactional_producer(settings: Mapping[str, Any], overrides: Mapping[str, 
     conf = merge_forced("transactional producer", conf, TRANSACTIONAL_PRODUCER_FORCED, where)
     conf["transactional.id"] = transactional_id
     conf["transaction.timeout.ms"] = int(transaction_timeout_ms)
-    return Producer(_with_logger(conf, client_id))
+    producer = Producer(_with_logger(conf, client_id))
+    if connect_to:
+        try:
+            producer.list_topics(connect_to, timeout=CONNECT_TIMEOUT_SECONDS)
+        except KafkaException:
+            pass
+    return producer
 
 
 def idempotent_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,

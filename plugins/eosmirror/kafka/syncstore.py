@@ -231,9 +231,10 @@ def refresh_snapshot(target: Cluster, mirror: str, group: str, transactional_id:
     One transaction carries the changed entries and the marker, and ``init_transactions`` runs BEFORE
     the snapshot is read: a concurrent refresh (overlapping runs) that read earlier is fenced and can
     no longer commit an entry older than one this refresh relied on (last-write-wins compaction)."""
-    producer = clients.transactional_producer(target.settings, {}, transactional_id, 60_000,
-                                              f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer")
     topic = naming.offset_sync_snapshot_topic(mirror)
+    producer = clients.transactional_producer(target.settings, {}, transactional_id, 60_000,
+                                              f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer",
+                                              connect_to=topic)
     try:
         producer.init_transactions(60)
         view = latest(target, mirror, group, stats=stats)

@@ -39,6 +39,10 @@ CONSUME_BATCH = 5000
 # large (5,000 records arrive in about 25 ms at a slot's copy rate) and costs an idle wait 50 cheap
 # calls a second.
 CONSUME_TIMEOUT = 0.02
+# Up to this many topics a slot asks their metadata one by one before its first assign; more: the
+# whole cluster's in one request.
+METADATA_ONE_BY_ONE = 10
+METADATA_TIMEOUT = 10.0
 
 
 def stall_seconds() -> float:
@@ -79,9 +83,28 @@ class RecordLoop:
         # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
         # when their range completed must be resumed, or a rewound partition would never fetch.
         self.consumer.unassign()
+        if not assigned:
+            self._learn_leaders(work)
         self.consumer.assign(work)
         if work:
             self.consumer.resume(work)
+
+    def _learn_leaders(self, work: list[Any]) -> None:
+        """Ask the source for the metadata of the slot's topics before the first assign. Assigned
+        partitions of topics the consumer held no metadata for started fetching after 0.7 s in about
+        half the tries (measured on the local brokers: first record after 7 or 706 ms; 18 to 77 ms
+        with this). A failure here only costs that delay: the fetcher looks the leaders up itself."""
+        from confluent_kafka import KafkaException
+
+        topics = sorted({tp.topic for tp in work})
+        try:
+            if len(topics) <= METADATA_ONE_BY_ONE:
+                for topic in topics:
+                    self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT)
+            elif topics:
+                self.consumer.list_topics(timeout=METADATA_TIMEOUT)
+        except KafkaException as exc:
+            log.debug("slot %d: metadata ahead of assign failed (%s)", self.task.slot, exc)
 
     def copy(self, states: dict[tuple[str, int], PartitionCopy], deadline: float, bytes_copied: int) -> int:
         """Step 4.2: copy records until every range is complete, the deadline, or the byte budget.
