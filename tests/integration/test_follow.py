@@ -1,9 +1,12 @@
 """Follow runs on real brokers: a run keeps copying after its bound, the next run takes over by
 fencing its transactional ids, and the hand-over neither duplicates nor loses nor leaks aborted data."""
 
+import concurrent.futures
 import datetime as dt
+import sys
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -55,6 +58,18 @@ def wait_for(what, check, budget: float):
     raise AssertionError(f"gave up after {budget:.0f} s waiting for {what}; last saw: {seen}")
 
 
+def result_or_stacks(future, budget: float, what: str, other) -> dict:
+    """``future.result()`` within ``budget``; else fail saying where every thread of this process
+    stood (the runs' slots are threads here: the stacks show which step a run waited in)."""
+    try:
+        return future.result(timeout=budget)
+    except concurrent.futures.TimeoutError:
+        stacks = "\n".join(f"--- thread {ident}:\n" + "".join(traceback.format_stack(frame)[-6:])
+                           for ident, frame in sys._current_frames().items())
+        raise AssertionError(f"gave up after {budget:.0f} s waiting for {what}; the other run done: "
+                             f"{other.done()}; threads:\n{stacks[-12000:]}") from None
+
+
 def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_losses(source_conf, target_conf,
                                                                                       target_cluster,
                                                                                       unique):
@@ -81,7 +96,7 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
             wait_for("run A to copy records produced after its bound while it follows", copied_after_the_bound, 40)
             # Run B takes over: its slots fence A's transactional ids; it follows for 10 s more.
             second = pool.submit(run, m, follow_until=in_seconds(10))
-            a = first.result(timeout=40)
+            a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
             time.sleep(2)   # B copies while production goes on
         finally:
             stop.set()
