@@ -24,16 +24,6 @@ def copied(source_conf, unique):
     return m, topic
 
 
-def count_observes(monkeypatch) -> list[int]:
-    """One entry per observation of the mirror's partitions (a plan's step 2)."""
-    from eosmirror.driver import observe
-
-    observed: list[int] = []
-    real = observe.observe
-    monkeypatch.setattr(observe, "observe", lambda *a, **k: observed.append(1) or real(*a, **k))
-    return observed
-
-
 def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress(target_conf, copied, tmp_path):
     m, topic = copied
     before = progress_of(target_conf, m, topic, PARTITIONS)
@@ -55,24 +45,29 @@ def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress
 
 
 def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observing_again(
-        source_conf, copied, tmp_path, monkeypatch):
+        source_conf, copied, tmp_path):
+    """The plan found nothing; a record written between the plan and the run proves the run did not
+    observe the partitions again: it completes the plan it was handed (nothing to copy), and the
+    record is left for the next run."""
     from eosmirror.driver.run import run_in_process
     from eosmirror.spark import job
 
     m, topic = copied
     args = job.parser().parse_args(["--mirror", m.name, "--config", str(write_mirror_file(tmp_path / "m.yaml", m))])
-    observed = count_observes(monkeypatch)
     here, planned = job.plan_without_spark(m, args)
     assert here and planned is not None
+    seed_sequence(source_conf, topic, 1, 1, prefix="after-the-plan-")
     code, result = job.run(m.name, args, run_in_process, planned)
-    assert code == 0 and result is not None and result["records"] == 0 and len(observed) == 1
+    assert code == 0 and result is not None and result["records"] == 0
     assert result["run_id"] == planned[0].options.run_id
-    # With a record pending, the plan says Spark (and hands over no plan).
-    seed_sequence(source_conf, topic, 1, 1, prefix="more")
+    # With a record pending, the plan says Spark (and hands over no plan); a run that plans copies it.
     assert job.plan_without_spark(m, args) == (False, None)
+    assert run(m)["records"] == 1
 
 
-def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_so(copied, tmp_path, monkeypatch):
+def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_so(copied, tmp_path, caplog):
+    """The copy task's empty run: in the task's process, no Spark. It hands its plan to job.run as the
+    test above does, where a record written after the plan shows that the run does not plan again."""
     import logging
     from types import SimpleNamespace
 
@@ -82,7 +77,9 @@ def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_s
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
     operator = SimpleNamespace(mirror=m.name, log=logging.getLogger("copy-task"),
                                application_args=["--mirror", m.name, "--config", str(config_file)])
-    observed = count_observes(monkeypatch)
-    result = copytask._run_here_when_nothing_to_copy(operator)
-    assert result is not None and result["status"] == "ok" and result["records"] == 0 and len(observed) == 1
+    with caplog.at_level(logging.INFO, logger="copy-task"):
+        result = copytask._run_here_when_nothing_to_copy(operator)
+    assert result is not None and result["status"] == "ok" and result["records"] == 0
     assert {s["status"] for s in result["slots"]} == {"nothing-to-do"}
+    assert any("nothing to copy: the slots refresh their progress in this task, without Spark" in r.getMessage()
+               for r in caplog.records)

@@ -80,8 +80,8 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
     return lag.MirrorSample(mirror=mirror.name, time_ms=now_ms, partitions=parts)
 
 
-def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> tuple[tuple[lag.GroupLag, ...],
-                                                                                         str | None]:
+def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any],
+                   read_seconds: float = GROUPS_READ_SECONDS) -> tuple[tuple[lag.GroupLag, ...], str | None]:
     """The lag of the consumer groups the mirror's groups section selects, on the target (where a
     failover put them): target last stable offset - committed, per group and mirrored partition it
     holds. A mirror without a groups section has none. A failure to read them (say, no Describe ACL
@@ -101,9 +101,9 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> t
         if not selected or not mirrored:
             return (), None
         with ThreadPoolExecutor(max_workers=PARALLEL_MIRRORS) as pool:
-            answers = pool.submit(groupoffsets.read_all, target.settings, selected, GROUPS_READ_SECONDS)
+            answers = pool.submit(groupoffsets.read_all, target.settings, selected, read_seconds)
             states = kafka_groups.group_states(target, selected)
-            committed = held_offsets(answers.result(), target.label)
+            committed = held_offsets(answers.result(), target.label, read_seconds)
             if committed is None:
                 keys = sorted(mirrored)
                 committed = dict(zip(selected, pool.map(lambda g: kafka_groups.committed(target, g, keys), selected)))
@@ -116,7 +116,7 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any]) -> t
 
 
 def held_offsets(answers: groupoffsets.Answers | None, cluster_label: str,
-                 ) -> dict[str, dict[tuple[str, int], int]] | None:
+                 read_seconds: float = GROUPS_READ_SECONDS) -> dict[str, dict[tuple[str, int], int]] | None:
     """The groups' offsets from the child's answers; None: no answer (read with consumers instead).
     A group still pending or refused fails the read, as a consumer's read of it would."""
     if answers is None:
@@ -132,15 +132,16 @@ def held_offsets(answers: groupoffsets.Answers | None, cluster_label: str,
         others = f" (and {len(answers.pending) - 1} other group(s))" if len(answers.pending) > 1 else ""
         raise ProgressUnavailableError(
             f"{cluster_label}: the committed offsets of group {group}{others} stayed unreadable ({error}) for "
-            f"{GROUPS_READ_SECONDS:.0f} s: a transactional producer of that group's application holds an open "
+            f"{read_seconds:.0f} s: a transactional producer of that group's application holds an open "
             f"transaction, or its coordinator is moving; ask again when it has committed or timed out")
     return answers.offsets
 
 
 def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False,
-           clusters: Clusters | None = None) -> lag.MirrorStatus:
+           clusters: Clusters | None = None, groups_read_seconds: float = GROUPS_READ_SECONDS) -> lag.MirrorStatus:
     """Sample the mirror, evaluate it over the window of recorded samples and run outcomes ending
-    now, and (``record``) append the sample to the lag topic. ``now_ms`` is injectable for tests."""
+    now, and (``record``) append the sample to the lag topic. ``now_ms`` is injectable for tests;
+    ``groups_read_seconds`` bounds the wait on a group whose offset commit is pending."""
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     clusters = clusters or Clusters.of(mirror)
 
@@ -154,7 +155,7 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     with ThreadPoolExecutor(max_workers=2) as pool:
         history_read = pool.submit(lagstore.read_since, clusters.target, mirror.name, since, mirror.progress_group)
         pairs = topics.resolve(mirror, clusters.source)
-        groups_read = pool.submit(collect_groups, mirror, clusters.target, pairs)
+        groups_read = pool.submit(collect_groups, mirror, clusters.target, pairs, groups_read_seconds)
         sample = collect(mirror, clusters, now_ms, pairs)
         history, runs = history_read.result()
         sample = lag.with_run_history(sample, runs)
