@@ -55,10 +55,12 @@ READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 # multiply the fetch requests of an idle follow run.
 RANGE_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 20}
 
-# And for the source consumer of a follow run's slot: each follow round seeks its partitions to their committed
-# progress, and librdkafka sends the new fetch only when the one in flight returns, which at the log's end the
-# broker holds for fetch.wait.max.ms (500 ms by default). Measured at 2,000 records/s, 2 slots: the longest
-# round's copy 345 ms -> 83 ms, time lag p99 0.58 -> 0.34 s. Cost: up to 10 fetch requests a second of an idle
+# And for the source consumer of a follow run's slot: at the log's end the broker parks a fetch until the
+# source's last stable offset moves or fetch.wait.max.ms (500 ms by default) passes. A follower reads on
+# without pausing, so a parked fetch returns as soon as a source transaction commits; the shorter wait
+# bounds how late a fetch sent just after a seek (a rewind after an abort, the start of following) can be.
+# (Measured when follow rounds still seeked every round, at 2,000 records/s, 2 slots: the longest round's
+# copy 345 ms -> 83 ms, time lag p99 0.58 -> 0.34 s.) Cost: up to 10 fetch requests a second of an idle
 # follower (2 by default).
 FOLLOW_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 100}
 

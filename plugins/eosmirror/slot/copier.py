@@ -28,10 +28,10 @@ the code below:
      Errors (classify.py says which is which): retriable -> retry the same call; abortable ->
      abort, rewind to the committed progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row;
      fatal or fenced -> stop this slot and report it ("fenced").
-  F. Follow (follow runs only, follow.py): once every range is complete, rounds of "ends up to the
-     source's last stable offsets, step 4 until reached, wait out max_transaction_seconds" until the
-     next run of the same generation fences the slot ("handed-over", ok) or the bound passes
-     ("follow-bound", ok).
+  F. Follow (follow runs only, follow.py): once every range is complete, the ends open and step 4
+     repeats, each transaction copying what arrives for max_transaction_seconds, until the next run
+     of the same generation fences the slot ("handed-over", ok) or the bound passes ("follow-bound",
+     ok).
   5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
 
 at_least_once (atleastonce.py): 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the
@@ -53,15 +53,15 @@ from dataclasses import asdict
 from typing import Any
 
 import eosmirror
-from eosmirror.core.errors import EosMirrorError, FencedError, ProgressUnavailableError, TargetMismatchError
+from eosmirror.core.errors import EosMirrorError, FencedError, TargetMismatchError
 from eosmirror.kafka import calls
 from eosmirror.slot import follow, lifeline
 from eosmirror.slot.atleastonce import AtLeastOnce
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
-from eosmirror.slot.recordloop import RecordLoop
+from eosmirror.slot.recordloop import RecordLoop, stall_seconds
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
-from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask
+from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask, start_states, steps_text
 from eosmirror.slot.syncwrites import now_ms, produce_syncs, progress_offsets
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,7 @@ class SlotCopier:
         self.bytes_copied = 0
         self.producer = self.consumer = self.reader = None
         self.loop: RecordLoop | None = None   # step 4.2, on the clients opened
+        self.following = False   # step F: the ranges' ends are open
 
     # --- clients -----------------------------------------------------------------------------------
 
@@ -134,22 +135,33 @@ class SlotCopier:
 
     def _start(self) -> None:
         """Steps 1-3: fence, check the generation, start at the committed progress."""
+        marks = [time.monotonic()]
         if self.exactly_once:
             # 1. Fence every older instance of this slot.
             self._txn_call(self.producer.init_transactions, "initialise transactions")
             self.faults.hit("after_init", self.task.slot)
+            marks.append(time.monotonic())
             # 2. Stop if the slots were re-planned by a newer run.
             self.io.check_generation()
+            marks.append(time.monotonic())
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
         self.loop.assign(self.states)
+        marks.append(time.monotonic())
+        steps = ("fence", "generation", "progress") if self.exactly_once else ("progress",)
+        log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
 
     def _follow(self) -> None:
-        """Step F: follow the source until handed over (FencedError, see ``_handed_over``) or bounded."""
+        """Step F: a transaction per max_transaction_seconds, copying what arrives, until handed over
+        (FencedError, see ``_handed_over``) or bounded (follow.py)."""
         t = self.task
-        assert t.follow_until is not None
+        assert t.follow_until is not None and self.loop is not None
         started = time.monotonic()
         keys = [(p.source_topic, p.partition) for p in t.partitions]
+        self.following = True
+        follow.open_ends(self.states.values())
+        self.loop.assign(self.states)   # partitions paused at their bounded end read on from their progress
+        next_check = started
         try:
             while True:
                 reason = follow.stop_reason(time.time(), t.follow_until, self.bytes_copied, t.max_bytes)
@@ -157,15 +169,17 @@ class SlotCopier:
                     self.result.follow_end = reason
                     log.info("slot %d: follow run ends (%s)", t.slot, reason)
                     return
-                round_started = time.monotonic()
-                if follow.extend_ends(self.states.values(), self.io.source_stable_offsets(keys)):
-                    self.loop.assign(self.states)   # every partition with new work, from its committed progress
+                if time.monotonic() >= next_check:
+                    # The source answers (or this fails loudly); caught up is activity, not a stall.
+                    if follow.caught_up(self.states.values(), self.io.source_stable_offsets(keys)):
+                        self.loop.touch()
+                    next_check = time.monotonic() + min(follow.SOURCE_CHECK_SECONDS, stall_seconds() / 4)
                 # At least one transaction even with nothing new: it carries the progress, and the
                 # broker's answer is how an idle follower learns that the next run took over.
-                self._copy_until_finished()
-                follow.pause(follow.pause_seconds(round_started, time.monotonic(), t.max_transaction_seconds,
-                                                  time.time(), t.follow_until))
+                self._copy_until_finished(once=True)
         finally:
+            self.following = False
+            follow.close_ends(self.states.values())
             self.result.follow_seconds = round(time.monotonic() - started, 3)
 
     def _handed_over(self) -> None:
@@ -182,8 +196,9 @@ class SlotCopier:
     def _budget_spent(self) -> bool:
         return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
 
-    def _copy_until_finished(self) -> None:
-        """Step 4, repeated; an abortable error rewinds to step 3, MAX_ABORT_ATTEMPTS times in a row."""
+    def _copy_until_finished(self, once: bool = False) -> None:
+        """Step 4, repeated (``once``: until one transaction committed); an abortable error rewinds to
+        step 3, MAX_ABORT_ATTEMPTS times in a row."""
         attempts = 0
         while True:
             try:
@@ -197,7 +212,7 @@ class SlotCopier:
                 self._abort_and_rewind(why, attempts)
                 continue
             attempts = 0
-            if self._finished():
+            if once or self._finished():
                 return
 
     def _abort_and_rewind(self, why: Exception, attempts: int) -> None:
@@ -216,6 +231,8 @@ class SlotCopier:
                                  f"last reason: {why}") from None
         # 3 again: the committed progress is the only position known to be consistent.
         self._load_progress()
+        if self.following:
+            follow.open_ends(self.states.values())
         self.loop.assign(self.states)
         self.bytes_copied = sum(st.bytes_total for st in self.states.values())
 
@@ -257,27 +274,7 @@ class SlotCopier:
     def _load_progress(self) -> None:
         t = self.task
         committed = self.io.read_progress([(p.target_topic, p.partition) for p in t.partitions], stable=True)
-        states = {}
-        for p in t.partitions:
-            found = committed.get((p.target_topic, p.partition))
-            where = f"{p.target_topic}[{p.partition}]"
-            if found is None and p.had_progress:
-                raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} disappeared after "
-                                               f"planning (was it reset by hand?); run again to re-plan")
-            if found is not None and p.skip_truncated and found.offset < p.start:
-                log.warning("slot %d: %s: skipping deleted offsets %d..%d (on_truncation: skip_to_log_start)",
-                            t.slot, where, found.offset, p.start - 1)
-                found = found.__class__(**{**found.__dict__, "offset": p.start})
-            if found is not None and p.had_progress and found.offset < p.start:
-                raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} moved backwards from "
-                                               f"{p.start} to {found.offset} after planning; run again to re-plan")
-            previous = self.states.get((p.source_topic, p.partition))
-            state_ = PartitionCopy(p, found.offset if found else None)
-            if previous is not None:  # keep the totals of transactions this attempt already committed
-                state_.records_total, state_.bytes_total = previous.records_total, previous.bytes_total
-                state_.newest_ts, state_.copy_start = previous.newest_ts, previous.copy_start
-            states[(p.source_topic, p.partition)] = state_
-        self.states = states
+        self.states = start_states(t, committed, self.states)
 
     # --- step 4: one transaction (exactly_once) ----------------------------------------------------
 
@@ -288,23 +285,32 @@ class SlotCopier:
             s.begin_transaction()
         self._txn_call(producer.begin_transaction, "begin a transaction")
         started = time.monotonic()
+        marks = [started]
         # 4.2 Copy.
         self.bytes_copied = self.loop.copy(self.states, started + t.max_transaction_seconds, self.bytes_copied)
         moved = [s for s in self.states.values() if s.moved()]   # fixed once the copy stopped
+        marks.append(time.monotonic())
         # 4.3 Flush: every record acknowledged, each written partition's target base known.
         written = self._flush_records()
+        marks.append(time.monotonic())
         # 4.4 Check: the target offsets are exactly the ones the offset syncs will state.
         ends = self._check_target_ends(moved, written)
+        marks.append(time.monotonic())
         # 4.5 Offset syncs, in the same transaction.
         self._produce_syncs(moved, ends)
+        marks.append(time.monotonic())
         # 4.6 The new progress of every partition, in the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
                        progress_offsets(self.states.values(), t.generation), self.reader.consumer_group_metadata())
+        marks.append(time.monotonic())
         self.faults.hit("before_commit", t.slot)
         # 4.7 Commit: records, offset syncs and progress become visible together.
         self._txn_call(producer.commit_transaction, "commit the transaction")
-        self._committed(time.monotonic() - started)
+        marks.append(time.monotonic())
+        self._committed(marks[-1] - started)
         self.faults.hit("after_commit", t.slot)
+        if self.following:
+            follow.warn_if_slow(t, marks)
 
     def _committed(self, elapsed: float) -> None:
         """A transaction (or an at_least_once batch) committed: each partition's progress moves to

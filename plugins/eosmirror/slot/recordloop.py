@@ -89,6 +89,10 @@ class RecordLoop:
         if work:
             self.consumer.resume(work)
 
+    def touch(self) -> None:
+        """Count now as activity for the stall check (a follower that has read all there is)."""
+        self._last_activity = time.monotonic()
+
     def _learn_leaders(self, work: list[Any]) -> None:
         """Ask the source for the metadata of the slot's topics before the first assign. Assigned
         partitions of topics the consumer held no metadata for started fetching after 0.7 s in about

@@ -6,10 +6,14 @@ Picklable plain data: ``PartitionTask``/``SlotTask`` travel from the driver to a
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosmirror.core.errors import ProgressUnavailableError
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
+
+log = logging.getLogger(__name__)
 
 RECORD_OVERHEAD = 100   # bytes a record adds to a batch beyond key, value and headers (upper bound)
 
@@ -155,3 +159,36 @@ class SlotResult:
     follow_end: str | None = None    # handed-over | follow-bound | byte-budget (follow runs)
     attempt_pid: int = 0
     executor: dict[str, str] = field(default_factory=dict)   # host, interpreter, where eosmirror came from
+
+
+def start_states(t: SlotTask, committed: dict[tuple[str, int], Any],
+                 previous: dict[tuple[str, int], PartitionCopy]) -> dict[tuple[str, int], PartitionCopy]:
+    """Step 3: each partition's copy state from its committed progress (``progress.Progress`` by target
+    partition), checked against the plan; ``previous``: this attempt's states before a rewind, whose
+    committed totals carry over."""
+    states = {}
+    for p in t.partitions:
+        found = committed.get((p.target_topic, p.partition))
+        where = f"{p.target_topic}[{p.partition}]"
+        if found is None and p.had_progress:
+            raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} disappeared after "
+                                           f"planning (was it reset by hand?); run again to re-plan")
+        if found is not None and p.skip_truncated and found.offset < p.start:
+            log.warning("slot %d: %s: skipping deleted offsets %d..%d (on_truncation: skip_to_log_start)",
+                        t.slot, where, found.offset, p.start - 1)
+            found = found.__class__(**{**found.__dict__, "offset": p.start})
+        if found is not None and p.had_progress and found.offset < p.start:
+            raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} moved backwards from "
+                                           f"{p.start} to {found.offset} after planning; run again to re-plan")
+        before = previous.get((p.source_topic, p.partition))
+        state = PartitionCopy(p, found.offset if found else None)
+        if before is not None:  # keep the totals of transactions this attempt already committed
+            state.records_total, state.bytes_total = before.records_total, before.bytes_total
+            state.newest_ts, state.copy_start = before.newest_ts, before.copy_start
+        states[(p.source_topic, p.partition)] = state
+    return states
+
+
+def steps_text(names: tuple[str, ...], marks: list[float]) -> str:
+    """"fence 0.50, generation 0.11, ...": the time between consecutive marks, named."""
+    return ", ".join(f"{name} {b - a:.2f}" for name, a, b in zip(names, marks, marks[1:]))
