@@ -42,7 +42,7 @@ def test_the_repository_mirrors_file_is_valid():
     ({"replication_policy": "default"}, "replication_policy", "identity, prefix"),
     ({"topics": ["(unclosed"]}, "topics", "valid regular expression"),
     ({"start_from": "yesterday"}, "start_from", "ISO-8601"),
-    ({"max_transaction_seconds": 3600}, "max_transaction_seconds", "from 0.5 to 300.0"),
+    ({"max_transaction_seconds": 3600}, "max_transaction_seconds", "from 0.1 to 300.0"),
     ({"on_truncation": "ignore"}, "on_truncation", "fail, skip_to_log_start"),
     ({"max_records_per_partition": -5}, "max_records_per_partition", "integer"),
     ({"slotz": 3}, "slotz", "no such field"),

@@ -117,7 +117,7 @@ class MirrorConfig:
         Int(low=1024, high=10**15, optional=True),
         "per-run bound; a slot stops after the batch that crosses it; null = none", None)
     max_transaction_seconds: float = declare(
-        Seconds(low=0.5, high=300.0), "a transaction is committed after this long (below 1 s only for "
+        Seconds(low=0.1, high=300.0), "a transaction is committed after this long (below 1 s only for "
                                       "`follow` mirrors); `transaction.timeout.ms` = 2× + 30 s", 30.0)
     follow: bool = declare(
         Flag(), "a scheduled run of the latest interval, after its bound, keeps copying (a transaction every "
