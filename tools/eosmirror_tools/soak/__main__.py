@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="any of: " + ", ".join(CONFIGS))
     parser.add_argument("--follow-cron", default=defaults.follow_cron)
     parser.add_argument("--scheduled-cron", default=defaults.scheduled_cron)
+    parser.add_argument("--follow-transaction-seconds", type=float, default=defaults.follow_transaction_seconds,
+                        help="max_transaction_seconds of the follow mirror")
+    parser.add_argument("--keep-topics", action="store_true",
+                        help="keep the load and its copies on the brokers (deleted at the end by default)")
     parser.add_argument("--warmup", type=float, default=defaults.warmup_s, help="seconds of load before lag counts")
     parser.add_argument("--out", type=Path, help="default build/soak")
     args = parser.parse_args(argv)
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--size {args.size} is too small: a record's value starts with its id (give 20 bytes or more)")
     settings = SoakSettings(minutes=args.minutes, rate=args.rate, size=args.size, partitions=args.partitions,
                             configs=configs, follow_cron=args.follow_cron, scheduled_cron=args.scheduled_cron,
-                            warmup_s=args.warmup)
+                            warmup_s=args.warmup, follow_transaction_seconds=args.follow_transaction_seconds,
+                            keep_topics=args.keep_topics)
 
     from eosmirror import paths
 
