@@ -225,6 +225,16 @@ def test_the_in_transaction_fault_fires_once_records_are_produced(clock):
     assert len(producer.produced) == 1
 
 
+def test_a_batch_of_end_of_partition_events_only_is_not_inside_a_transaction_with_records(clock):
+    # A follower reaching the log's end gets an EOF event first; the fault must wait for records.
+    rule = Rule(point="in_transaction", action="abort")
+    eof = event(KafkaError._PARTITION_EOF, A, 0)
+    with pytest.raises(InjectedAbort):
+        copy(clock, {A: (0, 9)}, [[eof], [], [record(A, 0)]], producer=(producer := RecordingProducer()),
+             faults=[rule])
+    assert len(producer.produced) == 1
+
+
 # --- errors ----------------------------------------------------------------------------------------------
 
 def test_a_record_larger_than_the_target_accepts_fails_before_it_is_produced(clock):

@@ -124,7 +124,9 @@ class RecordLoop:
             if messages:
                 self._last_activity = time.monotonic()
             bytes_copied += self._produce_batch(states, messages)
-            if first_batch and messages:
+            # The fault point is "inside a transaction that holds records": a batch of end-of-partition
+            # events only (a follower reaching the log's end) is not one.
+            if first_batch and any(m.error() is None for m in messages):
                 first_batch = False
                 self.faults.hit("in_transaction", self.task.slot)
             self.producer.poll(0)
