@@ -98,3 +98,17 @@ def test_range_readers_wait_20_ms_at_the_log_end_the_slots_consumer_keeps_the_de
     assert "fetch.wait.max.ms" not in clients.source_consumer_config(base, {}, "g", "c")
     reader = clients.plain_consumer({**base, "fetch.wait.max.ms": 100}, "r")   # the cluster's setting wins
     reader.close()
+
+
+def test_producers_connect_to_every_broker_at_once_unless_the_user_says_otherwise():
+    """Sparse connections made init_transactions wait librdkafka's fixed 500 ms for a broker in 4 of 5
+    starts (clientrules.PRODUCER_DEFAULTS)."""
+    base = {"bootstrap.servers": "127.0.0.1:1"}
+    conf = clients.transactional_producer_config(base, {}, "id", 60000, "p")
+    assert conf["enable.sparse.connections"] is False and conf["transactional.id"] == "id"
+    assert clients.transactional_producer_config({**base, "enable.sparse.connections": True}, {}, "id", 60000, "p")[
+        "enable.sparse.connections"] is True                 # the cluster's own setting wins
+    assert clients.transactional_producer_config(base, {"enable.sparse.connections": "true"}, "id", 60000, "p")[
+        "enable.sparse.connections"] == "true"               # and so does the mirror's target_producer override
+    clients.transactional_producer(base, {}, "id", 60000, "p").flush(0)   # librdkafka accepts it
+    clients.idempotent_producer(base, {}, "p").flush(0)

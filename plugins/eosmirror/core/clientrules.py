@@ -40,6 +40,15 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
     "delivery.report.only.error": (True, {"true"}, "only failed deliveries are reported"),
 }
 
+# Defaults (not forced) for every producer the mirror builds. librdkafka connects only to brokers it has a
+# request for (sparse connections); a producer's first InitProducerId then often finds no broker up ("No
+# brokers available for Transactions") and librdkafka asks again only after a fixed 500 ms. Connecting to
+# every broker at once removed that wait: fencing an idle transactional id took 0.003 s in 12 of 12 tries
+# instead of 0.5 s in 4 of 5, and fencing one with an open transaction (a follow run's hand-over) 0.50 s
+# instead of 1.0 s (the broker's abort, then librdkafka's fixed retry). Cost: one connection per target
+# broker per producer; a slot's producer writes to most of them anyway.
+PRODUCER_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
+
 # Defaults (not forced: the cluster's or the mirror's own setting wins) for every consumer that reads ranges.
 # librdkafka stops fetching a partition whose local queue passed queued.min.messages (100,000) or
 # queued.max.messages.kbytes (64 MB) and, since 2.1, waits fetch.queue.backoff.ms (1,000 ms by default) before it

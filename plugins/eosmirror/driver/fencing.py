@@ -48,8 +48,7 @@ def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seco
     ids = [naming.planner_transactional_id(mirror.transactional_id_prefix, mirror.name)]
     ids += naming.slot_transactional_ids(mirror.transactional_id_prefix, mirror.name, max(slots, mirror.slots))
     started = time.monotonic()
-    fenced = state.fence(target, ids, timeout,
-                         connect_to=naming.state_topic(mirror.name) if current is not None else None)
+    fenced = state.fence(target, ids, timeout)
     if on_fenced is not None:
         on_fenced(fenced)
     partitions = mirrored_partitions(target, mirror)

@@ -27,6 +27,7 @@ from eosmirror.core.clientrules import (
     CONSUMER_ONLY_PREFIXES,
     FOLLOW_READER_DEFAULTS,
     IDEMPOTENT_PRODUCER_FORCED,
+    PRODUCER_DEFAULTS,
     PRODUCER_ONLY_PREFIXES,
     RANGE_READER_DEFAULTS,
     READER_CONSUMER_DEFAULTS,
@@ -95,9 +96,6 @@ def librdkafka_log_level() -> int:
     raise ConfigError(f"{KAFKA_LOG_LEVEL_ENV}={raw!r}: expected 0-7 or one of {', '.join(_LOG_LEVEL_NAMES)}")
 
 
-CONNECT_TIMEOUT_SECONDS = 10.0   # the metadata asked before init_transactions (transactional_producer)
-
-
 def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                     client_id: str, where: str = "source consumer", follow: bool = False) -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
@@ -124,31 +122,26 @@ def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, 
 
 def transactional_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
                            transaction_timeout_ms: int, client_id: str,
-                           where: str = "target producer", extra: Mapping[str, Any] | None = None,
-                           connect_to: str | None = None) -> Any:
-    """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``.
+                           where: str = "target producer", extra: Mapping[str, Any] | None = None) -> Any:
+    """A producer whose ``init_transactions()`` fences every older instance of ``transactional_id``."""
+    from confluent_kafka import Producer
 
-    ``connect_to``: a topic the producer will write (it must exist: metadata for a missing one may
-    auto-create it). Its metadata is asked for at once, so that a broker connection is up before
-    ``init_transactions``: a cold producer's ``init_transactions`` took 0.5 s instead of 0.05 s in
-    about half the tries (librdkafka asks for the producer id again 500 ms later when no broker is
-    connected yet; measured on an id used before: 0.05/0.5 s alternating cold, 0.06 s every time
-    warm). A failure here is left to ``init_transactions`` to report."""
-    from confluent_kafka import KafkaException, Producer
+    return Producer(transactional_producer_config(settings, overrides, transactional_id, transaction_timeout_ms,
+                                                  client_id, where, extra))
 
-    conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
+
+def transactional_producer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], transactional_id: str,
+                                  transaction_timeout_ms: int, client_id: str, where: str = "target producer",
+                                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings ``transactional_producer`` builds with: PRODUCER_DEFAULTS (connected to every
+    broker at once), the cluster's, ``extra``, the mirror's overrides; the forced ones win, or refuse."""
+    conf = {**PRODUCER_DEFAULTS, **drop_foreign(settings, CONSUMER_ONLY_PREFIXES)}
     conf.update(extra or {})
     conf.update(overrides)
     conf = merge_forced("transactional producer", conf, TRANSACTIONAL_PRODUCER_FORCED, where)
     conf["transactional.id"] = transactional_id
     conf["transaction.timeout.ms"] = int(transaction_timeout_ms)
-    producer = Producer(_with_logger(conf, client_id))
-    if connect_to:
-        try:
-            producer.list_topics(connect_to, timeout=CONNECT_TIMEOUT_SECONDS)
-        except KafkaException:
-            pass
-    return producer
+    return _with_logger(conf, client_id)
 
 
 def idempotent_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,
@@ -156,7 +149,7 @@ def idempotent_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any
     """The at_least_once producer: no duplicates from retries, no transactions."""
     from confluent_kafka import Producer
 
-    conf = drop_foreign(settings, CONSUMER_ONLY_PREFIXES)
+    conf = {**PRODUCER_DEFAULTS, **drop_foreign(settings, CONSUMER_ONLY_PREFIXES)}
     conf.update(extra or {})
     conf.update(overrides)
     conf = merge_forced("idempotent producer", conf, IDEMPOTENT_PRODUCER_FORCED, where)

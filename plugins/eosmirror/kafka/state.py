@@ -40,15 +40,13 @@ def read_audit(target: Cluster, mirror: str, group: str) -> list[Any]:
     return [AuditRecord.decode(r.value) for r in records if is_audit_key(r.key) and r.value is not None]
 
 
-def fence(target: Cluster, transactional_ids: list[str], timeout: float = 60.0,
-          connect_to: str | None = None) -> list[str]:
+def fence(target: Cluster, transactional_ids: list[str], timeout: float = 60.0) -> list[str]:
     """init_transactions on each id: the broker bumps its epoch and aborts (or completes) its open
-    transaction, so any older instance can no longer produce or commit. Returns the ids fenced.
-    ``connect_to``: an existing topic of the target (clients.transactional_producer)."""
+    transaction, so any older instance can no longer produce or commit. Returns the ids fenced."""
 
     def fence_one(txn_id: str) -> str:
         producer = clients.transactional_producer(target.settings, {}, txn_id, transaction_timeout_ms=60000,
-                                                  client_id=f"eosmirror-fence-{txn_id}", connect_to=connect_to)
+                                                  client_id=f"eosmirror-fence-{txn_id}")
         calls.call(producer.init_transactions, f"fence transactional id {txn_id}", target.label,
                      f"Write and Describe on transactional id {txn_id}", timeout)
         producer.flush(5)
@@ -66,8 +64,7 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
     run_id = uuid.uuid4().hex[:12]
     planner_id = naming.planner_transactional_id(prefix, mirror)
     planner = clients.transactional_producer(target.settings, {}, planner_id, transaction_timeout_ms=60000,
-                                             client_id=f"eosmirror-{mirror}-planner",
-                                             connect_to=naming.state_topic(mirror))
+                                             client_id=f"eosmirror-{mirror}-planner")
     # 1. Fence older planners: from here on only this process may write the state.
     calls.call(planner.init_transactions, "initialise the planner producer", target.label,
                  f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
@@ -92,7 +89,7 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
     log.info("mirror %s: generation %d with %d slots (was %s)", mirror, new.number, new.slots,
              f"{current.slots} slots" if current else "none")
     # 4. Fence every slot id any generation may have used.
-    fenced = fence(target, ids_to_fence(new, prefix, mirror), connect_to=naming.state_topic(mirror))
+    fenced = fence(target, ids_to_fence(new, prefix, mirror))
     return new, fenced
 
 

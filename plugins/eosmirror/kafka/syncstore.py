@@ -233,8 +233,7 @@ def refresh_snapshot(target: Cluster, mirror: str, group: str, transactional_id:
     no longer commit an entry older than one this refresh relied on (last-write-wins compaction)."""
     topic = naming.offset_sync_snapshot_topic(mirror)
     producer = clients.transactional_producer(target.settings, {}, transactional_id, 60_000,
-                                              f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer",
-                                              connect_to=topic)
+                                              f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer")
     try:
         producer.init_transactions(60)
         view = latest(target, mirror, group, stats=stats)

@@ -87,8 +87,7 @@ class KafkaSlotIO:
         if t.delivery == "exactly_once":
             self.producer = clients.transactional_producer(
                 t.target_conf, t.target_overrides, t.transactional_id, t.transaction_timeout_ms,
-                f"{name}-producer", where=f"mirror {t.mirror!r}: target_producer", extra=sizing,
-                connect_to=t.partitions[0].target_topic if t.partitions else None)
+                f"{name}-producer", where=f"mirror {t.mirror!r}: target_producer", extra=sizing)
         else:
             sizing["on_delivery"] = on_delivery
             self.producer = clients.idempotent_producer(t.target_conf, t.target_overrides, f"{name}-producer",
