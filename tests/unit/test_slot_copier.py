@@ -252,6 +252,9 @@ class FakeIO:
     def open(self, on_delivery):
         self.on_delivery = on_delivery
 
+    def fence(self):
+        self.producer.init_transactions()
+
     def read_progress(self, partitions, stable):
         partitions = list(partitions)
         self.progress_reads.append((partitions, stable))
@@ -499,3 +502,22 @@ def test_a_run_with_nothing_to_copy_keeps_its_slots_on_the_driver_unless_they_fo
     idle, busy = slot_task(end=0), slot_task(end=9)
     assert runs_on_driver([idle]) and not runs_on_driver([idle, busy])
     assert not runs_on_driver([replace(idle, follow_until=1e10)])
+
+
+class RenewingIO(FakeIO):
+    """Its fence replaces the producer, as KafkaSlotIO.fence does when an older instance's
+    transaction was still open."""
+
+    def fence(self):
+        self.first = self.producer
+        self.producer = FakeProducer(self.target)
+        self.producer.init_transactions()
+
+
+def test_the_copier_copies_with_the_producer_its_fence_left(clock):
+    io = RenewingIO(clock, {SRC: values(5)})
+    result = run(io, slot_task(end=5))
+    assert (result.status, result.records) == ("committed", 5)
+    assert io.first.calls == []                      # the replaced producer is never used
+    assert io.producer.calls[:2] == ["init_transactions", "begin_transaction"]
+    assert io.target.values(TGT) == values(5) and io.target.progress == {TGT: 5}

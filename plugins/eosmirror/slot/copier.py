@@ -4,7 +4,8 @@ exactly_once, per slot attempt; the numbers are docs/architecture.md "How a run 
 the code below:
   1. Fence: init_transactions() with the slot's stable transactional id. This fences every older
      instance of the slot (a retried or speculative Spark attempt, an overlapping run, a stalled
-     process) and aborts or completes its open transaction.
+     process) and aborts or completes its open transaction (KafkaSlotIO.fence: without waiting
+     out librdkafka's 500 ms retry while the broker aborts it).
   2. Generation: read the mirror's generation; stop if a newer run re-planned the slots
      (core/generation.py).
   3. Start: re-read the committed progress of the slot's partitions AFTER fencing (require_stable)
@@ -46,13 +47,10 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-import sys
 import time
 from dataclasses import asdict
 from typing import Any
 
-import eosmirror
 from eosmirror.core.errors import EosMirrorError, FencedError, TargetMismatchError
 from eosmirror.kafka import calls
 from eosmirror.slot import follow, lifeline
@@ -69,10 +67,6 @@ log = logging.getLogger(__name__)
 MAX_ABORT_ATTEMPTS = 5
 
 
-def executor_info() -> dict[str, str]:
-    return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
-
-
 def _no_delivery_report(err: Any, msg: Any) -> None:
     """exactly_once needs only each partition's first delivery report (PartitionCopy.delivered_first)."""
 
@@ -83,8 +77,7 @@ class SlotCopier:
         self.faults = faults or Faults.from_env()
         self.io: SlotIO = io if io is not None else KafkaSlotIO(task)
         self.exactly_once = task.delivery == "exactly_once"
-        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid(),
-                                 executor=executor_info())
+        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid())
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.at_least_once = None if self.exactly_once else AtLeastOnce(task, self.io, self.faults)
         self.bytes_copied = 0
@@ -96,6 +89,9 @@ class SlotCopier:
 
     def _open(self) -> None:
         self.io.open(self.at_least_once.on_delivery if self.at_least_once else _no_delivery_report)
+        self._bind()
+
+    def _bind(self) -> None:
         self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
         self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults)
 
@@ -137,8 +133,10 @@ class SlotCopier:
         """Steps 1-3: fence, check the generation, start at the committed progress."""
         marks = [time.monotonic()]
         if self.exactly_once:
-            # 1. Fence every older instance of this slot.
-            self._txn_call(self.producer.init_transactions, "initialise transactions")
+            # 1. Fence every older instance of this slot (the I/O may replace the producer: slotio.py).
+            self.producer = self.loop = None
+            self._txn_call(self.io.fence, "initialise transactions")
+            self._bind()
             self.faults.hit("after_init", self.task.slot)
             marks.append(time.monotonic())
             # 2. Stop if the slots were re-planned by a newer run.
@@ -190,9 +188,6 @@ class SlotCopier:
             log.info("slot %d: handed over to the next run (its slot fenced %s)", self.task.slot,
                      self.task.transactional_id)
 
-    def _fenced_follower(self) -> bool:
-        return follow.fenced_while_flushing(self.task, self.producer, self.exactly_once)
-
     def _budget_spent(self) -> bool:
         return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
 
@@ -238,7 +233,8 @@ class SlotCopier:
 
     def _report_unexpected(self, exc: Exception) -> None:
         t = self.task
-        if is_fenced(exc) or self._fenced_follower():   # fenced while producing (not in a transactional call)
+        # Fenced while producing (not in a transactional call), or while a follower flushed.
+        if is_fenced(exc) or follow.fenced_while_flushing(t, self.producer, self.exactly_once):
             self.result.status, self.result.error_type = "fenced", "FencedError"
             self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
                                  f"over ({calls.error_text(exc)}); this attempt stops")
@@ -317,9 +313,7 @@ class SlotCopier:
         where its copy reached; the transaction is counted."""
         for s in self.states.values():
             s.commit()
-        self.result.transactions += 1
-        self.result.transaction_seconds = round(self.result.transaction_seconds + elapsed, 3)
-        self.result.max_transaction_seconds = round(max(self.result.max_transaction_seconds, elapsed), 3)
+        self.result.count_transaction(elapsed)
 
     def _flush_records(self) -> list[PartitionCopy]:
         """Step 4.3: every record acknowledged; returns the partitions written, each with its base."""

@@ -7,9 +7,12 @@ Picklable plain data: ``PartitionTask``/``SlotTask`` travel from the driver to a
 from __future__ import annotations
 
 import logging
+import socket
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import eosmirror
 from eosmirror.core.errors import ProgressUnavailableError
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
 
@@ -158,7 +161,17 @@ class SlotResult:
     follow_seconds: float = 0.0      # how long the slot followed after its bounded ranges (follow runs)
     follow_end: str | None = None    # handed-over | follow-bound | byte-budget (follow runs)
     attempt_pid: int = 0
-    executor: dict[str, str] = field(default_factory=dict)   # host, interpreter, where eosmirror came from
+    executor: dict[str, str] = field(default_factory=lambda: executor_info())
+
+    def count_transaction(self, elapsed: float) -> None:
+        self.transactions += 1
+        self.transaction_seconds = round(self.transaction_seconds + elapsed, 3)
+        self.max_transaction_seconds = round(max(self.max_transaction_seconds, elapsed), 3)
+
+
+def executor_info() -> dict[str, str]:
+    """Where a slot ran: host, interpreter, and where eosmirror came from."""
+    return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
 
 
 def start_states(t: SlotTask, committed: dict[tuple[str, int], Any],
