@@ -52,7 +52,7 @@ class SoakSettings:
     configs: tuple[str, ...] = CONFIGS
     scheduled_cron: str = "*/1 * * * *"
     follow_cron: str = "*/5 * * * *"
-    follow_transaction_seconds: float = 0.2
+    follow_transaction_seconds: float = 0.1
     slots: int = 2
     warmup_s: float = 60.0
     catchup_budget_s: float = 240.0
