@@ -7,6 +7,7 @@ read_committed consumer sees is the evidence."""
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from eosmirror.slot import slotio
 from eosmirror.slot.slotio import KafkaSlotIO
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
 from tests.helpers import create_topic
@@ -39,8 +40,13 @@ def read_committed(target_conf: dict, topic: str) -> list[bytes]:
         consumer.close()
 
 
-@pytest.mark.parametrize("open_transaction", [True, False])
-def test_the_fence_aborts_an_older_instance_and_the_slot_commits(target_conf, unique, open_transaction):
+@pytest.mark.parametrize("open_transaction, quick_seconds", [(True, None), (False, None), (True, 0.001)])
+def test_the_fence_aborts_an_older_instance_and_the_slot_commits(target_conf, unique, monkeypatch,
+                                                                 open_transaction, quick_seconds):
+    """quick_seconds 0.001: every quick try times out before the broker answers (a busy or distant
+    cluster); the same producer is asked on until CONCURRENT_TRANSACTIONS comes, then replaced."""
+    if quick_seconds is not None:
+        monkeypatch.setattr(slotio, "QUICK_FENCE_SECONDS", quick_seconds)
     topic = create_topic(target_conf, unique("fence"))
     txn_id = unique("txn")
     zombie = Producer({**target_conf, "transactional.id": txn_id})

@@ -115,20 +115,25 @@ class KafkaSlotIO:
         CONCURRENT_TRANSACTIONS while it aborts that transaction, which takes milliseconds; librdkafka
         would ask again only after a fixed 500 ms (given less time than that, it returns the answer
         when the time is up). A new producer asks at once, so this one is dropped and replaced (a
-        hand-over's fence: 0.50 s -> 0.06 s; an idle id's stays at 0.003 s). The old producer is destroyed before the new one is built: its own
-        retry must never come after the new one's (it would fence the new one; a fenced slot stops
-        loudly, it never writes twice). A slow answer (_TIMED_OUT) is waited for on the same producer."""
+        hand-over's fence: 0.50 s -> 0.06 s; an idle id's stays at 0.003 s). The old producer is
+        destroyed before the new one is built: its own retry must never come after the new one's (it
+        would fence the new one; a fenced slot stops loudly, it never writes twice). No answer yet (_TIMED_OUT): the same producer is asked on, in
+        quick tries too, so that a late CONCURRENT_TRANSACTIONS (a busy cluster) still replaces it."""
         from confluent_kafka import KafkaException
 
-        for _ in range(QUICK_FENCE_TRIES):
+        deadline = time.monotonic() + max(60.0, self.task.transaction_timeout_ms / 1000)
+        replaced = 0
+        while replaced < QUICK_FENCE_TRIES:
             try:
                 self.producer.init_transactions(QUICK_FENCE_SECONDS)
                 return
             except KafkaException as exc:
-                if calls.error_name(exc) == "_TIMED_OUT":
-                    break
-                if calls.error_name(exc) != "CONCURRENT_TRANSACTIONS":
+                name = calls.error_name(exc)
+                if name == "_TIMED_OUT" and time.monotonic() < deadline:
+                    continue   # no answer yet (a busy or distant cluster): ask on, with the same producer
+                if name != "CONCURRENT_TRANSACTIONS":
                     raise
+            replaced += 1
             self.producer = None   # the last reference: librdkafka destroys the client here
             time.sleep(QUICK_FENCE_PAUSE_SECONDS)
             self.producer = self._transactional_producer()
