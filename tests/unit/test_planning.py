@@ -152,3 +152,42 @@ def test_an_unsettled_answer_in_a_mirrored_topic_stops_the_plan_and_names_the_fe
     caplog.set_level("WARNING", logger="eosmirror")
     observe._refuse_unsettled(m, {("a.y", 0), ("a.y", 1)}, {"a.x"}, "target")
     assert [r.getMessage().count("not stable") for r in caplog.records] == [1]
+
+
+def test_a_follower_committing_beside_the_plan_is_not_mistaken_for_a_truncated_source(monkeypatch):
+    """A follow run commits its progress ten times a second while the next run plans: the last
+    stable offsets were read beside the progress, so a progress read a moment later can be beyond
+    them (soak at 9b819b2: "progress 738124 is beyond the source's end offset 737743", the run failed).
+    observe reads them again after the progress; a progress still beyond them is the loud error."""
+    import threading
+
+    from eosmirror.driver import observe
+    from eosmirror.driver.topics import TopicPair
+    from eosmirror.kafka.progress import Progress
+    from tests.unit.test_config import one
+
+    lso = {"now": 737_743}
+    lock = threading.Lock()
+
+    def list_offsets_of(source, specs):
+        kind = type(next(iter(specs.values()))).__name__.lower()
+        with lock:
+            value = 0 if "earliest" in kind else lso["now"]
+        return dict.fromkeys(specs, value)
+
+    def read_settled(target, partitions, group, settle_seconds):
+        with lock:
+            lso["now"] = 738_200        # the follower read on and committed 738,124 meanwhile
+        return {("t", 0): Progress(offset=738_124, source_topic="t", source_topic_id="id")}, set()
+
+    monkeypatch.setattr(observe, "list_offsets_of", list_offsets_of)
+    monkeypatch.setattr(observe.progress, "read_settled", read_settled)
+    monkeypatch.setattr(observe, "_start_from", lambda mirror, source, tps, earliest, stable: dict.fromkeys(tps, 0))
+    pairs = [TopicPair("t", "t", 1, "id")]
+    target = type("Target", (), {"label": "target"})()
+    got = observe.observe(one(), pairs, source=None, target=target, target_topic_ids={"t": "tid"})
+    assert [(o.progress, o.last_stable) for o in got] == [(738_124, 738_200)]
+    planning.plan_partition(got[0], 2)                      # plans; before the fix: DataLossError
+
+    assert observe.progress_beyond({("t", 0): 10}, {("t", 0): Progress(offset=11)}, pairs)
+    assert not observe.progress_beyond({("t", 0): 11}, {("t", 0): Progress(offset=11)}, pairs)

@@ -120,6 +120,14 @@ def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mir
                 "fencing", target_label, len(unsettled), example, PROGRESS_SETTLE_SECONDS)
 
 
+def progress_beyond(stable: dict[tuple[str, int], int], committed: dict[tuple[str, int], Any],
+                    pairs: list[TopicPair]) -> bool:
+    """Some partition's progress (by target partition) is beyond its source's last stable offset as read."""
+    return any(done.offset > stable.get((pair.source, p), done.offset)
+               for pair in pairs for p in range(pair.partitions)
+               if (done := committed.get((pair.target, p))) is not None)
+
+
 def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, target: Cluster,
             target_topic_ids: dict[str, str], until: dt.datetime | None = None) -> list[PartitionObservation]:
     from confluent_kafka.admin import OffsetSpec
@@ -137,6 +145,11 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
             settle_seconds=PROGRESS_SETTLE_SECONDS)
         earliest, stable = asked["earliest"].result(), asked["stable"].result()
         until_offsets = asked["until"].result() if "until" in asked else {}
+    if progress_beyond(stable, committed, pairs):
+        # A follow run of this mirror committed on after the last stable offsets were read (they are
+        # read beside the progress): read them again, now after the progress. A last stable offset
+        # never moves backwards, so read later it is at or beyond any progress a follower reached.
+        stable = list_offsets_of(source, dict.fromkeys(source_tps, specs["stable"]))
     start_from = _start_from(mirror, source, source_tps, earliest, stable)
 
     missing = [(pair, p) for pair in pairs for p in range(pair.partitions) if (pair.target, p) not in committed]
