@@ -109,8 +109,8 @@ class KafkaSlotIO:
             f"eosmirror-{t.mirror}-{t.slot}-producer", where=f"mirror {t.mirror!r}: target_producer",
             extra=producer_sizing(t))
 
-    def fence(self) -> None:
-        """init_transactions, asked with a short timeout first. An older instance with a transaction
+    def fence(self, quick_seconds: float = QUICK_FENCE_SECONDS) -> None:
+        """init_transactions, asked with a short timeout (``quick_seconds``) first. An older instance with a transaction
         open (a follow run handing over, a killed attempt) makes the broker answer
         CONCURRENT_TRANSACTIONS while it aborts that transaction, which takes milliseconds; librdkafka
         would ask again only after a fixed 500 ms (given less time than that, it returns the answer
@@ -125,7 +125,7 @@ class KafkaSlotIO:
         replaced = 0
         while replaced < QUICK_FENCE_TRIES:
             try:
-                self.producer.init_transactions(QUICK_FENCE_SECONDS)
+                self.producer.init_transactions(quick_seconds)
                 return
             except KafkaException as exc:
                 name = calls.error_name(exc)
