@@ -107,6 +107,17 @@ def test_an_idle_follower_learns_of_the_hand_over_from_its_progress_transaction(
     assert (result.status, result.records) == ("handed-over", 2) and io.target.progress == {TGT: 2}
 
 
+def test_a_follower_taking_over_with_its_bounded_ranges_complete_follows_in_its_first_transaction(wall):
+    # The hand-over: the previous run's follower already copied past this run's bound (progress 5,
+    # end 5) and 3 records wait. The first transaction copies them; no progress-only bounded
+    # transaction comes first (it delayed the hand-over by one transaction). Fenced at the second.
+    io = GrowingIO(wall, 8, [], fail={"commit_transaction": [None, FENCED]})
+    io.target.progress[TGT] = 5
+    result = run(io, follow_task(end=5, seconds=600))
+    assert (result.status, result.records, result.transactions) == ("handed-over", 3, 1)
+    assert io.target.progress == {TGT: 8}
+
+
 def test_a_follower_whose_source_stops_answering_fails_loudly(wall):
     io = GrowingIO(wall, 2, [1] * 100)
 

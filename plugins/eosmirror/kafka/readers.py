@@ -16,6 +16,9 @@ from eosmirror.kafka.retry import retry_until
 
 T = TypeVar("T")
 
+# How long one consume() call of a bounded read waits for more records (iter_range).
+READ_WAIT_SECONDS = 0.01
+
 
 @dataclass(frozen=True)
 class Record:
@@ -83,7 +86,9 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
     while reached < end:
         if time.monotonic() > deadline:
             raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster_label)
-        for m in consumer.consume(5000, 0.1):   # short waits: internal topics are small
+        # consume(n, t) waits out t unless n records came: with 0.1 s every read of a small internal
+        # topic (a slot's generation check at each start, on the hand-over's path) took >= 0.1 s.
+        for m in consumer.consume(5000, READ_WAIT_SECONDS):
             err = m.error()
             if err is not None:
                 if calls.is_partition_eof(err):

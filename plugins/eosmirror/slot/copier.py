@@ -51,7 +51,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from eosmirror.core.errors import EosMirrorError, FencedError, TargetMismatchError
+from eosmirror.core.errors import EosMirrorError, FencedError
 from eosmirror.kafka import calls
 from eosmirror.slot import follow, lifeline
 from eosmirror.slot.atleastonce import AtLeastOnce
@@ -84,6 +84,8 @@ class SlotCopier:
         self.producer = self.consumer = self.reader = None
         self.loop: RecordLoop | None = None   # step 4.2, on the clients opened
         self.following = False   # step F: the ranges' ends are open
+        self.fenced_at = 0.0      # monotonic time step 1 ended (a follower's first commits are logged from it)
+        self.last_marks: list[float] = []   # the last transaction's step times (follow.TRANSACTION_STEPS)
 
     # --- clients -----------------------------------------------------------------------------------
 
@@ -109,8 +111,10 @@ class SlotCopier:
         try:
             self._open()
             self._start()
-            self._copy_until_finished()                                           # 4 (loop)
-            if self.task.follow_until is not None and self.exactly_once and not self._budget_spent():
+            follows = self.task.follow_until is not None and self.exactly_once
+            if not (follows and self._finished()):   # a hand-over's follower: its ranges are done, follow at once
+                self._copy_until_finished()                                       # 4 (loop)
+            if follows and not self._budget_spent():
                 self._follow()                                                    # F
             self.result.status = "follow-bound" if self.result.follow_end else "committed"
             self._publish_to_source()                                             # 5
@@ -139,6 +143,7 @@ class SlotCopier:
             self._bind()
             self.faults.hit("after_init", self.task.slot)
             marks.append(time.monotonic())
+            self.fenced_at = marks[-1]
             # 2. Stop if the slots were re-planned by a newer run.
             self.io.check_generation()
             marks.append(time.monotonic())
@@ -175,6 +180,8 @@ class SlotCopier:
                 # At least one transaction even with nothing new: it carries the progress, and the
                 # broker's answer is how an idle follower learns that the next run took over.
                 self._copy_until_finished(once=True)
+                if self.result.transactions <= follow.FIRST_TRANSACTIONS_LOGGED:
+                    follow.log_first(t, self.result.transactions, self.fenced_at, self.last_marks)
         finally:
             self.following = False
             follow.close_ends(self.states.values())
@@ -304,6 +311,7 @@ class SlotCopier:
         self._txn_call(producer.commit_transaction, "commit the transaction")
         marks.append(time.monotonic())
         self._committed(marks[-1] - started)
+        self.last_marks = marks
         self.faults.hit("after_commit", t.slot)
         if self.following:
             follow.warn_if_slow(t, marks)
@@ -337,7 +345,11 @@ class SlotCopier:
         for s in written:
             end = ends[(s.task.target_topic, s.task.partition)]
             if end != s.base + s.count:
-                self._raise_foreign_writer(s, end)
+                # A newer instance of this slot aborting our transaction also moves the end; if so the
+                # abort fails with _FENCED and the slot reports "fenced" instead.
+                if self.exactly_once:
+                    self._txn_call(self.producer.abort_transaction, "abort the transaction")
+                raise s.foreign_writer_error(self.task.target_label, end)
         return ends
 
     def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
@@ -348,16 +360,6 @@ class SlotCopier:
             remaining = self.producer.flush(30)
             if remaining:
                 raise Abortable(f"{remaining} offset-sync records were not acknowledged in time")
-
-    def _raise_foreign_writer(self, s: PartitionCopy, end: int) -> None:
-        # A newer instance of this slot aborting our transaction also moves the end; if so the
-        # abort below fails with _FENCED and the slot reports "fenced" instead.
-        if self.exactly_once:
-            self._txn_call(self.producer.abort_transaction, "abort the transaction")
-        raise TargetMismatchError(
-            f"{self.task.target_label}: target {s.task.target_topic}[{s.task.partition}] ends at {end} but this "
-            f"transaction's {s.count} records start at {s.base}: another producer writes to the target topic. "
-            f"eosmirror must be the only writer of its target topics; the transaction was aborted")
 
     # --- step 5 ------------------------------------------------------------------------------------
 

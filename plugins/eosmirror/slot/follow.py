@@ -41,6 +41,9 @@ OPEN_END = 2**63 - 1
 # A follow transaction slower than this many max_transaction_seconds (+ 0.5 s) is logged with its steps.
 SLOW_FACTOR = 2
 TRANSACTION_STEPS = ("copy", "flush", "target ends", "offset syncs", "send progress", "commit")
+# A follower logs this many first transactions with their distance from its fence: the hand-over's
+# gap (the previous run's last commit was just before that fence) is what they show.
+FIRST_TRANSACTIONS_LOGGED = 3
 # How often a follower asks the source's last stable offsets (liveness, and "caught up").
 SOURCE_CHECK_SECONDS = 5.0
 
@@ -81,6 +84,14 @@ def warn_if_slow(task: SlotTask, marks: list[float]) -> None:
     if took > SLOW_FACTOR * task.max_transaction_seconds + 0.5:
         log.warning("slot %d: a follow transaction took %.2f s (%s)", task.slot, took,
                     steps_text(TRANSACTION_STEPS, marks))
+
+
+def log_first(task: SlotTask, transactions: int, fenced_at: float, marks: list[float]) -> None:
+    """One of a follower's first transactions committed: how long after its fence (the hand-over's gap),
+    and its steps."""
+    if marks:
+        log.info("slot %d: transaction %d committed %.2f s after the fence (%s)", task.slot, transactions,
+                 marks[-1] - fenced_at, steps_text(TRANSACTION_STEPS, marks))
 
 
 def is_hand_over(task: SlotTask, io: Any, exactly_once: bool) -> bool:

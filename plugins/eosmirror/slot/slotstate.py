@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import eosmirror
-from eosmirror.core.errors import ProgressUnavailableError
+from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,13 @@ class PartitionCopy:
             self.target_to = self.base + self.count
         self.records_total += self.count
         self.bytes_total += self.bytes
+
+    def foreign_writer_error(self, target_label: str, end: int) -> TargetMismatchError:
+        """Step 4.4 failed: the target partition does not end at base + records."""
+        return TargetMismatchError(
+            f"{target_label}: target {self.task.target_topic}[{self.task.partition}] ends at {end} but this "
+            f"transaction's {self.count} records start at {self.base}: another producer writes to the target "
+            f"topic. eosmirror must be the only writer of its target topics; the transaction was aborted")
 
     def report(self, now_ms: int) -> dict[str, Any]:
         return {"source_topic": self.task.source_topic, "target_topic": self.task.target_topic,
