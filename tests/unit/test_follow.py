@@ -308,3 +308,17 @@ def test_a_slow_follow_transaction_is_logged_with_its_steps(caplog):
         follow.warn_if_slow(task, [0.0, 0.2, 1.4, 1.45, 1.5, 1.55, 1.6])
     assert "took 1.60 s (copy 0.20, flush 1.20, target ends 0.05, offset syncs 0.05, send progress 0.05, " \
            "commit 0.05)" in caplog.text
+
+
+def test_a_follower_logs_how_long_after_its_fence_it_followed_and_committed(wall, caplog):
+    # The hand-over's gap, per slot: following started once, and the first transactions, each with
+    # its distance from the fence (the previous run's last commit came just before that fence).
+    io = GrowingIO(wall, 5, [1] * 6, fail={"commit_transaction": [None] * 5 + [FENCED]})
+    with caplog.at_level("INFO", logger="eosmirror.slot.follow"):
+        result = run(io, follow_task(end=5, seconds=600))
+    assert result.status == "handed-over"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len([m for m in lines if "following" in m and "after the fence (assign" in m]) == 1
+    first = [m for m in lines if " committed " in m and " s after the fence (copy " in m]
+    # Transaction 1 copied the bounded range; the follow transactions among the first 3 are logged.
+    assert [m.split(":")[1].split()[1] for m in first] == ["2", "3"]

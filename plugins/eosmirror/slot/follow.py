@@ -86,6 +86,12 @@ def warn_if_slow(task: SlotTask, marks: list[float]) -> None:
                     steps_text(TRANSACTION_STEPS, marks))
 
 
+def log_following(task: SlotTask, fenced_at: float, marks: list[float]) -> None:
+    """Following started (``marks``: start, assigned, the source's stable offsets read)."""
+    log.info("slot %d: following %.2f s after the fence (%s)", task.slot, marks[-1] - fenced_at,
+             steps_text(("assign", "source's stable offsets"), marks))
+
+
 def log_first(task: SlotTask, transactions: int, fenced_at: float, marks: list[float]) -> None:
     """One of a follower's first transactions committed: how long after its fence (the hand-over's gap),
     and its steps."""
