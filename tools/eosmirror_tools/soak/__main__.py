@@ -70,10 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     from eosmirror_tools.local import cluster
     from eosmirror_tools.soak import harness, report
 
+    # The soak's own brokers (its ports, var/soak) stop at the end: left running they held 1.3 GB and
+    # kept the next soak from starting ("port 15092 is already used"). Brokers it found running stay.
+    started = [c for c in cluster.default_clusters() if cluster.running_pid(c) is None]
     source, target = cluster.up()
     out = args.out or paths.build_dir("soak")
-    doc = harness.run(source.bootstrap, target.bootstrap, home.airflow_home(), out / "work", settings,
-                      target_data_dir=target.data_dir, say=lambda line: print(line, flush=True))
+    try:
+        doc = harness.run(source.bootstrap, target.bootstrap, home.airflow_home(), out / "work", settings,
+                          target_data_dir=target.data_dir, say=lambda line: print(line, flush=True))
+    finally:
+        print("stopped the soak's brokers: " + (", ".join(cluster.down(started)) or "none"), flush=True)
     written = report.write(doc, out)
     print(report.summary(doc))
     print("written: " + ", ".join(str(p) for p in written))
