@@ -56,19 +56,23 @@ def while_slot_0_commits(source_conf, target_conf, unique, tmp_path, prefix, dur
     m = mirror(unique("m"), [topic], slots=4)
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m, max_transaction_seconds=30)
     held = {p for p in range(PARTITIONS) if planning.slot_for(topic, p, 4) == 0}
-    slow_commit = faults_env({"point": "before_commit", "action": "sleep", "seconds": 8, "slot": 0})
+    # The rule's ``once`` marker is created when slot 0 reaches before_commit (its progress sent to
+    # the transaction), just before the sleep: only then is its progress pending in the group.
+    holding = tmp_path / "slot-0-holds-its-commit"
+    slow_commit = faults_env({"point": "before_commit", "action": "sleep", "seconds": 8, "slot": 0,
+                              "once": str(holding)})
     running = cli("run", m.name, "--config", str(config_file), "--inprocess", env=slow_commit, background=True)
     try:
         deadline, seen = time.monotonic() + 120, {}
         while time.monotonic() < deadline and running.poll() is None:
             seen = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=False)
-            if len(seen) == PARTITIONS - len(held):
+            if len(seen) == PARTITIONS - len(held) and holding.exists():
                 break
             time.sleep(0.1)
         # The window is really open: three slots committed, slot 0's commit still pending.
-        assert running.poll() is None and set(seen) == set(range(PARTITIONS)) - held, (
+        assert running.poll() is None and set(seen) == set(range(PARTITIONS)) - held and holding.exists(), (
             f"the run ended or never reached the window (exit {running.poll()}): {len(seen)} partitions with "
-            f"progress, expected {PARTITIONS - len(held)}")
+            f"progress, expected {PARTITIONS - len(held)}; slot 0 at its commit: {holding.exists()}")
         got = during(m, topic)
         output = running.communicate(timeout=120)[0]
         assert running.returncode == 0, output[-3000:]
