@@ -164,7 +164,7 @@ class SlotCopier:
         self.following = True
         follow.open_ends(self.states.values())
         self.loop.assign(self.states)   # partitions paused at their bounded end read on from their progress
-        marks = [started, time.monotonic()]   # the first round's steps, logged (the hand-over's gap)
+        assigned, logged = time.monotonic(), False   # the first round is logged: the hand-over's gap
         next_check, check_every = started, min(follow.SOURCE_CHECK_SECONDS, stall_seconds() / 4)
         try:
             while True:
@@ -177,10 +177,10 @@ class SlotCopier:
                     # The source answers (or this fails loudly); caught up is activity, not a stall.
                     if follow.caught_up(self.states.values(), self.io.source_stable_offsets(keys)):
                         self.loop.touch()
-                    next_check = time.monotonic() + check_every
-                    if len(marks) == 2:   # once
-                        marks.append(next_check - check_every)
-                        follow.log_following(t, self.fenced_at, marks)
+                    next_check = (checked := time.monotonic()) + check_every
+                    if not logged:
+                        follow.log_following(t, self.fenced_at, [started, assigned, checked])
+                        logged = True
                 # At least one transaction even with nothing new: it carries the progress, and the
                 # broker's answer is how an idle follower learns that the next run took over.
                 self._copy_until_finished(once=True)
