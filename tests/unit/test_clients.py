@@ -112,3 +112,17 @@ def test_producers_connect_to_every_broker_at_once_unless_the_user_says_otherwis
         "enable.sparse.connections"] == "true"               # and so does the mirror's target_producer override
     clients.transactional_producer(base, {}, "id", 60000, "p").flush(0)   # librdkafka accepts it
     clients.idempotent_producer(base, {}, "p").flush(0)
+
+
+def test_a_local_cluster_never_started_here_says_where_local_clusters_come_from(tmp_path, monkeypatch):
+    # An installed eosmirror keeps its state in ~/.eosmirror, a checkout in its var/: the error names
+    # both ways out (a checkout's `eosmirror local up` and EOSMIRROR_HOME, or a real cluster).
+    from eosmirror.core.sections import ClusterRef
+    from eosmirror.kafka import connections
+
+    monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        connections.resolve(ClusterRef(local="source"), "mirror 'm': source")
+    text = str(err.value)
+    assert "mirror 'm': source: the local cluster 'source' was never started" in text
+    assert "eosmirror local up" in text and "EOSMIRROR_HOME=<checkout>/var" in text and "connection:" in text

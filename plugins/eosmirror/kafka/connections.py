@@ -135,8 +135,10 @@ def _local_cluster(name: str, where: str) -> dict[str, Any]:
     known = json.loads(path.read_text()) if path.exists() else {}
     if name not in known:
         raise ConfigError(f"{where}: the local cluster {name!r} was never started on this machine (nothing in "
-                          f"{path}); start it with `eosmirror local up`, or point the mirror at a real cluster "
-                          f"with `connection: <airflow connection id>`")
+                          f"{path}). `local:` names an embedded development cluster: start it in a checkout of "
+                          f"eosmirror with `eosmirror local up` (an installed eosmirror finds a checkout's clusters "
+                          f"with EOSMIRROR_HOME=<checkout>/var), or point the mirror at a real cluster with "
+                          f"`connection: <airflow connection id>`")
     return dict(known[name])
 
 
