@@ -4,6 +4,7 @@
   eosmirror local up|down|status            the embedded source and target clusters
   eosmirror plan <mirror>                   what a run would copy (writes nothing)
   eosmirror run <mirror> [--until TS] ...   one bounded run through spark-submit (local[*] by default)
+  eosmirror server start|stop|status        the run server: a long-lived Spark for `run --server`
   eosmirror verify <mirror>                 compare source and target record by record
   eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
@@ -25,14 +26,16 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 from eosmirror import cliops, driver
 from eosmirror.airflow import home, listen
 from eosmirror.core import report
+from eosmirror.core.config import default_config_path
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.driver import fencing, verify
 from eosmirror.driver.run import run_in_process
-from eosmirror.spark import classarchive, job, submit
+from eosmirror.spark import classarchive, job, server, serverclient, submit
 
 
 def _tools(module: str):  # noqa: ANN202
@@ -114,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     job.check_follow(mirror, job.options_from(args))
     following = args.follow_seconds is not None or bool(args.follow_until)
     here, planned = bool(args.inprocess or args.dry_run), None
+    if args.server and not here:
+        return _run_in_server(args)
     if not here and not following:   # nothing to copy: no Spark, and the run completes this plan
         here, planned = job.plan_without_spark(mirror, args)
     if here:
@@ -123,15 +128,49 @@ def _run(args: argparse.Namespace) -> int:
             if args.result_json:
                 report.write_json(result, args.result_json)
         return code
-    # --follow-seconds counts from now, not from when Spark has started: passed on as --follow-until.
-    follow = job.follow_until(args)
-    job_args = submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
-                                    args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
-                                    args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
-    cmd = submit.command(args.master or submit.default_master(), job_args,
+    cmd = submit.command(args.master or submit.default_master(), _job_arguments(args),
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)
     return submit.run(cmd)
+
+
+def _job_arguments(args: argparse.Namespace) -> list[str]:
+    # --follow-seconds counts from now, not from when Spark has started: passed on as --follow-until.
+    follow = job.follow_until(args)
+    return submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
+                                args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
+                                args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
+
+
+def _run_in_server(args: argparse.Namespace) -> int:
+    if args.master or args.ship_package:
+        raise ConfigError("--master and --ship-package are the run server's own (`eosmirror server start "
+                          "--master ...`); drop them with --server")
+    # The server's working directory is not this one: paths go over as absolute paths.
+    args.config = str(Path(args.config).resolve()) if args.config else str(default_config_path())
+    if args.result_json:
+        args.result_json = str(Path(args.result_json).resolve())
+    return serverclient.run(_job_arguments(args))
+
+
+def _server(args: argparse.Namespace) -> int:
+    if args.action == "start":
+        answer = serverclient.start(args.master, args.workers)
+        print(f"run server ready in {answer['seconds']} s: pid {answer['pid']}, master {answer['master']}, "
+              f"socket {server.socket_path()}, log {answer['log']}")
+    elif args.action == "stop":
+        answer = serverclient.stop()
+        print(f"run server (pid {answer['pid']}) stopped" if answer else "no run server was running")
+    else:
+        answer = serverclient.status()
+        if not answer:
+            print(f"no run server answers on {server.socket_path()}")
+            return EXIT_FAILED
+        print(f"run server pid {answer['pid']}, master {answer['master']}, runs in progress: "
+              f"{', '.join(answer['runs']) or 'none'}, code {answer['fingerprint']}"
+              + ("" if answer["fingerprint"] == server.fingerprint() else
+                 " (differs from this eosmirror: restart it)"))
+    return EXIT_OK
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -217,7 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ship-package", action="store_true",
                      help="send the eosmirror package to executors with --py-files (cluster masters)")
     run.add_argument("--inprocess", action="store_true", help="run the slots in this process, without Spark")
+    run.add_argument("--server", action="store_true",
+                     help="run in the run server (`eosmirror server start`): no Spark start to pay")
     run.set_defaults(func=_run)
+
+    serve = sub.add_parser("server", help="the run server: one long-lived local Spark that `run --server` uses")
+    serve.add_argument("action", choices=["start", "stop", "status"])
+    serve.add_argument("--master", help=f"local master of the server (default {server.DEFAULT_MASTER})")
+    serve.add_argument("--workers", type=int, default=server.DEFAULT_WORKERS,
+                       help="Python workers to warm at start (one per slot that runs at once)")
+    serve.set_defaults(func=_server)
 
     cliops.mirror_command(sub, "verify", _verify, "compare source and target over the mirrored ranges")
     cliops.mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")

@@ -8,6 +8,7 @@ generation, slots, snapshot, lag record) without a profiler.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator, Mapping
@@ -34,11 +35,20 @@ class StepTimes:
         return {name: round(seconds, 3) for name, seconds in self._seconds.items()}
 
 
+_client = threading.local()
+
+
+def time_process(pid: int | None) -> None:
+    """Runs of this thread time ``pid``'s start as their "process start" (the run server's client,
+    whose start is the run's; None: this process)."""
+    _client.pid = pid
+
+
 def process_age() -> float | None:
     """Seconds since this process started (interpreter start, imports, config: before any step);
     None where /proc does not tell."""
     try:
-        with open(f"/proc/{os.getpid()}/stat") as stat:
+        with open(f"/proc/{getattr(_client, 'pid', None) or os.getpid()}/stat") as stat:
             started_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
         with open("/proc/uptime") as uptime:
             now = float(uptime.read().split()[0])

@@ -13,7 +13,9 @@ where ``run_in_process`` runs slots as threads of the driver itself:
      the executor JVM on a cluster, the spark-submit JVM in local mode. That JVM asked for the slot
      and is the only one that can collect its result.
   2. A daemon thread checks every POLL_SECONDS that this JVM still exists: the same pid with the
-     same start time (a reused pid is another process; a zombie is dead). SIGHUP, which
+     same start time (a reused pid is another process; a zombie is dead). A run served by the run
+     server (spark/server.py, whose JVM outlives its runs) also ends with its client process
+     (``SlotTask.owner``, same pid and start-time test; the server runs on local masters only). SIGHUP, which
      pyspark.daemon sends its workers when its JVM closes the daemon's stdin, also cuts the
      lifeline instead of killing the worker at once (the default action) with its transaction open.
   3. Cut: the slot's thread parks at its next ``check()`` (copy loop, slot end) so it starts nothing
@@ -89,6 +91,12 @@ def _stat(pid: int) -> tuple[int, int, str, str] | None:
     except (OSError, ValueError, IndexError):
         # Gone, or a process being reaped whose stat reads short: either way it is not alive.
         return None
+
+
+def process(pid: int) -> Process | None:
+    """The live process ``pid`` (with its start time), or None."""
+    info = _stat(pid)
+    return Process(pid, info[1], info[3]) if info is not None else None
 
 
 def jvm_ancestor(pid: int | None = None) -> Process | None:
@@ -194,11 +202,30 @@ def _watchdog() -> None:
             if jvm is not None and not jvm.alive():
                 reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
                 break
+            owner = _owner_gone()
+            if owner is not None:
+                reason = f"the client that asked the run server for this run ({owner}) is gone"
+                break
             time.sleep(POLL_SECONDS)
         except Exception:  # noqa: BLE001 - logged; looking again is the only safe reaction
             log.exception("lifeline: checking the JVM failed; checking again")
             time.sleep(POLL_SECONDS)
     _cut_lifeline(reason)
+
+
+def _owner_gone() -> str | None:
+    """A slot of a served run (``SlotTask.owner``) whose client process has ended, or None. Only
+    slots with an open producer count: a slot closes its producer before its result goes back, so
+    a client that ends after its run ended never cuts the reused worker's next slot."""
+    with _lock:
+        copiers = list(_copiers)
+    for copier in copiers:
+        owner = getattr(getattr(copier, "task", None), "owner", None)
+        if owner is None or getattr(copier, "producer", None) is None:
+            continue
+        if not Process(owner[0], owner[1], "client").alive():
+            return f"pid {owner[0]}"
+    return None
 
 
 def _cut_lifeline(reason: str) -> None:

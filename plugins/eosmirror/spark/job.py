@@ -143,6 +143,31 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def execute(args: argparse.Namespace, runner: Any, out: Any = None, err: Any = None) -> int:
+    """One run from the job's parsed arguments; the report goes to ``out`` (the copy task's log and
+    XCom line), a failure's one line to ``err``. The exit code: 0 ok, 1 failed, 2 configuration."""
+    out, err = out or sys.stdout, err or sys.stderr
+    result: dict[str, Any] | None = None
+    try:
+        code, result = run(args.mirror, args, runner)
+    except EosMirrorError as exc:
+        log.error("%s", exc)
+        print(f"eosmirror: {exc}", file=err)
+        code = exc.exit_code
+        result = {"mirror": args.mirror, "status": "failed", "error": str(exc), "error_type": type(exc).__name__,
+                  "exit_code": code}
+    if result is not None:
+        if "slots" in result:
+            print(reports.summary(result), file=out, flush=True)
+            rows = reports.partitions(result)
+            if rows:   # the copy log's last lines: what was copied and what is left, per partition
+                print(reports.partitions_table(rows), file=out, flush=True)
+        print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
+        if args.result_json:
+            reports.write_json(result, args.result_json)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
@@ -151,32 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     runner = run_on_spark if args.runner == "spark" else run_in_process
-    result: dict[str, Any] | None = None
     # EOSMIRROR_SPARK_EARLY_START=0: start Spark only when the slots need it (the A/B of the bench;
     # an escape hatch should a cluster manager dislike an application's warm-up job).
     if args.runner == "spark" and not args.dry_run and os.environ.get("EOSMIRROR_SPARK_EARLY_START", "1") != "0":
         start_spark_early(warm_workers(args))
-    try:
-        code, result = run(args.mirror, args, runner)
-    except EosMirrorError as exc:
-        log.error("%s", exc)
-        print(f"eosmirror: {exc}", file=sys.stderr)
-        code = exc.exit_code
-        result = {"mirror": args.mirror, "status": "failed", "error": str(exc), "error_type": type(exc).__name__,
-                  "exit_code": code}
-    if result is not None:
-        if "slots" in result:
-            print(reports.summary(result), flush=True)
-            rows = reports.partitions(result)
-            if rows:   # the copy log's last lines: what was copied and what is left, per partition
-                print(reports.partitions_table(rows), flush=True)
-        print(reports.result_line(result), flush=True)   # read by the Airflow `copy` task (XCom)
-        if args.result_json:
-            reports.write_json(result, args.result_json)
-    return code
+    return execute(args, runner)
 
 
-__all__ = ["main", "run", "add_run_arguments", "options_from", "EXIT_CONFIG", "EXIT_FAILED"]
+__all__ = ["main", "execute", "run", "add_run_arguments", "options_from", "EXIT_CONFIG", "EXIT_FAILED"]
 
 
 if __name__ == "__main__":   # spark-submit <site-packages>/eosmirror/spark/job.py --mirror ...

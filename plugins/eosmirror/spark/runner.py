@@ -106,7 +106,8 @@ def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     _SLOTS_STARTED.set()
     sc = SparkContext.getOrCreate(SparkConf())
     log.info("running %d slot(s) on %s", len(tasks), sc.master)
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+    # Named after the calling thread: the run server routes a run's log lines by thread name.
+    with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix=threading.current_thread().name) as pool:
         return list(pool.map(lambda t: _slot_job(sc, t, len(tasks)), tasks))
 
 

@@ -175,7 +175,7 @@ def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: d
 
 
 def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,
-            deploy_mode: str | None = None) -> list[str]:
+            deploy_mode: str | None = None, application: Path = JOB) -> list[str]:
     if deploy_mode != "cluster":   # the driver runs here: this host's archive applies
         conf = with_class_archive(conf)
     cmd = [spark_submit_binary(), "--master", master]
@@ -185,7 +185,7 @@ def command(master: str, job_args: list[str], conf: dict[str, str], ship_package
         cmd += ["--conf", f"{key}={value}"]
     if ship_package:
         cmd += ["--py-files", str(package_zip())]
-    return cmd + [str(JOB), *job_args]
+    return cmd + [str(application), *job_args]
 
 
 def run(cmd: list[str], extra_env: dict[str, str] | None = None, **kwargs: Any) -> int:

@@ -1,0 +1,294 @@
+"""The run server: one long-lived Spark application that runs mirror runs for ``eosmirror run --server``.
+
+Why. A run through spark-submit pays Spark's start every time: the JVM before the driver's Python
+runs (1.2 to 1.6 s), the SparkContext (1.3 s) and cold Python workers (1 s): 4.4 s of a 2 M-record
+run's 9.5 s, more than the whole fixed cost of a JVM copier (#21). The server pays them once.
+
+How.
+  1. ``eosmirror server start`` spark-submits this file (a local master, ``local[16]`` by default).
+     It starts the SparkContext, warms ``--workers`` Python workers, and listens on a Unix socket
+     under $EOSMIRROR_HOME/run (mode 0600: only this user can ask for runs).
+  2. ``eosmirror run --server`` connects and sends the job's arguments (``submit.job_arguments``:
+     never a secret; the server resolves connections from the same home and mirror file, with its
+     own environment). It prints what comes back: the run's log lines, its report, its exit code.
+  3. Each run runs in a thread of its own, through the same ``job.execute`` as a spark-submit run;
+     Spark job groups are per thread, so runs of different mirrors share the context.
+  4. A run dies with its client. Its slots carry the client's process (pid from SO_PEERCRED, and
+     its start time) as ``SlotTask.owner``; when that process ends, the slot's lifeline aborts the
+     slot's transaction and ends its worker, as when a spark-submit run is killed. A client that
+     is gone before the slots start starts none. This needs the client's /proc: local masters only.
+  5. A client whose package differs from the server's (``fingerprint``: a server started before an
+     upgrade) is refused with exit 2: the run would otherwise copy with the old code.
+
+Python workers: the daemon module (``serverdaemon``) imports the slot code before it forks, so even
+a worker that Spark forks anew (it stops workers idle for a minute) starts warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from eosmirror import paths
+
+log = logging.getLogger("eosmirror.spark.server")
+
+DEFAULT_MASTER = "local[16]"   # task slots, not cores: a following slot holds one for its whole run
+DEFAULT_WORKERS = 4
+DAEMON_MODULE = "eosmirror.spark.serverdaemon"
+SOCKET_PATH_LIMIT = 100        # sun_path holds 108 bytes on Linux
+
+
+def socket_path() -> Path:
+    return paths.under_home("run") / "spark-server.sock"
+
+
+def log_path() -> Path:
+    return paths.under_home("log") / "run-server.log"
+
+
+def fingerprint() -> str:
+    """The package's code, as a digest of every module's bytes (a few milliseconds)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths.PACKAGE_DIR.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(paths.PACKAGE_DIR)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def send(stream: Any, lock: threading.Lock, message: dict[str, Any]) -> bool:
+    """One JSON line to the client; False once the client is gone (the run goes on, see step 4)."""
+    try:
+        with lock:
+            stream.write(json.dumps(message).encode() + b"\n")
+            stream.flush()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+class _Lines:
+    """A text stream whose complete lines go to the client as {"out": line}."""
+
+    def __init__(self, deliver: Any) -> None:
+        self.deliver, self.buffer = deliver, ""
+
+    def write(self, text: str) -> int:
+        self.buffer += text
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            self.deliver({"out": line})
+        return len(text)
+
+    def flush(self) -> None:
+        if self.buffer:   # a last line without its newline
+            self.deliver({"out": self.buffer})
+            self.buffer = ""
+
+
+class _RunLog(logging.Handler):
+    """Log records of one run's threads (the run thread and its slot threads, named after it)."""
+
+    def __init__(self, thread_name: str, deliver: Any) -> None:
+        super().__init__(logging.INFO)
+        self.thread_name, self.deliver = thread_name, deliver
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName == self.thread_name or record.threadName.startswith(self.thread_name + "_")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.deliver({"log": self.format(record)})
+
+
+def peer_owner(conn: socket.socket) -> tuple[int, int] | None:
+    """(pid, start time) of the process at the other end of a Unix socket, or None."""
+    from eosmirror.slot import lifeline
+
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != os.getuid():
+        return None
+    process = lifeline.process(pid)
+    return (process.pid, process.start) if process else None
+
+
+def owned_runner(owner: tuple[int, int]) -> Any:
+    """``run_on_spark`` for slots that end with ``owner`` (step 4)."""
+    from eosmirror.slot import lifeline
+    from eosmirror.spark.runner import run_on_spark
+
+    def runner(tasks: list[Any]) -> list[dict[str, Any]]:
+        if not lifeline.Process(owner[0], owner[1], "client").alive():
+            log.error("the client (pid %d) is gone before the slots started: no slot starts", owner[0])
+            return [{"slot": t.slot, "transactional_id": t.transactional_id, "status": "failed", "records": 0,
+                     "bytes": 0, "partitions": [], "error": "the client of the run server is gone",
+                     "error_type": "ClientGone"} for t in tasks]
+        return run_on_spark([dataclasses.replace(t, owner=owner) for t in tasks])
+
+    return runner
+
+
+class Server:
+    def __init__(self, sc: Any) -> None:
+        self.sc, self.code = sc, fingerprint()
+        self.active: dict[str, str] = {}     # thread name -> mirror, runs in progress
+        self.stopping = threading.Event()
+        self.connections = self.runs = 0
+        # Connections accepted and not yet answered: a stop waits for them too, since a run joins
+        # ``active`` only once its request is read.
+        self.open: set[str] = set()
+
+    def handle(self, conn: socket.socket, name: str) -> None:
+        try:
+            with conn, conn.makefile("rwb") as stream:
+                self._answer(conn, stream, name)
+        finally:
+            self.open.discard(name)
+
+    def _answer(self, conn: socket.socket, stream: Any, name: str) -> None:
+        from eosmirror.core.errors import EXIT_CONFIG
+
+        lock = threading.Lock()
+        try:
+            request = json.loads(stream.readline() or b"{}")
+        except ValueError:
+            return
+        op = request.get("op") if isinstance(request, dict) else None
+        if op == "ping":
+            send(stream, lock, {"ok": True, "fingerprint": self.code, "master": self.sc.master, "pid": os.getpid(),
+                                "jvm_pid": os.getppid(), "runs": sorted(self.active.values())})
+        elif op == "stop":
+            self.stopping.set()
+            send(stream, lock, {"ok": True, "runs": sorted(self.active.values())})
+        elif op == "run":
+            owner = peer_owner(conn)
+            if request.get("fingerprint") != self.code:
+                send(stream, lock, {"error": "the run server runs other eosmirror code than this client (it was "
+                                             "started before an upgrade or an edit); restart it: "
+                                             "`eosmirror server stop && eosmirror server start`", "exit": EXIT_CONFIG})
+            elif owner is None:
+                send(stream, lock, {"error": "the run server could not identify the client process",
+                                    "exit": EXIT_CONFIG})
+            else:
+                self._run(request.get("argv") or [], owner, name, lambda m: send(stream, lock, m))
+
+    def _run(self, argv: list[str], owner: tuple[int, int], name: str, deliver: Any) -> None:
+        from eosmirror.core import steptimes
+        from eosmirror.spark import job
+
+        handler = _RunLog(name, deliver)
+        logging.getLogger().addHandler(handler)
+        steptimes.time_process(owner[0])   # "process start": the client's, since the server's is long past
+        started = time.monotonic()
+        try:
+            args = job.parser().parse_args(argv)
+            self.active[name] = args.mirror
+            self.runs += 1
+            log.info("run of %s for pid %d", args.mirror, owner[0])
+            lines = _Lines(deliver)
+            code = job.execute(args, owned_runner(owner), out=lines, err=lines)
+        except SystemExit as exc:   # argparse: the client checked the same arguments already
+            code = int(exc.code or 0)
+        except Exception:  # noqa: BLE001 - one run's bug must not end the server
+            log.exception("the run failed in the server")
+            code = 1
+        finally:
+            logging.getLogger().removeHandler(handler)
+            self.active.pop(name, None)
+        log.info("run %s ended with exit code %d in %.2f s", name, code, time.monotonic() - started)
+        deliver({"exit": code})
+
+    def serve(self, listener: socket.socket) -> None:
+        listener.settimeout(0.5)
+        while not (self.stopping.is_set() and not self.open):
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            if self.stopping.is_set():
+                conn.close()   # stopping: no new run; the ones in progress end first
+                continue
+            self.connections += 1
+            name = f"eosmirror-run-{self.connections}"
+            self.open.add(name)
+            conn.settimeout(None)
+            threading.Thread(target=self.handle, args=(conn, name), name=name, daemon=True).start()
+
+
+def _warm(sc: Any, workers: int) -> None:
+    from eosmirror.spark.runner import _warm_worker
+
+    if workers:
+        sc.setJobGroup("eosmirror-warm-up", "eosmirror run server: start the Python workers runs will reuse")
+        sc.parallelize(range(workers), workers).map(_warm_worker).collect()
+
+
+def bind(path: Path) -> socket.socket:
+    """The listening socket, mode 0600; a stale socket file (no server answers) is replaced."""
+    if len(str(path)) > SOCKET_PATH_LIMIT:
+        raise SystemExit(f"eosmirror: the run server's socket path {path} is longer than {SOCKET_PATH_LIMIT} "
+                         f"bytes; set EOSMIRROR_HOME to a shorter folder")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+            raise SystemExit(f"eosmirror: a run server already listens on {path}")
+        except OSError:
+            path.unlink()
+        finally:
+            probe.close()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(mask)
+    listener.listen(64)
+    return listener
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="eosmirror-run-server")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    from pyspark import SparkConf, SparkContext
+
+    started = time.monotonic()
+    sc = SparkContext.getOrCreate(SparkConf())
+    if not sc.master.startswith("local"):
+        log.error("the run server needs a local master (a run ends with its client's process, seen in /proc "
+                  "on this host); got %s", sc.master)
+        sc.stop()
+        return 2
+    _warm(sc, args.workers)
+    listener = bind(socket_path())
+    log.info("eosmirror run server ready on %s: master %s, %d warm Python worker(s), %.1f s, code %s",
+             socket_path(), sc.master, args.workers, time.monotonic() - started, fingerprint())
+    server = Server(sc)
+    try:
+        server.serve(listener)
+    finally:
+        listener.close()
+        socket_path().unlink(missing_ok=True)
+        log.info("eosmirror run server stopped after %d run(s)", server.runs)
+        sc.stop()
+    return 0
+
+
+if __name__ == "__main__":   # spark-submit <site-packages>/eosmirror/spark/server.py (eosmirror server start)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,151 @@
+"""The client side of the run server (spark/server.py): ``eosmirror server start|stop|status`` and
+``eosmirror run --server``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from eosmirror.core.errors import ConfigError, EosMirrorError
+from eosmirror.spark import server, submit
+
+START_BUDGET_SECONDS = 180.0   # spark-submit, the context and the warm workers; seconds on a quiet machine
+STOP_BUDGET_SECONDS = 60.0
+
+
+class ServerUnavailable(ConfigError):
+    """No run server answers for this home."""
+
+
+def _connect(timeout: float | None = None) -> socket.socket:
+    path = server.socket_path()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ServerUnavailable(f"no run server answers on {path} ({exc.strerror or exc}): start one with "
+                                f"`eosmirror server start`, or run without --server") from None
+    return sock
+
+
+def _ask(op: str, timeout: float = 10.0) -> dict[str, Any]:
+    with _connect(timeout) as sock:
+        stream = sock.makefile("rwb")
+        stream.write(json.dumps({"op": op}).encode() + b"\n")
+        stream.flush()
+        line = stream.readline()
+    if not line:
+        raise ServerUnavailable(f"the run server on {server.socket_path()} closed the connection without answering")
+    return json.loads(line)
+
+
+def status() -> dict[str, Any] | None:
+    """The server's answer to a ping (pid, master, runs in progress, code), or None if none answers."""
+    try:
+        return _ask("ping")
+    except (ServerUnavailable, OSError, ValueError):
+        return None
+
+
+def run(job_argv: list[str], out: Any = None, err: Any = None) -> int:
+    """One run in the server: its log lines to ``err``, its report to ``out``; its exit code."""
+    out, err = out or sys.stdout, err or sys.stderr
+    if os.environ.get("EOSMIRROR_CLUSTERS_FILE"):
+        raise ConfigError("EOSMIRROR_CLUSTERS_FILE is set, but the run server resolves connections itself, "
+                          "from its own environment: unset it, or run without --server")
+    with _connect() as sock:
+        stream = sock.makefile("rwb")
+        stream.write(json.dumps({"op": "run", "argv": job_argv, "fingerprint": server.fingerprint()}).encode() + b"\n")
+        stream.flush()
+        for line in stream:
+            message = json.loads(line)
+            if "log" in message:
+                print(message["log"], file=err, flush=True)
+            if "out" in message:
+                print(message["out"], file=out, flush=True)
+            if "error" in message:
+                print(f"eosmirror: {message['error']}", file=err, flush=True)
+            if "exit" in message:
+                return int(message["exit"])
+    raise EosMirrorError(f"the run server closed the connection before the run ended; see its log, "
+                         f"{server.log_path()}")
+
+
+def start(master: str | None = None, workers: int = server.DEFAULT_WORKERS,
+          conf: dict[str, str] | None = None, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """spark-submit the server in the background (its own session: it outlives this command) and
+    wait until it answers; its output goes to ``server.log_path()``. ``extra_env``: tests' fault rules."""
+    running = status()
+    if running:
+        raise ConfigError(f"a run server already answers on {server.socket_path()} (pid {running['pid']}, "
+                          f"master {running['master']})")
+    master = master or server.DEFAULT_MASTER
+    if not master.startswith("local"):
+        raise ConfigError(f"--master {master}: the run server runs on local masters only (a run ends with its "
+                          f"client's process, which the slots watch on this host)")
+    spark_conf = submit.base_conf("eosmirror-run-server")
+    spark_conf["spark.python.daemon.module"] = server.DAEMON_MODULE
+    spark_conf.update(conf or {})
+    cmd = submit.command(master, ["--workers", str(workers)], spark_conf,
+                         application=Path(server.__file__).resolve())
+    log_file = server.log_path()
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as logged:
+        proc = subprocess.Popen(cmd, env={**submit.process_env(), **(extra_env or {})}, stdout=logged, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline, started = time.monotonic() + START_BUDGET_SECONDS, time.monotonic()
+    while time.monotonic() < deadline:
+        answer = status()
+        if answer:
+            return {**answer, "seconds": round(time.monotonic() - started, 1), "log": str(log_file)}
+        if proc.poll() is not None:
+            raise EosMirrorError(f"the run server exited with code {proc.returncode} before it answered; last "
+                                 f"lines of {log_file}:\n{_tail(log_file)}")
+        time.sleep(0.2)
+    proc.kill()
+    raise EosMirrorError(f"the run server did not answer within {START_BUDGET_SECONDS:.0f} s; last lines of "
+                         f"{log_file}:\n{_tail(log_file)}")
+
+
+def stop() -> dict[str, Any] | None:
+    """Ask the server to stop (runs in progress end first); None if none was running."""
+    answer = status()
+    if not answer:
+        return None
+    _ask("stop")
+    deadline = time.monotonic() + STOP_BUDGET_SECONDS
+    while time.monotonic() < deadline:
+        if not server.socket_path().exists() and not _alive(answer["pid"]):
+            return answer
+        time.sleep(0.2)
+    raise EosMirrorError(f"the run server (pid {answer['pid']}) did not stop within {STOP_BUDGET_SECONDS:.0f} s; "
+                         f"runs in progress end first ({', '.join(answer.get('runs') or []) or 'none'}); see "
+                         f"{server.log_path()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

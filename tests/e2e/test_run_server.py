@@ -1,0 +1,148 @@
+"""The run server (eosmirror/spark/server.py): real brokers, a real long-lived local Spark, the real CLI.
+
+One server for the module, started with fault rules that hold each slot inside its first
+transaction (test_kill's hold). The rules fire once, on a marker file: while the markers exist the
+rules are spent, so the copy test runs unheld; the kill test removes them.
+
+1. Runs through the server copy exactly once, and run in the server's Spark: the slots' workers are
+   the server JVM's descendants, and the report's "process start" is the client's, not the server's.
+2. A client killed while its slots hold open transactions ends its run as a killed spark-submit does:
+   the slots' lifeline sees the client's process gone, aborts their transactions (LSO = HW on every
+   target partition within the budget), and the server lives on and serves the next run, which
+   copies every record exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eosmirror.slot import lifeline
+from eosmirror.spark import serverclient
+from tests.e2e.test_kill import (
+    HOLD_SECONDS,
+    PARTITIONS,
+    RECORDS,
+    UNBLOCK_BUDGET,
+    blocked_partitions,
+    expected,
+    wait_all_blocked,
+)
+from tests.helpers import create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
+
+pytestmark = pytest.mark.e2e
+
+RUN_BUDGET = 120.0   # one CLI run through the server, under a loaded test machine
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    markers = tmp_path_factory.mktemp("holds")
+    for k in range(PARTITIONS):
+        (markers / f"hold-{k}").touch()   # spent until the kill test removes them
+    rules = faults_env(*({"point": "in_transaction", "action": "sleep", "seconds": HOLD_SECONDS, "slot": k,
+                          "once": str(markers / f"hold-{k}")} for k in range(PARTITIONS)))
+    answer = serverclient.start(workers=PARTITIONS, conf={"spark.ui.enabled": "false"}, extra_env=rules)
+    try:
+        yield {**answer, "markers": markers}
+    finally:
+        try:
+            serverclient.stop()
+        except Exception:  # noqa: BLE001 - a server that does not stop is killed: nothing may outlive the module
+            os.killpg(answer["jvm_pid"], signal.SIGKILL)
+
+
+def _mirror(tmp_path: Path, name: str, topic: str) -> Path:
+    return mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
+        "slots": PARTITIONS, "max_transaction_seconds": 60}])
+
+
+def _client(name: str, config: Path, result: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "eosmirror.cli", "run", name, "--server", "--config", str(config),
+                             "--result-json", str(result)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def _served_run(name: str, config: Path, result: Path) -> dict:
+    proc = _client(name, config, result)
+    try:
+        out, _ = proc.communicate(timeout=RUN_BUDGET)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"eosmirror run --server did not end within {RUN_BUDGET:.0f} s; it printed:\n{out[-3000:]}")
+    assert proc.returncode == 0, f"eosmirror run --server exited {proc.returncode}:\n{out[-3000:]}"
+    return json.loads(result.read_text())
+
+
+def _target(target_conf, topic: str) -> dict[int, list[bytes]]:
+    return {k: values(read_all(target_conf, topic, k)) for k in range(PARTITIONS)}
+
+
+def test_runs_through_the_server_copy_exactly_once_in_its_spark(server, source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("srv"), partitions=PARTITIONS)
+    name = unique("m")
+    config = _mirror(tmp_path, name, topic)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS // 2)
+    first = _served_run(name, config, tmp_path / "first.json")
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS // 2, prefix="second-")
+    second = _served_run(name, config, tmp_path / "second.json")
+
+    assert (first["records"], second["records"]) == (RECORDS // 2 * PARTITIONS,) * 2, (first, second)
+    want = {k: [f"{k}-{n}".encode() for n in range(RECORDS // 2)]
+            + [f"second-{k}-{n}".encode() for n in range(RECORDS // 2)] for k in range(PARTITIONS)}
+    assert _target(target_conf, topic) == want
+    for slot in second["slots"]:   # the slots ran in the server's Spark, not in a Spark of their own
+        jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
+        assert jvm is not None and jvm.pid == server["jvm_pid"], (
+            f"slot {slot['slot']} ran in pid {slot['attempt_pid']}, whose JVM is {jvm}, not the server's "
+            f"{server['jvm_pid']}")
+    # The client's start, not the server's (which started long before): seconds, not the server's age.
+    assert second["steps"]["process start"] < 10, second["steps"]
+
+
+def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_conf, target_conf, unique, tmp_path):
+    from confluent_kafka.admin import AdminClient
+
+    topic = create_topic(source_conf, unique("srvkill"), partitions=PARTITIONS)
+    name = unique("m")
+    config = _mirror(tmp_path, name, topic)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    for marker in server["markers"].iterdir():
+        marker.unlink()   # the holds fire again: each slot sleeps inside its first transaction
+    admin = AdminClient(target_conf)
+    proc = _client(name, config, tmp_path / "killed.json")
+    try:
+        wait_all_blocked(admin, topic, 120, lambda: proc.poll() is None)
+        killed_at = time.monotonic()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        blocked, unblocked = {}, None
+        while time.monotonic() < killed_at + UNBLOCK_BUDGET:
+            blocked = blocked_partitions(admin, topic)
+            if not blocked:
+                unblocked = time.monotonic() - killed_at
+                break
+            time.sleep(0.2)
+        print(f"\n[run server] client SIGKILLed: LSO = HW on every target partition after {unblocked} s "
+              f"(budget {UNBLOCK_BUDGET:.0f} s)")
+        assert unblocked is not None, (f"target partitions still blocked (partition: (LSO, HW)) {UNBLOCK_BUDGET:.0f} s "
+                                       f"after the client was killed: {blocked}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    answer = serverclient.status()
+    assert answer is not None and answer["pid"] == server["pid"], f"the server did not live on: {answer}"
+    after = _served_run(name, config, tmp_path / "after.json")
+    assert after["status"] == "ok", after
+    assert _target(target_conf, topic) == expected()

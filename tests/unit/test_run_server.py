@@ -1,0 +1,474 @@
+"""The run server (spark/server.py) and its client, without Spark or Kafka: fast.
+
+What is tested: how the server frames a run's output (_Lines) and picks a run's log records
+(_RunLog); the protocol of ``Server.handle`` over a real Unix socket pair (ping, stop, a refused
+client of other code, a run through a stand-in ``job.execute``); ``bind`` (mode 0600, a stale socket
+replaced, a listening server never taken over, a socket path too long for sun_path); the client's
+refusals when no server answers or EOSMIRROR_CLUSTERS_FILE is set, and ``start`` on a cluster master;
+``eosmirror run --server`` with --master/--ship-package; a served slot's end with its client
+(``lifeline._owner_gone``, ``owned_runner`` when the client is gone before the slots start); and the
+"process start" step timed from the client's process (``steptimes.time_process``).
+A real run through a real server is for the e2e tests (bench ``served``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from eosmirror import cli
+from eosmirror.core import steptimes
+from eosmirror.core.errors import ConfigError
+from eosmirror.slot import lifeline
+from eosmirror.slot.slotstate import SlotTask
+from eosmirror.spark import job, runner, server, serverclient
+
+BUDGET = 5.0   # seconds any one wait in this file may take
+
+
+@pytest.fixture
+def short_dir():
+    """A folder with a short path (a socket path must fit sun_path; pytest's tmp_path may not)."""
+    folder = Path(tempfile.mkdtemp(prefix="eosm-rs-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def empty_home(short_dir, monkeypatch):
+    """EOSMIRROR_HOME on an empty folder: no run server answers there."""
+    home = short_dir / "home"
+    monkeypatch.setenv("EOSMIRROR_HOME", str(home))
+    monkeypatch.delenv("EOSMIRROR_CLUSTERS_FILE", raising=False)
+    return home
+
+
+def dead_process() -> lifeline.Process:
+    """A process that was alive (its pid and start time read then) and has ended and been reaped."""
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        found = lifeline.process(child.pid)
+        assert found is not None and found.alive(), f"/proc does not show the live child {child.pid}: {found}"
+    finally:
+        child.kill()
+        child.wait(BUDGET)
+    assert not found.alive(), f"{found} still reads as alive once reaped"
+    return found
+
+
+# --- _Lines and _RunLog --------------------------------------------------------------------------------
+
+
+def test_lines_go_out_complete_and_a_partial_line_waits_for_its_newline():
+    sent: list[dict[str, Any]] = []
+    lines = server._Lines(sent.append)
+    assert lines.write("first\nsec") == len("first\nsec")
+    assert sent == [{"out": "first"}], sent
+    lines.write("ond")
+    assert sent == [{"out": "first"}], f"a line without its newline went out: {sent}"
+    lines.write("\n\nthird\n")
+    assert sent == [{"out": "first"}, {"out": "second"}, {"out": ""}, {"out": "third"}], sent
+    lines.flush()
+    assert lines.buffer == ""
+
+
+@pytest.mark.parametrize(("thread_name", "accepted"), [
+    ("eosmirror-run-1", True),         # the run's own thread
+    ("eosmirror-run-1_0", True),       # one of its slot threads (ThreadPoolExecutor names them prefix_N)
+    ("eosmirror-run-10_0", False),     # a slot thread of run 10: not run 1's
+    ("eosmirror-run-10", False),
+    ("MainThread", False),
+])
+def test_a_run_log_takes_only_the_records_of_its_threads(thread_name, accepted):
+    handler = server._RunLog("eosmirror-run-1", lambda message: None)
+    record = logging.LogRecord("eosmirror.test", logging.INFO, __file__, 1, "a line", None, None)
+    record.threadName = thread_name
+    assert bool(handler.filter(record)) is accepted
+
+
+def test_a_run_log_delivers_formatted_lines():
+    sent: list[dict[str, Any]] = []
+    handler = server._RunLog("eosmirror-run-1", sent.append)
+    record = logging.LogRecord("eosmirror.test", logging.WARNING, __file__, 1, "copied %d", (5,), None)
+    record.threadName = "eosmirror-run-1_3"
+    handler.handle(record)
+    assert len(sent) == 1 and sent[0]["log"].endswith("WARNING eosmirror.test: copied 5"), sent
+
+
+# --- Server.handle over a socket pair ------------------------------------------------------------------
+
+
+def exchange(srv: server.Server, request: dict[str, Any], name: str = "eosmirror-run-1") -> list[dict[str, Any]]:
+    """Send one request to ``srv.handle`` (in a thread named ``name``, as ``serve`` runs it) and read
+    its answer lines up to the last one (an "exit" or an "ok"), as the client does, or to the end of
+    the connection."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    thread = threading.Thread(target=srv.handle, args=(theirs, name), name=name, daemon=True)
+    thread.start()
+    messages: list[dict[str, Any]] = []
+    ours.settimeout(BUDGET)
+    with ours:
+        ours.sendall(json.dumps(request).encode() + b"\n")
+        stream = ours.makefile("rb")
+        try:
+            for line in stream:
+                messages.append(json.loads(line))
+                if "exit" in messages[-1] or "ok" in messages[-1]:
+                    break
+        except TimeoutError:
+            pytest.fail(f"the server did not end its answer within {BUDGET} s; answers so far: {messages}")
+    thread.join(BUDGET)
+    assert not thread.is_alive(), f"handle still runs {BUDGET} s after answering {messages}"
+    return messages
+
+
+@pytest.fixture
+def srv():
+    return server.Server(SimpleNamespace(master="local[16]"))
+
+
+@pytest.fixture
+def no_execute(monkeypatch):
+    def execute(*args: Any, **kwargs: Any) -> int:
+        raise AssertionError("job.execute ran for a request the server should have refused")
+
+    monkeypatch.setattr(job, "execute", execute)
+
+
+def test_ping_answers_who_the_server_is(srv):
+    answers = exchange(srv, {"op": "ping"})
+    assert answers == [{"ok": True, "fingerprint": server.fingerprint(), "master": "local[16]", "pid": os.getpid(),
+                        "jvm_pid": os.getppid(), "runs": []}], answers
+
+
+def test_stop_sets_stopping_and_answers(srv):
+    assert not srv.stopping.is_set()
+    answers = exchange(srv, {"op": "stop"})
+    assert answers == [{"ok": True, "runs": []}], answers
+    assert srv.stopping.is_set()
+
+
+def test_a_client_of_other_code_is_refused_with_exit_2(srv, no_execute):
+    answers = exchange(srv, {"op": "run", "argv": ["--mirror", "m1"], "fingerprint": "0123456789abcdef"})
+    assert len(answers) == 1 and answers[0]["exit"] == 2 and "restart" in answers[0]["error"], answers
+    assert srv.runs == 0 and srv.active == {}
+
+
+def test_a_bad_request_line_gets_no_answer(srv, no_execute):
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.settimeout(BUDGET)
+    with ours:
+        ours.sendall(b"not json\n")
+        srv.handle(theirs, "eosmirror-run-1")
+        assert ours.recv(100) == b""
+
+
+def test_a_run_sends_its_log_its_output_and_its_exit_code(srv, monkeypatch):
+    seen: dict[str, Any] = {}
+    test_log = logging.getLogger("eosmirror.test.served")
+
+    def execute(args: Any, run_slots: Any, out: Any = None, err: Any = None) -> int:
+        seen.update(mirror=args.mirror, active=dict(srv.active), runner=run_slots)
+        test_log.warning("from the run thread")
+        for name in (f"{threading.current_thread().name}_0", "eosmirror-run-70_0"):   # run 7's slot, run 70's
+            slot = threading.Thread(target=lambda: test_log.warning("from %s", threading.current_thread().name),
+                                    name=name)
+            slot.start()
+            slot.join(BUDGET)
+        out.write("report line 1\nreport ")
+        err.write("line 2\n")
+        return 0
+
+    monkeypatch.setattr(job, "execute", execute)
+    answers = exchange(srv, {"op": "run", "argv": ["--mirror", "m1"], "fingerprint": server.fingerprint()},
+                       name="eosmirror-run-7")
+    logs = [a["log"].split("eosmirror.test.served: ", 1)[1] for a in answers
+            if "log" in a and "eosmirror.test.served" in a["log"]]
+    assert logs == ["from the run thread", "from eosmirror-run-7_0"], answers
+    assert [a for a in answers if "out" in a] == [{"out": "report line 1"}, {"out": "report line 2"}], answers
+    assert answers[-1] == {"exit": 0}, answers
+    assert seen["mirror"] == "m1" and seen["active"] == {"eosmirror-run-7": "m1"} and callable(seen["runner"])
+    assert srv.active == {} and srv.runs == 1
+    assert not any(isinstance(h, server._RunLog) for h in logging.getLogger().handlers), "run log handler left behind"
+
+
+def test_a_failing_run_answers_1_and_a_bad_command_line_2(srv, monkeypatch):
+    def execute(*args: Any, **kwargs: Any) -> int:
+        raise RuntimeError("a bug in one run")
+
+    monkeypatch.setattr(job, "execute", execute)
+    answers = exchange(srv, {"op": "run", "argv": ["--mirror", "m1"], "fingerprint": server.fingerprint()})
+    assert answers[-1] == {"exit": 1} and srv.active == {}, answers
+    answers = exchange(srv, {"op": "run", "argv": ["--no-such-option"], "fingerprint": server.fingerprint()})
+    assert answers[-1] == {"exit": 2} and srv.active == {}, answers
+
+
+# --- bind ----------------------------------------------------------------------------------------------
+
+
+def test_bind_makes_a_socket_only_this_user_can_use(short_dir):
+    path = short_dir / "run" / "s.sock"
+    with server.bind(path) as listener:
+        mode = os.stat(path).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, oct(mode)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(BUDGET)
+            client.connect(str(path))
+            listener.settimeout(BUDGET)
+            listener.accept()[0].close()
+
+
+def test_bind_replaces_a_stale_socket(short_dir):
+    path = short_dir / "s.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()   # a server killed without its clean-up: the file stays, nothing listens
+    assert path.exists()
+    with server.bind(path) as listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(BUDGET)
+        client.connect(str(path))
+        listener.settimeout(BUDGET)
+        listener.accept()[0].close()
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_bind_never_takes_over_a_listening_server(short_dir):
+    path = short_dir / "s.sock"
+    with server.bind(path):
+        with pytest.raises(SystemExit, match="already listens"):
+            server.bind(path)
+        assert path.exists(), "the running server's socket file was removed"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(BUDGET)
+            client.connect(str(path))
+
+
+def test_bind_refuses_a_socket_path_too_long_for_sun_path(short_dir):
+    path = short_dir / ("x" * server.SOCKET_PATH_LIMIT) / "s.sock"
+    with pytest.raises(SystemExit, match="EOSMIRROR_HOME"):
+        server.bind(path)
+    assert not path.parent.exists()
+
+
+# --- the client ----------------------------------------------------------------------------------------
+
+
+def test_without_a_server_a_run_names_server_start(empty_home):
+    assert serverclient.status() is None
+    with pytest.raises(serverclient.ServerUnavailable, match="eosmirror server start") as raised:
+        serverclient.run(["--mirror", "m1"])
+    assert isinstance(raised.value, ConfigError) and raised.value.exit_code == 2
+    assert serverclient.stop() is None
+
+
+def test_a_run_with_a_clusters_file_is_refused(empty_home, monkeypatch):
+    monkeypatch.setenv("EOSMIRROR_CLUSTERS_FILE", str(empty_home / "clusters.json"))
+    with pytest.raises(ConfigError, match="EOSMIRROR_CLUSTERS_FILE"):
+        serverclient.run(["--mirror", "m1"])
+
+
+def test_start_refuses_a_cluster_master_before_starting_anything(empty_home, monkeypatch):
+    def popen(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"start spawned {args} for a cluster master")
+
+    monkeypatch.setattr(serverclient.subprocess, "Popen", popen)
+    with pytest.raises(ConfigError, match="local masters only"):
+        serverclient.start(master="spark://h:7077")
+    assert not server.log_path().exists()
+
+
+def test_the_client_talks_to_a_serving_server(empty_home, monkeypatch, capsys):
+    """status, run (output, log, exit code, a refused client of other code) and stop over the real socket."""
+    def execute(args: Any, run_slots: Any, out: Any = None, err: Any = None) -> int:
+        logging.getLogger("eosmirror.test.served").warning("copying %s", args.mirror)
+        print("the report", file=out)
+        return 3
+
+    monkeypatch.setattr(job, "execute", execute)
+    srv = server.Server(SimpleNamespace(master="local[16]"))
+    listener = server.bind(server.socket_path())
+    serving = threading.Thread(target=srv.serve, args=(listener,), name="test-serve", daemon=True)
+    serving.start()
+    try:
+        answer = serverclient.status()
+        assert answer is not None and answer["pid"] == os.getpid() and answer["runs"] == [], answer
+        out, err = [], []
+        lines = SimpleNamespace(write=lambda text: out.append(text), flush=lambda: None)
+        errors = SimpleNamespace(write=lambda text: err.append(text), flush=lambda: None)
+        assert serverclient.run(["--mirror", "m1"], out=lines, err=errors) == 3
+        assert "".join(out) == "the report\n", out
+        assert any("copying m1" in e for e in err), err
+        srv.code = "another-version"
+        assert serverclient.run(["--mirror", "m1"], out=lines, err=errors) == 2
+        assert "restart" in "".join(err), err
+    finally:
+        srv.stopping.set()
+        serving.join(BUDGET)
+        listener.close()
+    assert not serving.is_alive(), f"serve did not return within {BUDGET} s of stopping"
+    assert srv.runs == 1 and srv.connections == 3
+
+
+# --- eosmirror run --server ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [["--master", "local[2]"], ["--ship-package"]])
+def test_run_server_refuses_the_servers_own_flags(flags, empty_home, tmp_path, capsys):
+    mirrors = tmp_path / "mirrors.yaml"
+    mirrors.write_text("mirrors:\n  - name: m1\n    source: {local: source}\n    target: {local: target}\n"
+                       "    topics: [t]\n")
+    assert cli.main(["run", "m1", "--server", *flags, "--config", str(mirrors)]) == 2
+    err = capsys.readouterr().err
+    assert "--master" in err and "--server" in err and "no run server" not in err, err
+
+
+# --- a served slot ends with its client ----------------------------------------------------------------
+
+
+class FakeCopier:
+    """What the lifeline reads of a slot: its task's owner and its producer (None once closed)."""
+
+    def __init__(self, owner: tuple[int, int] | None, producer: Any) -> None:
+        self.task, self.producer, self.exactly_once = SimpleNamespace(owner=owner, slot=0), producer, True
+
+
+@pytest.fixture
+def watched():
+    """Registers fake copiers with the lifeline (held here: the lifeline holds them weakly); removes them after."""
+    held: list[FakeCopier] = []
+
+    def watch(owner: tuple[int, int] | None, producer: Any = "open") -> FakeCopier:
+        copier = FakeCopier(owner, producer)
+        held.append(copier)
+        with lifeline._lock:
+            lifeline._copiers.add(copier)
+        return copier
+
+    yield watch
+    with lifeline._lock:
+        for copier in held:
+            lifeline._copiers.discard(copier)
+
+
+def this_process() -> tuple[int, int]:
+    me = lifeline.process(os.getpid())
+    assert me is not None
+    return me.pid, me.start
+
+
+def test_a_slot_whose_client_is_gone_cuts_the_lifeline(watched):
+    gone = dead_process()
+    watched(this_process())
+    assert lifeline._owner_gone() is None
+    watched((gone.pid, gone.start))
+    assert lifeline._owner_gone() == f"pid {gone.pid}"
+
+
+def test_a_reused_pid_is_not_the_client(watched):
+    pid, start = this_process()
+    watched((pid, start + 1))   # same pid, another start time: another process
+    assert lifeline._owner_gone() == f"pid {pid}"
+
+
+def test_a_zombie_client_is_gone(watched):
+    child = subprocess.Popen(["true"])
+    try:
+        deadline, state = time.monotonic() + BUDGET, None
+        while time.monotonic() < deadline:
+            info = lifeline._stat(child.pid)
+            state = info[2] if info else None
+            if state == "Z":
+                break
+            time.sleep(0.01)
+        assert state == "Z", f"the child never became a zombie within {BUDGET} s (state {state})"
+        watched((child.pid, info[1]))
+        assert lifeline._owner_gone() == f"pid {child.pid}"
+    finally:
+        child.wait(BUDGET)
+
+
+def test_a_closed_slot_or_an_unserved_one_never_cuts(watched):
+    gone = dead_process()
+    watched((gone.pid, gone.start), producer=None)   # its result went back: the client may end
+    watched(None)                                    # a spark-submit run: its JVM is its lifeline
+    watched(this_process())
+    assert lifeline._owner_gone() is None
+
+
+def slot_task(slot: int) -> SlotTask:
+    return SlotTask(mirror="m1", slot=slot, transactional_id=f"eosmirror.m1.{slot}", generation=1,
+                    delivery="exactly_once", progress_group="g", partitions=(), source_conf={}, target_conf={})
+
+
+def test_no_slot_starts_when_the_client_is_gone(monkeypatch):
+    def run_on_spark(tasks: Any) -> Any:
+        raise AssertionError(f"slots started for a client that is gone: {tasks}")
+
+    monkeypatch.setattr(runner, "run_on_spark", run_on_spark)
+    monkeypatch.setitem(sys.modules, "pyspark", None)   # importing pyspark now fails
+    gone = dead_process()
+    results = server.owned_runner((gone.pid, gone.start))([slot_task(0), slot_task(1)])
+    assert [(r["slot"], r["transactional_id"], r["status"], r["error_type"]) for r in results] == [
+        (0, "eosmirror.m1.0", "failed", "ClientGone"), (1, "eosmirror.m1.1", "failed", "ClientGone")], results
+
+
+def test_the_slots_of_a_live_client_carry_it_as_owner(monkeypatch):
+    started: list[SlotTask] = []
+
+    def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
+        started.extend(tasks)
+        return [{"slot": t.slot, "status": "ok"} for t in tasks]
+
+    monkeypatch.setattr(runner, "run_on_spark", run_on_spark)
+    me = this_process()
+    assert server.owned_runner(me)([slot_task(0)]) == [{"slot": 0, "status": "ok"}]
+    assert [t.owner for t in started] == [me], started
+
+
+# --- "process start" of a served run -------------------------------------------------------------------
+
+
+def own_age() -> float:
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_served_run_times_its_clients_start():
+    child = subprocess.Popen(["sleep", "5"])
+    ages: dict[str, float | None] = {}
+
+    def served_run() -> None:
+        steptimes.time_process(child.pid)
+        ages["client"] = steptimes.process_age()
+        steptimes.time_process(None)
+        ages["reset"] = steptimes.process_age()
+
+    try:
+        time.sleep(0.5)
+        thread = threading.Thread(target=served_run, name="eosmirror-run-1")
+        thread.start()
+        thread.join(BUDGET)
+        assert not thread.is_alive(), f"the run thread did not end within {BUDGET} s: {ages}"
+        main_age = steptimes.process_age()
+        expected = own_age()
+    finally:
+        child.kill()
+        child.wait(BUDGET)
+    assert ages["client"] is not None and 0.3 <= ages["client"] <= 3.0, ages
+    assert main_age is not None and abs(main_age - expected) < 0.1, (main_age, expected)
+    assert ages["reset"] is not None and abs(ages["reset"] - expected) < 0.1, (ages, expected)
