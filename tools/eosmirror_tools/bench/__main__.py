@@ -3,9 +3,10 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,mm2,translation,rereads,scale;
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale;
                    jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
-                   consume + produce + commit on these brokers;
+                   consume + produce + commit on these brokers; served: eosmirror through the run
+                   server (`eosmirror run --server`; the server is started first and not timed);
                    translation: group-offset translation and progress recovery vs offset-sync history
                    (1 M and 10 M sync records; --quick: 20 k and 200 k); rereads: re-reads and skips
                    of consumer groups after failover, eosmirror vs MirrorMaker 2's group offset sync

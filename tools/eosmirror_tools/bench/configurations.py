@@ -250,16 +250,18 @@ def run_eosmirror(ctx: Context, size: SizeClass, delivery: str, slots: int,
         if then_empty_run:
             _guard(ctx, empty, lambda: _empty_run(ctx, empty, name, config_path, master, topic), lambda: None)
 
-    def cleanup() -> None:
-        dataset.delete_topics(ctx.source_conf, [topic])
-        dataset.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(name))
-        for conf in (ctx.target_conf, ctx.source_conf):
-            dataset.delete_groups(conf, [mirror_runs.progress_group(name)])
-
-    _guard(ctx, result, body, cleanup)
+    _guard(ctx, result, body, lambda: remove_mirror(ctx, topic, name))
     if then_empty_run and result.error and empty.error is None:
         empty.error = "not run: the copy before it failed"
     return results
+
+
+def remove_mirror(ctx: Context, topic: str, name: str) -> None:
+    """Clean-up of an eosmirror configuration: its source and target topics, internal topics and group."""
+    dataset.delete_topics(ctx.source_conf, [topic])
+    dataset.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(name))
+    for conf in (ctx.target_conf, ctx.source_conf):
+        dataset.delete_groups(conf, [mirror_runs.progress_group(name)])
 
 
 def _empty_run(ctx: Context, empty: ConfigResult, name: str, config_path: Any, master: str, topic: str) -> None:

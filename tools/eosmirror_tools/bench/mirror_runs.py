@@ -43,13 +43,14 @@ def write_definition(path: Path, name: str, topics: list[str], slots: int, deliv
     return path
 
 
-def run(name: str, config_path: Path, master: str, work: Path, timeout: float, label: str) -> MirrorRunResult:
+def run(name: str, config_path: Path, master: str | None, work: Path, timeout: float, label: str) -> MirrorRunResult:
+    """``master`` None: the run goes to the running run server (``eosmirror run --server``)."""
     result_json = work / "results" / f"{label}.json"
     result_json.parent.mkdir(parents=True, exist_ok=True)
     result_json.unlink(missing_ok=True)
     log_path = work / "logs" / f"{label}.log"
-    cmd = [sys.executable, "-m", "eosmirror.cli", "run", name, "--config", str(config_path), "--master", master,
-           "--result-json", str(result_json)]
+    cmd = [sys.executable, "-m", "eosmirror.cli", "run", name, "--config", str(config_path),
+           *(["--master", master] if master else ["--server"]), "--result-json", str(result_json)]
     with ChildProcess(cmd, log_path) as child:
         code = child.wait(timeout)
     report = json.loads(result_json.read_text()) if result_json.exists() else {}

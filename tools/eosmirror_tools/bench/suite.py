@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from eosmirror_tools.bench import configurations as configs
+from eosmirror_tools.bench import served
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import BenchSettings
 
@@ -44,6 +45,11 @@ def plan(settings: BenchSettings) -> list[Step]:
                               c, s, "exactly_once", settings.main_slots, then_empty_run=first)))
             steps.append((f"{size.name} eosmirror at_least_once, {settings.main_slots} slots",
                           lambda c, s=size: configs.run_eosmirror(c, s, "at_least_once", settings.main_slots)))
+        if "served" in settings.kinds:
+            steps.append((f"{size.name} eosmirror exactly_once in the run server, {settings.main_slots} slots"
+                          + (" (+ empty run)" if index == 0 else ""),
+                          lambda c, s=size, first=index == 0: served.run_eosmirror_served(
+                              c, s, settings.main_slots, then_empty_run=first)))
         if "mm2" in settings.kinds:
             for tuned in (True, False) if settings.mm2_defaults_too else (True,):
                 how = "tuned" if tuned else "defaults"
