@@ -251,9 +251,11 @@ def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label
 
 def run_in_process(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     """Runner without Spark: slots in threads of this process (tests, and `--runner inprocess`)."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     if not tasks:
         return []
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+    # Named after the calling thread: the run server routes a run's log lines by thread name.
+    with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix=threading.current_thread().name) as pool:
         return list(pool.map(run_slot, tasks))

@@ -24,6 +24,7 @@ import time
 from typing import Any, Mapping
 
 from eosmirror.core.clientrules import (
+    ADMIN_DEFAULTS,
     CONSUMER_ONLY_PREFIXES,
     FOLLOW_READER_DEFAULTS,
     IDEMPOTENT_PRODUCER_FORCED,
@@ -223,5 +224,5 @@ def plain_consumer(settings: Mapping[str, Any], client_id: str, read_committed: 
 def admin_client(settings: Mapping[str, Any], role_hint: str = "admin") -> Any:
     from confluent_kafka.admin import AdminClient
 
-    conf = drop_foreign(drop_foreign(settings, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)
+    conf = {**ADMIN_DEFAULTS, **drop_foreign(drop_foreign(settings, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)}
     return AdminClient(_with_logger(conf, f"eosmirror-{role_hint}"))
