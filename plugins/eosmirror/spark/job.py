@@ -7,7 +7,6 @@ configuration or the arguments are wrong (nothing is written then).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
 import os
 import sys
@@ -18,31 +17,10 @@ from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.driver.lag import record_run
 from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
+from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
 from eosmirror.spark.runner import run_on_spark, start_spark_early
 
 log = logging.getLogger("eosmirror.spark.job")
-
-
-def parse_timestamp(value: str, flag: str = "--until") -> dt.datetime:
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"{flag} {value!r} is not an ISO-8601 timestamp (e.g. 2026-11-21T10:00:00Z)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
-
-
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
-    parser.add_argument("--until", help="copy only records below the source offsets of this time (ISO-8601)")
-    parser.add_argument("--max-records-per-partition", type=int, help="override the mirror's bound")
-    parser.add_argument("--max-bytes-per-slot", type=int, help="override the mirror's bound")
-    parser.add_argument("--topics", help="comma-separated subset of the mirror's source topics")
-    parser.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
-    parser.add_argument("--follow-seconds", type=float,
-                        help="after the bound, keep copying what arrives (a transaction every "
-                             "max_transaction_seconds) for up to this long, or until the next run takes over")
-    parser.add_argument("--follow-until", help="as --follow-seconds, up to this time (ISO-8601; set by Airflow)")
-    parser.add_argument("--result-json", help="write the run report (JSON) to this path")
 
 
 def options_from(args: argparse.Namespace) -> Any:
@@ -55,18 +33,6 @@ def options_from(args: argparse.Namespace) -> Any:
                       topics=tuple(t.strip() for t in (args.topics or "").split(",") if t.strip()),
                       max_records_per_partition=args.max_records_per_partition,
                       max_bytes_per_slot=args.max_bytes_per_slot)
-
-
-def follow_until(args: argparse.Namespace) -> dt.datetime | None:
-    """The follow bound of --follow-until or --follow-seconds (from now); None: a bounded run."""
-    seconds, until = getattr(args, "follow_seconds", None), getattr(args, "follow_until", None)
-    if seconds is not None and until:
-        raise ConfigError("--follow-seconds and --follow-until both bound the follow; give one of them")
-    if seconds is not None:
-        if not 0 < seconds <= 7 * 86400:
-            raise ConfigError(f"--follow-seconds {seconds:g} must be a number of seconds from 0 to 604800 (a week)")
-        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
-    return parse_timestamp(until, "--follow-until") if until else None
 
 
 def check_follow(mirror: Any, options: Any) -> None:
@@ -183,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     return execute(args, runner)
 
 
-__all__ = ["main", "execute", "run", "add_run_arguments", "options_from", "EXIT_CONFIG", "EXIT_FAILED"]
+__all__ = ["main", "execute", "run", "add_run_arguments", "follow_until", "parse_timestamp", "options_from",
+           "EXIT_CONFIG", "EXIT_FAILED"]
 
 
 if __name__ == "__main__":   # spark-submit <site-packages>/eosmirror/spark/job.py --mirror ...

@@ -41,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror import paths
+from eosmirror.core import steptimes
+from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.slot import lifeline
 
 log = logging.getLogger("eosmirror.spark.server")
 
@@ -115,8 +118,6 @@ class _RunLog(logging.Handler):
 
 def peer_owner(conn: socket.socket) -> tuple[int, int] | None:
     """(pid, start time) of the process at the other end of a Unix socket, or None."""
-    from eosmirror.slot import lifeline
-
     pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
     if uid != os.getuid():
         return None
@@ -126,7 +127,6 @@ def peer_owner(conn: socket.socket) -> tuple[int, int] | None:
 
 def owned_runner(owner: tuple[int, int]) -> Any:
     """``run_on_spark`` for slots that end with ``owner`` (step 4)."""
-    from eosmirror.slot import lifeline
     from eosmirror.spark.runner import run_on_spark
 
     def runner(tasks: list[Any]) -> list[dict[str, Any]]:
@@ -158,8 +158,6 @@ class Server:
             self.open.discard(name)
 
     def _answer(self, conn: socket.socket, stream: Any, name: str) -> None:
-        from eosmirror.core.errors import EXIT_CONFIG
-
         lock = threading.Lock()
         try:
             request = json.loads(stream.readline() or b"{}")
@@ -185,7 +183,6 @@ class Server:
                 self._run(request.get("argv") or [], owner, name, lambda m: send(stream, lock, m))
 
     def _run(self, argv: list[str], owner: tuple[int, int], name: str, deliver: Any) -> None:
-        from eosmirror.core import steptimes
         from eosmirror.spark import job
 
         handler = _RunLog(name, deliver)

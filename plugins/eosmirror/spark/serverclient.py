@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -12,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eosmirror.core.errors import ConfigError, EosMirrorError
-from eosmirror.spark import server, submit
+from eosmirror import paths
+from eosmirror.core.errors import EXIT_FAILED, ConfigError, EosMirrorError
+from eosmirror.spark import runargs, server, submit
 
 START_BUDGET_SECONDS = 180.0   # spark-submit, the context and the warm workers; seconds on a quiet machine
 STOP_BUDGET_SECONDS = 60.0
@@ -77,6 +80,48 @@ def run(job_argv: list[str], out: Any = None, err: Any = None) -> int:
                 return int(message["exit"])
     raise EosMirrorError(f"the run server closed the connection before the run ended; see its log, "
                          f"{server.log_path()}")
+
+
+def job_arguments(args: argparse.Namespace) -> list[str]:
+    """The job's arguments of an `eosmirror run` command line (spark-submit's or the run server's)."""
+    # --follow-seconds counts from now, not from when Spark has started: passed on as --follow-until.
+    follow = runargs.follow_until(args)
+    return submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
+                                args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
+                                args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`eosmirror run <mirror> --server`: the run in the run server; its exit code."""
+    if args.master or args.ship_package:
+        raise ConfigError("--master and --ship-package are the run server's own (`eosmirror server start "
+                          "--master ...`); drop them with --server")
+    # The server's working directory is not this one: paths go over as absolute paths.
+    args.config = str(Path(args.config).resolve()) if args.config else str(paths.default_mirrors_file())
+    if args.result_json:
+        args.result_json = str(Path(args.result_json).resolve())
+    return run(job_arguments(args))
+
+
+def main_run(argv: list[str]) -> int:
+    """The lean path of `eosmirror run ... --server` (``eosmirror.cli``): the client's start is part
+    of every served run, so it imports this module and the run's arguments, not the whole CLI."""
+    parser = argparse.ArgumentParser(prog="eosmirror run")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    runargs.add_run_command(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return run_command(args)
+    except EosMirrorError as exc:
+        print(f"eosmirror: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_FAILED
 
 
 def start(master: str | None = None, workers: int = server.DEFAULT_WORKERS,

@@ -1,0 +1,284 @@
+"""The ``eosmirror`` command line (``eosmirror.cli`` dispatches here; ``run --server`` takes a lean path).
+
+  eosmirror setup                           fetch Kafka jars, migrate the Airflow SQLite home
+  eosmirror local up|down|status            the embedded source and target clusters
+  eosmirror plan <mirror>                   what a run would copy (writes nothing)
+  eosmirror run <mirror> [--until TS] ...   one bounded run through spark-submit (local[*] by default)
+  eosmirror server start|stop|status        the run server: a long-lived Spark for `run --server`
+  eosmirror verify <mirror>                 compare source and target record by record
+  eosmirror translate <mirror> TOPIC P OFF  exact target offset of a source offset
+  eosmirror fence <mirror>                  fence every transactional id the mirror may have used
+  eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
+  eosmirror lag [mirror] [--json]           how far behind each mirror is (status, record and time lag)
+  eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout or -o)
+  eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
+  eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)
+  eosmirror history <mirror>                migrations and resets of the mirror
+  eosmirror airflow ARGS...                 the Airflow CLI with this project's home
+  eosmirror demo                            the demo on the embedded clusters
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import subprocess
+import sys
+
+from eosmirror import cliops, driver
+from eosmirror.airflow import home, listen
+from eosmirror.core import report
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.driver import fencing, verify
+from eosmirror.driver.run import run_in_process
+from eosmirror.spark import classarchive, job, runargs, server, serverclient, submit
+
+
+def _tools(module: str):  # noqa: ANN202
+    """A module of the development tools (local clusters, demo): in a checkout's dev environment only."""
+    try:
+        return importlib.import_module(f"eosmirror_tools.{module}")
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("eosmirror_tools"):
+            raise
+        raise ConfigError("this command is a development tool (embedded clusters, demo): it needs a checkout of "
+                          "eosmirror set up with `make setup` (the `eosmirror-tools` package of the dev group)") from None
+
+
+def _local(args: argparse.Namespace) -> int:
+    listen.mode()   # `make airflow` runs `local up` first: a wrong EOSMIRROR_LISTEN must stop it before any broker
+    cluster = _tools("local.cluster")
+
+    if args.action == "up":
+        clusters = cluster.up()
+        for c in clusters:
+            print(f"{c.name:<7} {c.bootstrap:<17} up   (data {c.data_dir}, log {c.log_file})")
+        return EXIT_OK
+    if args.action == "down":
+        stopped = cluster.down(cluster.known_clusters() if args.all else None)
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        return EXIT_OK
+    states = [cluster.status(c) for c in cluster.default_clusters()]
+    if args.json:
+        print(json.dumps(states, indent=2))
+    else:
+        for s in states:
+            state = "up" if s["reachable"] else ("starting/unresponsive" if s["running"] else "down")
+            pid = f"pid {s['pid']}" if s["pid"] else ""
+            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} {pid}")
+    return EXIT_OK
+
+
+def _setup(args: argparse.Namespace) -> int:
+    runtime = _tools("local.runtime")
+    lib = runtime.ensure_kafka_lib()
+    print(f"kafka {runtime.kafka_version()} jars: {lib}")
+    ran = home.migrate()
+    print(f"airflow home: {home.airflow_home()} ({'migrated' if ran else 'up to date'})")
+    return _spark_archive(args, missing_only=True)
+
+
+def _spark_archive(args: argparse.Namespace, missing_only: bool = False) -> int:
+    """The Spark class archive (spark/classarchive.py): about 1 s off every run's JVM start."""
+    current = classarchive.archive_path(submit.process_env()["SPARK_HOME"])
+    if missing_only and current is not None and current.exists():
+        print(f"spark class archive: {current} (up to date)")
+        return EXIT_OK
+    try:
+        path, seconds = submit.build_class_archive()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        # Only start-up time depends on it: say so, and let the runs go without it.
+        print(f"spark class archive: NOT built, runs start about 1 s slower: {exc}", file=sys.stderr)
+        return EXIT_OK if missing_only else EXIT_FAILED
+    print(f"spark class archive: {path} ({path.stat().st_size // 2**20} MB, built in {seconds:.1f} s)")
+    return EXIT_OK
+
+
+
+
+def _plan(args: argparse.Namespace) -> int:
+    mirror_run = driver.MirrorRun(cliops.load_mirror(args), job.options_from(args))
+    prepared = mirror_run.prepare(plan_only=True)
+    result = driver.build_report(prepared, [], mirror_run.source.label, mirror_run.target.label)
+    print(report.plan_table(result))
+    pending = sum(p["pending"] for p in result["plan"])
+    print(f"\n{len(result['plan'])} partitions in {prepared.mirror.slots} slots, {pending} offsets to read; "
+          f"topics: {result['topic_sync']}; generation {result['generation']}"
+          + (" (slot count changes: the old generation will be fenced)" if result["generation_changed"] else ""))
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
+    job.check_follow(mirror, job.options_from(args))
+    following = args.follow_seconds is not None or bool(args.follow_until)
+    here, planned = bool(args.inprocess or args.dry_run), None
+    if args.server and not here:
+        return serverclient.run_command(args)
+    if not here and not following:   # nothing to copy: no Spark, and the run completes this plan
+        here, planned = job.plan_without_spark(mirror, args)
+    if here:
+        code, result = job.run(args.mirror, args, run_in_process, planned)
+        if result:
+            print(report.summary(result))
+            if args.result_json:
+                report.write_json(result, args.result_json)
+        return code
+    cmd = submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
+                         submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
+                         ship_package=args.ship_package)
+    return submit.run(cmd)
+
+
+def _server(args: argparse.Namespace) -> int:
+    if args.action == "start":
+        answer = serverclient.start(args.master, args.workers)
+        print(f"run server ready in {answer['seconds']} s: pid {answer['pid']}, master {answer['master']}, "
+              f"socket {server.socket_path()}, log {answer['log']}")
+    elif args.action == "stop":
+        answer = serverclient.stop()
+        print(f"run server (pid {answer['pid']}) stopped" if answer else "no run server was running")
+    else:
+        answer = serverclient.status()
+        if not answer:
+            print(f"no run server answers on {server.socket_path()}")
+            return EXIT_FAILED
+        print(f"run server pid {answer['pid']}, master {answer['master']}, runs in progress: "
+              f"{', '.join(answer['runs']) or 'none'}, code {answer['fingerprint']}"
+              + ("" if answer["fingerprint"] == server.fingerprint() else
+                 " (differs from this eosmirror: restart it)"))
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    checks = verify.verify(cliops.load_mirror(args))
+    print(verify.format_checks(checks))
+    return verify.exit_code(checks)
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def _fence(args: argparse.Namespace) -> int:
+    outcome = fencing.fence_mirror(cliops.load_mirror(args), all_generations=True)
+    print(fencing.format_outcome(outcome))
+    return EXIT_OK if outcome["unblocked"] else EXIT_FAILED
+
+
+
+
+
+
+
+
+def _airflow(args: argparse.Namespace) -> int:
+    home.migrate()
+    home.exec_airflow(args.args)
+    return EXIT_OK  # not reached
+
+
+def _demo(args: argparse.Namespace) -> int:
+    listen.mode()   # refused before the demo starts its brokers
+    return _tools("demo").main(records=args.records, master=args.master)
+
+
+
+
+
+
+
+
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eosmirror", description="Exactly-once Kafka mirror")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    local = sub.add_parser("local", help="embedded single-node source and target clusters")
+    local.add_argument("action", choices=["up", "down", "status"])
+    local.add_argument("--json", action="store_true", help="status as JSON")
+    local.add_argument("--all", action="store_true",
+                       help="down: also every other cluster the project started under var/kafka (tests, benchmarks)")
+    local.set_defaults(func=_local)
+
+    setup = sub.add_parser("setup", help="fetch Kafka jars and prepare the Airflow home")
+    setup.set_defaults(func=_setup)
+    archive = sub.add_parser("spark-archive", help="(re)build the Spark class archive that shortens every run's JVM "
+                                                   "start (setup builds it when missing; an image build can call this)")
+    archive.set_defaults(func=_spark_archive)
+
+    plan = sub.add_parser("plan", help="print what a run would copy, writing nothing")
+    plan.add_argument("mirror")
+    job.add_run_arguments(plan)
+    plan.set_defaults(func=_plan, dry_run=True)
+
+    run = sub.add_parser("run", help="one bounded mirror run on Spark")
+    runargs.add_run_command(run)
+    run.set_defaults(func=_run)
+
+    serve = sub.add_parser("server", help="the run server: one long-lived local Spark that `run --server` uses")
+    serve.add_argument("action", choices=["start", "stop", "status"])
+    serve.add_argument("--master", help=f"local master of the server (default {server.DEFAULT_MASTER})")
+    serve.add_argument("--workers", type=int, default=server.DEFAULT_WORKERS,
+                       help="Python workers to warm at start (one per slot that runs at once)")
+    serve.set_defaults(func=_server)
+
+    cliops.mirror_command(sub, "verify", _verify, "compare source and target over the mirrored ranges")
+    cliops.mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
+
+    cliops.register(sub)
+
+    airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
+    airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")
+    airflow.set_defaults(func=_airflow)
+
+    demo = sub.add_parser("demo", help="run the demo on the embedded local clusters")
+    demo.add_argument("--records", type=int, default=2000, help="records per demo topic")
+    demo.add_argument("--master", default="local[2]")
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, as we do for config errors
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return args.func(args)
+    except EosMirrorError as exc:
+        print(f"eosmirror: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - last resort: one clear line, not a traceback wall
+        if getattr(args, "verbose", False):
+            raise
+        print(f"eosmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["main", "build_parser", "EXIT_CONFIG"]
