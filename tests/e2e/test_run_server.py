@@ -146,3 +146,36 @@ def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_
     after = _served_run(name, config, tmp_path / "after.json")
     assert after["status"] == "ok", after
     assert _target(target_conf, topic) == expected()
+
+
+def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, source_conf, target_conf, unique,
+                                                                      tmp_path, monkeypatch, capfd, caplog):
+    """A mirror with `airflow.run_server: true` whose source is an Airflow connection the server's own
+    environment does not have: the copy task hands the resolved connections over as a 0600 file's path
+    (as it hands them to spark-submit), the run copies in the server's Spark, and the file is removed."""
+    import tempfile
+
+    from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
+
+    caplog.set_level("INFO")
+    topic = create_topic(source_conf, unique("af"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, 50)
+    conn_id = unique("conn").replace("-", "_")
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kafka", "extra": source_conf}))
+    name = unique("m")
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"connection": conn_id}, "target": {"local": "target"},
+        "topics": [re.escape(topic)], "slots": PARTITIONS, "max_transaction_seconds": 10,
+        "airflow": {"schedule": "*/10 * * * *", "retries": 0, "run_server": True}}])))
+
+    dr = run_dag(f"eosmirror__{name}")
+    logs = task_log_text(capfd, caplog)
+    assert str(dr.state) == "success", f"{task_states(dr)}\n{logs[-3000:]}"
+    assert "the run goes to the run server" in logs, logs[-3000:]
+    assert _target(target_conf, topic) == {k: [f"{k}-{n}".encode() for n in range(50)] for k in range(PARTITIONS)}
+    copied = xcoms(dr).get("copy") or {}
+    assert copied.get("records") == 50 * PARTITIONS, copied
+    for slot in copied["slots"]:
+        jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
+        assert jvm is not None and jvm.pid == server["jvm_pid"], (slot, jvm, server["jvm_pid"])
+    assert not list(Path(tempfile.gettempdir()).glob("eosmirror-clusters-*"))   # the 0600 file is gone

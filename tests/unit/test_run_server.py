@@ -4,7 +4,7 @@ What is tested: how the server frames a run's output (_Lines) and picks a run's 
 (_RunLog); the protocol of ``Server.handle`` over a real Unix socket pair (ping, stop, a refused
 client of other code, a run through a stand-in ``job.execute``); ``bind`` (mode 0600, a stale socket
 replaced, a listening server never taken over, a socket path too long for sun_path); the client's
-refusals when no server answers or EOSMIRROR_CLUSTERS_FILE is set, and ``start`` on a cluster master;
+refusals when no server answers, the clusters file handed over as a path, and ``start`` on a cluster master;
 ``eosmirror run --server`` with --master/--ship-package; a served slot's end with its client
 (``lifeline._owner_gone``, ``owned_runner`` when the client is gone before the slots start); and the
 "process start" step timed from the client's process (``steptimes.time_process``).
@@ -274,10 +274,53 @@ def test_without_a_server_a_run_names_server_start(empty_home):
     assert serverclient.stop() is None
 
 
-def test_a_run_with_a_clusters_file_is_refused(empty_home, monkeypatch):
-    monkeypatch.setenv("EOSMIRROR_CLUSTERS_FILE", str(empty_home / "clusters.json"))
-    with pytest.raises(ConfigError, match="EOSMIRROR_CLUSTERS_FILE"):
-        serverclient.run(["--mirror", "m1"])
+def test_a_clients_clusters_file_goes_over_as_a_path_and_the_run_reads_it(empty_home, monkeypatch):
+    """The Airflow copy task's resolved connections: the request names the 0600 file (absolute), never
+    its content, and the server's run thread resolves from that file, other threads from theirs."""
+    from eosmirror.kafka import connections
+
+    secret = "s3cr3t-password"
+    clusters = empty_home / "clusters.json"
+    clusters.parent.mkdir(parents=True)
+    clusters.write_text(json.dumps({"kafka_dr": {"bootstrap.servers": "dr:9092", "sasl.password": secret}}))
+    clusters.chmod(0o600)
+    monkeypatch.chdir(empty_home)
+    monkeypatch.setenv("EOSMIRROR_CLUSTERS_FILE", "clusters.json")   # relative: it must go over absolute
+    path = server.socket_path()
+    listener = server.bind(path)
+    seen: list[bytes] = []
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rwb") as stream:
+            seen.append(stream.readline())
+            stream.write(b'{"exit": 0}\n')
+            stream.flush()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        assert serverclient.run(["--mirror", "m1"]) == 0
+    finally:
+        thread.join(BUDGET)
+        listener.close()
+    assert seen, f"the fake server saw no request within {BUDGET} s"
+    request = json.loads(seen[0])
+    assert request["clusters_file"] == str(clusters), request
+    assert secret not in seen[0].decode()
+
+    monkeypatch.delenv("EOSMIRROR_CLUSTERS_FILE")
+    found: list[Any] = []
+
+    def run_thread() -> None:
+        connections.use_clusters_file(request["clusters_file"])
+        found.append(connections._from_clusters_file("kafka_dr"))
+
+    worker = threading.Thread(target=run_thread)
+    worker.start()
+    worker.join(BUDGET)
+    assert found == [{"bootstrap.servers": "dr:9092", "sasl.password": secret}], found
+    assert connections._from_clusters_file("kafka_dr") is None   # this thread: the environment's (none)
 
 
 def test_start_refuses_a_cluster_master_before_starting_anything(empty_home, monkeypatch):

@@ -56,3 +56,26 @@ def test_the_adapter_sees_spark_submits_output_and_process(fake_spark_submit):
     assert process is not None and process.returncode == 0
     sparkadapter.rebuild_hook(operator)
     assert sparkadapter.submit_process(operator) is None and operator._get_hook() is not None
+
+
+def test_a_replaced_command_runs_with_the_operators_environment(fake_spark_submit, tmp_path):
+    """The run server's client instead of spark-submit: same output path, same process, and the env_vars
+    (the secrets file's name) reach it as they reach spark-submit."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    client = tmp_path / "client.sh"
+    client.write_text(f"#!/bin/sh\necho \"file=$EOSMIRROR_CLUSTERS_FILE\"\necho '{REPORT}'\n")
+    client.chmod(client.stat().st_mode | stat.S_IXUSR)
+    operator = SparkSubmitOperator(task_id="t", application="job.py", conn_id="eosmirror_adapter_test",
+                                   env_vars={"EOSMIRROR_CLUSTERS_FILE": "/tmp/x/clusters.json"})
+    seen = []
+
+    def tap(lines):
+        for line in lines:
+            seen.append(line if isinstance(line, str) else line.decode())
+            yield line
+
+    hook = sparkadapter.replace_command(sparkadapter.tap_output(operator._get_hook(), tap), [str(client)])
+    hook.submit(application="job.py")
+    assert [line.strip() for line in seen] == ["file=/tmp/x/clusters.json", REPORT]
+    assert hook._submit_sp is not None and hook._submit_sp.returncode == 0

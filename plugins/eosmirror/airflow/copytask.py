@@ -156,6 +156,26 @@ def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> N
             os.rmdir(secrets_dir)
 
 
+def _served_command(operator: Any) -> list[str] | None:
+    """With ``airflow.run_server`` and a run server of the same code answering on this worker: the
+    `eosmirror run --server` command that the hook runs instead of spark-submit (same output, exit
+    code, secrets file and on_kill: killing the client ends its slots, docs/run-server.md step 4).
+    None: spark-submit, as without the setting."""
+    from eosmirror.spark import server, serverclient
+
+    if not config.load(operator.config_path).get(operator.mirror).airflow.run_server:
+        return None
+    answer = serverclient.status()
+    if answer is None or answer["fingerprint"] != server.fingerprint():
+        operator.log.warning("mirror %s: airflow.run_server is set, but %s; this run goes through spark-submit",
+                             operator.mirror, "no run server answers on this worker (`eosmirror server start`)"
+                             if answer is None else "the run server runs other eosmirror code (restart it)")
+        return None
+    operator.log.info("mirror %s: the run goes to the run server (pid %s, master %s)", operator.mirror,
+                      answer["pid"], answer["master"])
+    return serverclient.client_command(operator.application_args)
+
+
 def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
     """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
     in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
@@ -199,10 +219,15 @@ def operator_class() -> type:
             self.mirror = mirror
             self.config_path = config_path
             self.run_report: dict[str, Any] | None = None
+            self.served_command: list[str] | None = None
 
         def _get_hook(self) -> Any:
-            """The provider's hook, reading the run report off spark-submit's output as it streams by."""
-            return sparkadapter.tap_output(super()._get_hook(), lambda lines: _capture_report(self, lines))
+            """The provider's hook, reading the run report off spark-submit's output as it streams by
+            (a run for the run server: off the `eosmirror run --server` client's, which it runs instead)."""
+            hook = sparkadapter.tap_output(super()._get_hook(), lambda lines: _capture_report(self, lines))
+            if self.served_command:
+                sparkadapter.replace_command(hook, self.served_command)
+            return hook
 
         def execute(self, context: Any) -> dict[str, Any]:
             self.run_report = None
@@ -210,6 +235,7 @@ def operator_class() -> type:
             here = _run_here_when_nothing_to_copy(self)
             if here is not None:
                 return here
+            self.served_command = _served_command(self)
             self.py_files = str(submit.package_zip())
             # This worker's Spark class archive (the driver runs here in client mode; in cluster mode
             # the path is absent on the driver's host and the JVM ignores it).

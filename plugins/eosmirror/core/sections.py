@@ -61,6 +61,9 @@ class AirflowSettings:
     retries: int = declare(Int(low=0, high=20), "retries of each task of the DAG", 2)
     owner: str = declare(Text(), "the DAG's owner in Airflow", "data-platform")
     spark_conn_id: str = declare(Name(), "the Airflow connection of the Spark master", "spark_default")
+    run_server: bool = declare(
+        Flag(), "the `copy` task sends its run to the worker host's run server (`eosmirror server start`, "
+                "docs/run-server.md) when one answers there, else spark-submits it as usual", False)
     tags: tuple[str, ...] = declare(Strings(), "extra DAG tags (`eosmirror` and `kafka` are always set)", ())
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,17 @@ def _expand(settings: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+_this_run = threading.local()
+
+
+def use_clusters_file(path: str | None) -> None:
+    """Runs of this thread read resolved connections from ``path`` instead of $EOSMIRROR_CLUSTERS_FILE:
+    the run server's run for a client (an Airflow copy task) that was handed one. None: the environment's."""
+    _this_run.clusters_file = path
+
+
 def _from_clusters_file(conn_id: str) -> dict[str, Any] | None:
-    path = os.environ.get(CLUSTERS_FILE_ENV)
+    path = getattr(_this_run, "clusters_file", None) or os.environ.get(CLUSTERS_FILE_ENV)
     if not path:
         return None
     file = Path(path)

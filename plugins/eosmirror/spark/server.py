@@ -10,7 +10,9 @@ How.
      under $EOSMIRROR_HOME/run (mode 0600: only this user can ask for runs).
   2. ``eosmirror run --server`` connects and sends the job's arguments (``submit.job_arguments``:
      never a secret; the server resolves connections from the same home and mirror file, with its
-     own environment). It prints what comes back: the run's log lines, its report, its exit code.
+     own environment, or from the 0600 file of resolved connections the client was handed: its
+     $EOSMIRROR_CLUSTERS_FILE, as the Airflow copy task hands spark-submit, goes over as a path).
+     It prints what comes back: the run's log lines, its report, its exit code.
   3. Each run runs in a thread of its own, through the same ``job.execute`` as a spark-submit run;
      Spark job groups are per thread, so runs of different mirrors share the context.
   4. A run dies with its client. Its slots carry the client's process (pid from SO_PEERCRED, and
@@ -43,6 +45,7 @@ from typing import Any
 from eosmirror import paths
 from eosmirror.core import steptimes
 from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.kafka import connections
 from eosmirror.slot import lifeline
 
 log = logging.getLogger("eosmirror.spark.server")
@@ -180,14 +183,17 @@ class Server:
                 send(stream, lock, {"error": "the run server could not identify the client process",
                                     "exit": EXIT_CONFIG})
             else:
-                self._run(request.get("argv") or [], owner, name, lambda m: send(stream, lock, m))
+                self._run(request.get("argv") or [], request.get("clusters_file"), owner, name,
+                          lambda m: send(stream, lock, m))
 
-    def _run(self, argv: list[str], owner: tuple[int, int], name: str, deliver: Any) -> None:
+    def _run(self, argv: list[str], clusters_file: str | None, owner: tuple[int, int], name: str,
+             deliver: Any) -> None:
         from eosmirror.spark import job
 
         handler = _RunLog(name, deliver)
         logging.getLogger().addHandler(handler)
         steptimes.time_process(owner[0])   # "process start": the client's, since the server's is long past
+        connections.use_clusters_file(clusters_file)   # the client's resolved connections (step 2)
         started = time.monotonic()
         try:
             args = job.parser().parse_args(argv)

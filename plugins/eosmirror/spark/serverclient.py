@@ -61,12 +61,13 @@ def status() -> dict[str, Any] | None:
 def run(job_argv: list[str], out: Any = None, err: Any = None) -> int:
     """One run in the server: its log lines to ``err``, its report to ``out``; its exit code."""
     out, err = out or sys.stdout, err or sys.stderr
-    if os.environ.get("EOSMIRROR_CLUSTERS_FILE"):
-        raise ConfigError("EOSMIRROR_CLUSTERS_FILE is set, but the run server resolves connections itself, "
-                          "from its own environment: unset it, or run without --server")
+    # The Airflow copy task's resolved connections (a 0600 file): the path goes over, never the content.
+    clusters_file = os.environ.get("EOSMIRROR_CLUSTERS_FILE")
+    request = {"op": "run", "argv": job_argv, "fingerprint": server.fingerprint(),
+               "clusters_file": str(Path(clusters_file).resolve()) if clusters_file else None}
     with _connect() as sock:
         stream = sock.makefile("rwb")
-        stream.write(json.dumps({"op": "run", "argv": job_argv, "fingerprint": server.fingerprint()}).encode() + b"\n")
+        stream.write(json.dumps(request).encode() + b"\n")
         stream.flush()
         for line in stream:
             message = json.loads(line)
@@ -89,6 +90,15 @@ def job_arguments(args: argparse.Namespace) -> list[str]:
     return submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
                                 args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
                                 args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
+
+
+def client_command(job_argv: list[str]) -> list[str]:
+    """The `eosmirror run <mirror> --server` command of a job's arguments (``submit.job_arguments``)."""
+    rest = list(job_argv)
+    at = rest.index("--mirror")
+    mirror = rest[at + 1]
+    del rest[at:at + 2]
+    return [sys.executable, "-m", "eosmirror.cli", "run", mirror, "--server", *rest]
 
 
 def run_command(args: argparse.Namespace) -> int:
