@@ -9,7 +9,10 @@ mirror's first run creates its target topic and fences: reported, not in the med
 Airflow's own database: the run's ``queued_at`` (the trigger) to its ``end_date``, and each task's
 queue, start and end. Every copy is checked by a read_committed count of the target.
 
-Output: the table on stdout and ``build/bench/dagrun.json``. Its brokers are stopped at the end.
+``--run-server``: the same with ``airflow.run_server`` and a run server in that home (docs/run-server.md).
+
+Output: the table on stdout and ``build/bench/dagrun.json`` (``dagrun-served.json``). Its brokers are
+stopped at the end.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ def _count(target: str, topic: str) -> int:
     return count_committed({"bootstrap.servers": target}, topic, PARTITIONS, "target")[0]
 
 
-def measure(source: str, target: str, work: Path, rounds: int, records: int, say: Any = print) -> dict[str, Any]:
+def measure(source: str, target: str, work: Path, rounds: int, records: int, say: Any = print,
+            run_server: bool = False) -> dict[str, Any]:
     import yaml
 
     from eosmirror.airflow.dags import mirror_dag_id
@@ -105,7 +109,7 @@ def measure(source: str, target: str, work: Path, rounds: int, records: int, say
     config_file = work / "mirrors.yaml"
     config_file.write_text(yaml.safe_dump({"mirrors": [{
         "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [topic],
-        "slots": SLOTS, "airflow": {"schedule": None, "retries": 0}}]}))
+        "slots": SLOTS, "airflow": {"schedule": None, "retries": 0, "run_server": run_server}}]}))
     dag_id = mirror_dag_id(name)
     airflow = airflowrun.start(config_file, API_PORT, work / "airflow-standalone.log")
     rows: list[dict[str, Any]] = []
@@ -129,7 +133,7 @@ def measure(source: str, target: str, work: Path, rounds: int, records: int, say
                 say(_line(row))
     finally:
         airflow.__exit__(None, None, None)
-    return {"dag_id": dag_id, "rows": rows, "goals": GOALS, "summary": _summary(rows)}
+    return {"dag_id": dag_id, "run_server": run_server, "rows": rows, "goals": GOALS, "summary": _summary(rows)}
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -153,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="eosmirror_tools.bench.dagrun", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--records", type=int, default=10_000, help="new records before each non-empty run")
+    parser.add_argument("--run-server", action="store_true",
+                        help="the mirror sets airflow.run_server and a run server runs in the same home (started "
+                             "before Airflow, not timed; stopped at the end)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.records < 1:
         parser.error("--rounds and --records must be above 0")
@@ -169,15 +176,22 @@ def main(argv: list[str] | None = None) -> int:
 
     source, target = cluster.up()
     out = paths.build_dir("bench")
+    from eosmirror.spark import serverclient
+
     try:
-        doc = measure(source.bootstrap, target.bootstrap, out / "dagrun-work", args.rounds, args.records)
+        if args.run_server:
+            print(f"run server ready in {serverclient.start()['seconds']} s")
+        doc = measure(source.bootstrap, target.bootstrap, out / "dagrun-work", args.rounds, args.records,
+                      run_server=args.run_server)
     finally:
+        if args.run_server:
+            serverclient.stop()
         cluster.down([source, target])   # its own brokers: nothing else uses them
-    (out / "dagrun.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"dagrun{'-served' if args.run_server else ''}.json").write_text(json.dumps(doc, indent=2) + "\n")
     for kind, s in doc["summary"].items():
         print(f"{kind} DAG run, trigger to success: median {s['median']} s of {s['seconds']} (goal <= {s['goal']} s): "
               f"{'met' if s['met'] else 'MISSED'}")
-    print(f"written: {out / 'dagrun.json'}")
+    print(f"written: {out / ('dagrun-served.json' if args.run_server else 'dagrun.json')}")
     return 0 if all(r["verified"] for r in doc["rows"]) else 1
 
 
