@@ -145,7 +145,7 @@ def _server(args: argparse.Namespace) -> int:
         if not answer:
             print(f"no run server answers on {server.socket_path()}")
             return EXIT_FAILED
-        print(f"run server pid {answer['pid']}, master {answer['master']}, runs in progress: "
+        print(f"run server pid {answer['pid']} (its JVM {answer['jvm_pid']}), master {answer['master']}, runs in progress: "
               f"{', '.join(answer['runs']) or 'none'}, code {answer['fingerprint']}"
               + ("" if answer["fingerprint"] == server.fingerprint() else
                  " (differs from this eosmirror: restart it)"))
