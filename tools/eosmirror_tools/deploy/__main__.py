@@ -106,7 +106,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def teardown(stack: Stack | None, tester: Tester | None, dockerd: Any, keep: bool) -> None:
     if keep:
-        log.warning("--keep: the deployment stays up (remove it with docker-compose -p eosmirror-deploy down -v)")
+        if stack is None:
+            return
+        # compose needs the deployment's variables even for `down`: they go to a 0600 file, never a log.
+        env_file = BUILD_DIR / "compose.env"
+        env_file.touch(mode=0o600)
+        env_file.chmod(0o600)
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(stack.env.items())))
+        log.warning("--keep: the deployment stays up; %s (0600) holds its generated passwords (the Airflow admin's: "
+                    "EOSMIRROR_AIRFLOW_ADMIN_PASSWORD); remove it with: %s --env-file %s down -v", env_file,
+                    " ".join(stack.compose), env_file)
         return
     for step, fn in (("tester", tester and tester.remove), ("compose down", stack and stack.down),
                      ("dockerd", lambda: engine.stop_dockerd(dockerd))):
