@@ -15,7 +15,8 @@ from eosmirror_tools.bench.settings import KINDS
 
 pytestmark = pytest.mark.e2e
 
-KINDS_PER_SIZE = {"ceiling": 2, "raw": 1, "jvmcopier": 1, "eosmirror": 2, "mm2": 2}   # --quick: MM2 tuned only
+KINDS_PER_SIZE = {"ceiling": 2, "raw": 1, "jvmcopier": 1, "eosmirror": 2, "eosmirror-served": 2,   # eos, alo
+                  "mm2": 2}   # --quick: MM2 tuned only
 RATE_FIELDS = ("records_per_second", "mb_per_second", "end_to_end_records_per_second", "end_to_end_mb_per_second",
                "wall_seconds", "peak_rss_mb", "peak_rss_by_role_mb", "cpu_seconds", "cpu_seconds_per_million_records",
                "others_cpu_share", "verified", "target_count", "expected_count")
@@ -51,6 +52,7 @@ def test_every_configuration_ran_and_verified_with_an_exact_count(bench):
         kinds = [r["kind"] for r in rows if r["size_class"] == size]
         assert {k: kinds.count(k) for k in KINDS_PER_SIZE} == KINDS_PER_SIZE, (size, kinds)
     assert [r["kind"] for r in rows].count("eosmirror-empty") == 1
+    assert [r["kind"] for r in rows].count("eosmirror-served-empty") == 1
     for r in rows:
         assert r["verified"] is True, (r["key"], r["error"])
         assert r["target_count"] == r["expected_count"], r["key"]
@@ -69,7 +71,8 @@ def test_every_configuration_ran_and_verified_with_an_exact_count(bench):
 def test_report_holds_ratios_targets_memory_and_mm2_exactly_once_evidence(bench):
     done, out = bench
     report = json.loads((out / "report.json").read_text())
-    assert {"eos_vs_mm2_eos_tuned", "eos_vs_ceiling_txn", "eos_vs_jvmcopier"} <= set(report["ratios"]["200B"])
+    assert {"eos_vs_mm2_eos_tuned", "eos_vs_ceiling_txn", "eos_vs_jvmcopier", "served_vs_jvmcopier",
+            "served_alo_vs_mm2_alo_tuned"} <= set(report["ratios"]["200B"])
     for pair in report["ratios"]["200B"].values():
         assert set(pair) == {"ours", "theirs", "steady", "end_to_end", "both_verified", "brokers_restarted",
                              "others_cpu_share"}

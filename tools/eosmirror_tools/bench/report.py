@@ -29,6 +29,7 @@ GOALS = {
     "served_vs_ceiling_txn": {"end_to_end": 0.60},
     "served_vs_jvmcopier": {"end_to_end": 0.9},
     "served_vs_mm2_eos_tuned": {"end_to_end": 1.5},
+    "served_alo_vs_mm2_alo_tuned": {"end_to_end": 1.5},
 }
 CPU_PER_MILLION_GOAL = 4.0          # CPU s per million records copied, exactly_once, whole process tree
 CPU_VS_MM2_GOAL = 0.6               # eosmirror's CPU per record / tuned MM2 exactly-once's
@@ -76,6 +77,8 @@ def ratios(settings: BenchSettings, by_key: dict[str, dict[str, Any]]) -> dict[s
             "served_vs_ceiling_txn": _pair(by_key, served, f"{size}/ceiling-txn"),
             "served_vs_jvmcopier": _pair(by_key, served, f"{size}/jvmcopier-{slots}slots"),
             "served_vs_mm2_eos_tuned": _pair(by_key, served, f"{size}/mm2-exactly_once-tuned"),
+            "served_alo_vs_mm2_alo_tuned": _pair(by_key, f"{size}/eosmirror-served-at_least_once-{slots}slots",
+                                                 f"{size}/mm2-at_least_once-tuned"),
         }
         out[size] = {k: v for k, v in pairs.items() if v}
     return out

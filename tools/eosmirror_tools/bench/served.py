@@ -68,15 +68,16 @@ def _served_run(ctx: Context, result: ConfigResult, server: dict[str, Any], name
     return done
 
 
-def run_eosmirror_served(ctx: Context, size: SizeClass, slots: int, then_empty_run: bool = False) -> list[ConfigResult]:
+def run_eosmirror_served(ctx: Context, size: SizeClass, slots: int, then_empty_run: bool = False,
+                         delivery: str = "exactly_once") -> list[ConfigResult]:
     from eosmirror.spark import serverclient
 
-    slug = f"srv{slots}"
+    slug = f"srv{'' if delivery == 'exactly_once' else 'alo'}{slots}"
     topic = f"{ctx.settings.topic_prefix(slug)}-{size.slug}"
     name = topic
-    result = ConfigResult(key=f"{size.name}/eosmirror-served-exactly_once-{slots}slots", kind="eosmirror-served",
-                          label=f"eosmirror exactly_once in the run server ({slots} slots)", size_class=size.name,
-                          expected=size.records, record_bytes=size.record_bytes, delivery="exactly_once",
+    result = ConfigResult(key=f"{size.name}/eosmirror-served-{delivery}-{slots}slots", kind="eosmirror-served",
+                          label=f"eosmirror {delivery} in the run server ({slots} slots)", size_class=size.name,
+                          expected=size.records, record_bytes=size.record_bytes, delivery=delivery,
                           slots=slots, details={"master": "run server"})
     empty = ConfigResult(key=f"{size.name}/eosmirror-served-empty-run", kind="eosmirror-served-empty",
                          label=f"eosmirror empty run in the run server ({slots} slots)", size_class=size.name,
@@ -88,7 +89,7 @@ def run_eosmirror_served(ctx: Context, size: SizeClass, slots: int, then_empty_r
 
     def body() -> None:
         _load(ctx, topic, size)
-        mirror_runs.write_definition(config_path, name, [topic], slots, "exactly_once")
+        mirror_runs.write_definition(config_path, name, [topic], slots, delivery)
         server, started_here[0] = _ensure_server(ctx)
         time.sleep(1)   # the server's own start (class loading, warm workers) settles before the clock runs
         ctx.say(f"eosmirror run {name} --server")

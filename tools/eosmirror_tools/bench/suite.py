@@ -50,6 +50,9 @@ def plan(settings: BenchSettings) -> list[Step]:
                           + (" (+ empty run)" if index == 0 else ""),
                           lambda c, s=size, first=index == 0: served.run_eosmirror_served(
                               c, s, settings.main_slots, then_empty_run=first)))
+            steps.append((f"{size.name} eosmirror at_least_once in the run server, {settings.main_slots} slots",
+                          lambda c, s=size: served.run_eosmirror_served(c, s, settings.main_slots,
+                                                                        delivery="at_least_once")))
         if "mm2" in settings.kinds:
             for tuned in (True, False) if settings.mm2_defaults_too else (True,):
                 how = "tuned" if tuned else "defaults"
