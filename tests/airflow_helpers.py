@@ -53,3 +53,29 @@ def task_log_text(capfd, caplog) -> str:
     text = out + err + caplog.text
     caplog.clear()
     return text
+
+
+def record_temp_dirs(monkeypatch) -> list[str]:
+    """Every folder ``tempfile.mkdtemp`` makes in this process from now on (dag.test runs tasks in this
+    process): a test checks its own DAG run's secrets folder, never a glob of the shared /tmp, where
+    other workers' running DAGs keep theirs."""
+    import tempfile
+
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recording(*args, **kwargs):
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording)
+    return made
+
+
+def assert_secrets_dirs_removed(made: list[str]) -> None:
+    """The copy task made its 0600 secrets folder, and removed it."""
+    from pathlib import Path
+
+    secrets = [d for d in made if Path(d).name.startswith("eosmirror-clusters-")]
+    assert secrets, f"the copy task made no secrets folder (made: {made})"
+    assert not [d for d in secrets if Path(d).exists()], f"left behind: {secrets}"

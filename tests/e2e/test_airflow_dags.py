@@ -12,7 +12,14 @@ import pytest
 
 from eosmirror.airflow import home
 from eosmirror.kafka import readers
-from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
+from tests.airflow_helpers import (
+    assert_secrets_dirs_removed,
+    record_temp_dirs,
+    run_dag,
+    task_log_text,
+    task_states,
+    xcoms,
+)
 from tests.helpers import cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
 
 pytestmark = pytest.mark.e2e
@@ -115,6 +122,7 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
     caplog.set_level("INFO")
     from eosmirror_tools.local import cluster
 
+    made = record_temp_dirs(monkeypatch)
     secret = "pw-" + pysecrets.token_hex(12)
     secure = cluster.secure_cluster({"admin": secret})
     cluster.start(secure)
@@ -161,9 +169,7 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
         assert secret not in task_logs
         files = [p for p in (home.airflow_home() / "logs").rglob("*") if p.is_file()]
         assert not [p for p in files if secret in p.read_text(errors="replace")]
-        import tempfile
-
-        assert not list(Path(tempfile.gettempdir()).glob("eosmirror-clusters-*"))   # 0600 file removed
+        assert_secrets_dirs_removed(made)   # the 0600 file and its folder are gone
     finally:
         cluster.stop(secure)
 

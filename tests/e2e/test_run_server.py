@@ -153,11 +153,17 @@ def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, so
     """A mirror with `airflow.run_server: true` whose source is an Airflow connection the server's own
     environment does not have: the copy task hands the resolved connections over as a 0600 file's path
     (as it hands them to spark-submit), the run copies in the server's Spark, and the file is removed."""
-    import tempfile
-
-    from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
+    from tests.airflow_helpers import (
+        assert_secrets_dirs_removed,
+        record_temp_dirs,
+        run_dag,
+        task_log_text,
+        task_states,
+        xcoms,
+    )
 
     caplog.set_level("INFO")
+    made = record_temp_dirs(monkeypatch)
     topic = create_topic(source_conf, unique("af"), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, 50)
     conn_id = unique("conn").replace("-", "_")
@@ -178,4 +184,4 @@ def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, so
     for slot in copied["slots"]:
         jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
         assert jvm is not None and jvm.pid == server["jvm_pid"], (slot, jvm, server["jvm_pid"])
-    assert not list(Path(tempfile.gettempdir()).glob("eosmirror-clusters-*"))   # the 0600 file is gone
+    assert_secrets_dirs_removed(made)
