@@ -132,11 +132,22 @@ def _run(args: argparse.Namespace) -> int:
     return submit.run(cmd)
 
 
+def _spark_settings(items: list[str]) -> dict[str, str]:
+    settings = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--conf {item!r}: expected KEY=VALUE, e.g. --conf spark.driver.host=10.0.0.5")
+        settings[key.strip()] = value
+    return settings
+
+
 def _server(args: argparse.Namespace) -> int:
     if args.action == "start":
-        answer = serverclient.start(args.master, args.workers)
+        answer = serverclient.start(args.master, args.workers, _spark_settings(args.conf),
+                                    lease_port=args.lease_port, ship_package=args.ship_package)
         print(f"run server ready in {answer['seconds']} s: pid {answer['pid']}, master {answer['master']}, "
-              f"socket {server.socket_path()}, log {answer['log']}")
+              f"leases on {answer['lease']}, socket {server.socket_path()}, log {answer['log']}")
     elif args.action == "stop":
         answer = serverclient.stop()
         print(f"run server (pid {answer['pid']}) stopped" if answer else "no run server was running")
@@ -145,8 +156,9 @@ def _server(args: argparse.Namespace) -> int:
         if not answer:
             print(f"no run server answers on {server.socket_path()}")
             return EXIT_FAILED
-        print(f"run server pid {answer['pid']} (its JVM {answer['jvm_pid']}), master {answer['master']}, runs in progress: "
-              f"{', '.join(answer['runs']) or 'none'}, code {answer['fingerprint']}"
+        print(f"run server pid {answer['pid']} (its JVM {answer['jvm_pid']}), master {answer['master']}, leases on "
+              f"{answer['lease']}, runs served {answer['served']}, in progress: {', '.join(answer['runs']) or 'none'}, "
+              f"code {answer['fingerprint']}"
               + ("" if answer["fingerprint"] == server.fingerprint() else
                  " (differs from this eosmirror: restart it)"))
     return EXIT_OK
@@ -232,11 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
     runargs.add_run_command(run)
     run.set_defaults(func=_run)
 
-    serve = sub.add_parser("server", help="the run server: one long-lived local Spark that `run --server` uses")
+    serve = sub.add_parser("server", help="the run server: one long-lived Spark application that `run --server` uses")
     serve.add_argument("action", choices=["start", "stop", "status"])
-    serve.add_argument("--master", help=f"local master of the server (default {server.DEFAULT_MASTER})")
+    serve.add_argument("--master", help=f"Spark master of the server (default {server.DEFAULT_MASTER}; a cluster's "
+                                        f"master runs the slots there, the driver here)")
     serve.add_argument("--workers", type=int, default=server.DEFAULT_WORKERS,
                        help="Python workers to warm at start (one per slot that runs at once)")
+    serve.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting of the server (repeatable), e.g. spark.driver.host=<this host>")
+    serve.add_argument("--lease-port", type=int, default=0,
+                       help="port of the runs' leases, which executors must reach on this host (default: any free)")
+    serve.add_argument("--ship-package", action="store_true",
+                       help="executors import eosmirror from a zip, not from an installed package")
     serve.set_defaults(func=_server)
 
     cliops.mirror_command(sub, "verify", _verify, "compare source and target over the mirrored ranges")

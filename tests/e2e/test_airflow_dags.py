@@ -3,7 +3,6 @@
 import json
 import os
 import secrets as pysecrets
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from tests.airflow_helpers import (
     task_states,
     xcoms,
 )
+from tests.e2e.sparkcluster import spark_standalone  # noqa: F401 - a fixture
 from tests.helpers import cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
 
 pytestmark = pytest.mark.e2e
@@ -172,45 +172,6 @@ def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, un
         assert_secrets_dirs_removed(made)   # the 0600 file and its folder are gone
     finally:
         cluster.stop(secure)
-
-
-@pytest.fixture(scope="module")
-def spark_standalone(tmp_path_factory):
-    """A real Spark standalone master and worker on loopback, from pyspark's own spark-class."""
-    from eosmirror.spark import submit
-
-    work = tmp_path_factory.mktemp("spark")
-    env = {**submit.process_env(), "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work)}
-    spark_class = str(Path(submit.spark_submit_binary()).with_name("spark-class"))
-    master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", "17077", "--webui-port", "18090"], env=env, start_new_session=True,
-                              stdout=open(work / "master.log", "w"), stderr=subprocess.STDOUT)
-    worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                               "--cores", "2", "--memory", "2g", "--webui-port", "18091", "spark://127.0.0.1:17077"],
-                              env=env, start_new_session=True, stdout=open(work / "worker.log", "w"),
-                              stderr=subprocess.STDOUT)
-    try:
-        import urllib.request
-
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                state = json.loads(urllib.request.urlopen("http://127.0.0.1:18090/json/", timeout=2).read())
-                if state.get("aliveworkers", 0) >= 1:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        else:
-            raise RuntimeError("the Spark standalone worker did not register:\n" + (work / "worker.log").read_text()[-2000:])
-        yield "spark://127.0.0.1:17077"
-    finally:
-        for proc in (worker, master):
-            try:
-                os.killpg(proc.pid, 15)
-                proc.wait(30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(proc.pid, 9)
 
 
 def test_mirror_dag_on_a_spark_standalone_cluster(spark_standalone, source_conf, target_conf, unique, tmp_path,

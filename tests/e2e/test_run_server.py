@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,21 +44,31 @@ pytestmark = pytest.mark.e2e
 RUN_BUDGET = 120.0   # one CLI run through the server, under a loaded test machine
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    markers = tmp_path_factory.mktemp("holds")
+def held_server(markers: Path, executor_env: bool = False, **start) -> Iterator[dict]:
+    """A run server whose slots sleep inside their first transaction (test_kill's hold) once their
+    marker file under ``markers`` is removed. The fault rules go to the server's environment, or with
+    ``executor_env`` to the executors' (on a cluster, executors get their environment from the worker
+    daemon, not from the server). Stopped at the end, or killed: nothing may outlive the module."""
     for k in range(PARTITIONS):
         (markers / f"hold-{k}").touch()   # spent until the kill test removes them
     rules = faults_env(*({"point": "in_transaction", "action": "sleep", "seconds": HOLD_SECONDS, "slot": k,
                           "once": str(markers / f"hold-{k}")} for k in range(PARTITIONS)))
-    answer = serverclient.start(workers=PARTITIONS, conf={"spark.ui.enabled": "false"}, extra_env=rules)
+    conf = {"spark.ui.enabled": "false", **start.pop("conf", {})}
+    if executor_env:
+        conf.update({f"spark.executorEnv.{key}": value for key, value in rules.items()})
+    answer = serverclient.start(workers=PARTITIONS, conf=conf, extra_env=None if executor_env else rules, **start)
     try:
         yield {**answer, "markers": markers}
     finally:
         try:
             serverclient.stop()
-        except Exception:  # noqa: BLE001 - a server that does not stop is killed: nothing may outlive the module
+        except Exception:  # noqa: BLE001 - a server that does not stop is killed
             os.killpg(answer["jvm_pid"], signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    yield from held_server(tmp_path_factory.mktemp("holds"))
 
 
 def _mirror(tmp_path: Path, name: str, topic: str) -> Path:
@@ -110,14 +121,17 @@ def test_runs_through_the_server_copy_exactly_once_in_its_spark(server, source_c
     assert second["steps"]["process start"] < 10, second["steps"]
 
 
-def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_conf, target_conf, unique, tmp_path):
+def killed_client_ends_its_slots(served: dict, source_conf, target_conf, unique, tmp_path, where: str) -> None:
+    """SIGKILL a client while its slots hold open transactions (the server's fault holds): LSO = HW on
+    every target partition within the budget, the server serves on, and the next run copies every
+    record exactly once."""
     from confluent_kafka.admin import AdminClient
 
     topic = create_topic(source_conf, unique("srvkill"), partitions=PARTITIONS)
     name = unique("m")
     config = _mirror(tmp_path, name, topic)
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
-    for marker in server["markers"].iterdir():
+    for marker in served["markers"].iterdir():
         marker.unlink()   # the holds fire again: each slot sleeps inside its first transaction
     admin = AdminClient(target_conf)
     proc = _client(name, config, tmp_path / "killed.json")
@@ -133,7 +147,7 @@ def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_
                 unblocked = time.monotonic() - killed_at
                 break
             time.sleep(0.2)
-        print(f"\n[run server] client SIGKILLed: LSO = HW on every target partition after {unblocked} s "
+        print(f"\n[run server, {where}] client SIGKILLed: LSO = HW on every target partition after {unblocked} s "
               f"(budget {UNBLOCK_BUDGET:.0f} s)")
         assert unblocked is not None, (f"target partitions still blocked (partition: (LSO, HW)) {UNBLOCK_BUDGET:.0f} s "
                                        f"after the client was killed: {blocked}")
@@ -142,10 +156,14 @@ def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_
             proc.kill()
         proc.communicate()
     answer = serverclient.status()
-    assert answer is not None and answer["pid"] == server["pid"], f"the server did not live on: {answer}"
+    assert answer is not None and answer["pid"] == served["pid"], f"the server did not live on: {answer}"
     after = _served_run(name, config, tmp_path / "after.json")
     assert after["status"] == "ok", after
     assert _target(target_conf, topic) == expected()
+
+
+def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_conf, target_conf, unique, tmp_path):
+    killed_client_ends_its_slots(server, source_conf, target_conf, unique, tmp_path, "local master")
 
 
 def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, source_conf, target_conf, unique,

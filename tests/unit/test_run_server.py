@@ -5,8 +5,9 @@ What is tested: how the server frames a run's output (_Lines) and picks a run's 
 client of other code, a run through a stand-in ``job.execute``); ``bind`` (mode 0600, a stale socket
 replaced, a listening server never taken over, a socket path too long for sun_path); the client's
 refusals when no server answers, the clusters file handed over as a path, and ``start`` on a cluster master;
-``eosmirror run --server`` with --master/--ship-package; a served slot's end with its client
-(``lifeline._owner_gone``, ``owned_runner`` when the client is gone before the slots start); and the
+``eosmirror run --server`` with --master/--ship-package; a served slot's end with its client (the run's
+lease over real loopback sockets: leases.py, runlease.py, ``lifeline._lease_lost``, ``owned_runner``
+when the client is gone before the slots start); and the
 "process start" step timed from the client's process (``steptimes.time_process``).
 A real run through a real server is for the e2e tests (bench ``served``)."""
 
@@ -32,9 +33,11 @@ import pytest
 from eosmirror import cli
 from eosmirror.core import steptimes
 from eosmirror.core.errors import ConfigError
-from eosmirror.slot import lifeline
+from eosmirror.slot import lifeline, runlease
+from eosmirror.slot.runlease import RunLeaseError
 from eosmirror.slot.slotstate import SlotTask
 from eosmirror.spark import job, runner, server, serverclient
+from eosmirror.spark.leases import CHECK_SECONDS, LeaseServer
 
 BUDGET = 5.0   # seconds any one wait in this file may take
 
@@ -137,7 +140,7 @@ def exchange(srv: server.Server, request: dict[str, Any], name: str = "eosmirror
 
 @pytest.fixture
 def srv():
-    return server.Server(SimpleNamespace(master="local[16]"))
+    return server.Server(SimpleNamespace(master="local[16]"), SimpleNamespace(address=("127.0.0.1", 7079)))
 
 
 @pytest.fixture
@@ -151,7 +154,7 @@ def no_execute(monkeypatch):
 def test_ping_answers_who_the_server_is(srv):
     answers = exchange(srv, {"op": "ping"})
     assert answers == [{"ok": True, "fingerprint": server.fingerprint(), "master": "local[16]", "pid": os.getpid(),
-                        "jvm_pid": os.getppid(), "runs": []}], answers
+                        "jvm_pid": os.getppid(), "runs": [], "served": 0, "lease": "127.0.0.1:7079"}], answers
 
 
 def test_stop_sets_stopping_and_answers(srv):
@@ -203,6 +206,20 @@ def test_a_run_sends_its_log_its_output_and_its_exit_code(srv, monkeypatch):
     assert seen["mirror"] == "m1" and seen["active"] == {"eosmirror-run-7": "m1"} and callable(seen["runner"])
     assert srv.active == {} and srv.runs == 1
     assert not any(isinstance(h, server._RunLog) for h in logging.getLogger().handlers), "run log handler left behind"
+
+
+@pytest.mark.parametrize("spark_conf", [{"spark.executor.memory": "2g"}, {}])
+def test_a_mirrors_own_spark_conf_is_named_as_not_applied(spark_conf, srv, monkeypatch, tmp_path):
+    monkeypatch.setattr(job, "execute", lambda *args, **kwargs: 0)
+    mirrors = tmp_path / "mirrors.yaml"
+    mirrors.write_text(json.dumps({"mirrors": [{"name": "m1", "source": {"local": "source"}, "target": {
+        "local": "target"}, "topics": ["t"], "spark_conf": spark_conf}]}))
+    answers = exchange(srv, {"op": "run", "argv": ["--mirror", "m1", "--config", str(mirrors)],
+                             "fingerprint": server.fingerprint()})
+    warned = [a["log"] for a in answers if "log" in a and "does not apply here" in a["log"]]
+    assert answers[-1] == {"exit": 0}, answers
+    assert len(warned) == (1 if spark_conf else 0), answers
+    assert not spark_conf or "its spark_conf (spark.executor.memory)" in warned[0], warned
 
 
 def test_a_failing_run_answers_1_and_a_bad_command_line_2(srv, monkeypatch):
@@ -323,14 +340,28 @@ def test_a_clients_clusters_file_goes_over_as_a_path_and_the_run_reads_it(empty_
     assert connections._from_clusters_file("kafka_dr") is None   # this thread: the environment's (none)
 
 
-def test_start_refuses_a_cluster_master_before_starting_anything(empty_home, monkeypatch):
-    def popen(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError(f"start spawned {args} for a cluster master")
+@pytest.mark.parametrize("ship", [False, True])
+def test_start_on_a_cluster_master_submits_the_server_there(ship, empty_home, monkeypatch):
+    """A cluster master: the driver runs here, the slots there. Shipped code (--py-files) is not
+    importable when pyspark.daemon starts, so the warm daemon module is only used without it."""
+    spawned: list[list[str]] = []
+
+    class Spawned(Exception):
+        pass
+
+    def popen(cmd: list[str], **kwargs: Any) -> None:
+        spawned.append(cmd)
+        raise Spawned
 
     monkeypatch.setattr(serverclient.subprocess, "Popen", popen)
-    with pytest.raises(ConfigError, match="local masters only"):
-        serverclient.start(master="spark://h:7077")
-    assert not server.log_path().exists()
+    with pytest.raises(Spawned):
+        serverclient.start(master="spark://h:7077", conf={"spark.driver.host": "10.0.0.5"}, lease_port=7079,
+                           ship_package=ship)
+    cmd = spawned[0]
+    assert cmd[cmd.index("--master") + 1] == "spark://h:7077"
+    assert "spark.driver.host=10.0.0.5" in cmd and cmd[-2:] == ["--lease-port", "7079"], cmd
+    assert ("--py-files" in cmd) is ship, cmd
+    assert any(c.startswith("spark.python.daemon.module=") for c in cmd) is not ship, cmd
 
 
 def test_the_client_talks_to_a_serving_server(empty_home, monkeypatch, capsys):
@@ -341,7 +372,7 @@ def test_the_client_talks_to_a_serving_server(empty_home, monkeypatch, capsys):
         return 3
 
     monkeypatch.setattr(job, "execute", execute)
-    srv = server.Server(SimpleNamespace(master="local[16]"))
+    srv = server.Server(SimpleNamespace(master="local[16]"), SimpleNamespace(address=("127.0.0.1", 7079)))
     listener = server.bind(server.socket_path())
     serving = threading.Thread(target=srv.serve, args=(listener,), name="test-serve", daemon=True)
     serving.start()
@@ -378,77 +409,123 @@ def test_run_server_refuses_the_servers_own_flags(flags, empty_home, tmp_path, c
     assert "--master" in err and "--server" in err and "no run server" not in err, err
 
 
-# --- a served slot ends with its client ----------------------------------------------------------------
-
-
-class FakeCopier:
-    """What the lifeline reads of a slot: its task's owner and its producer (None once closed)."""
-
-    def __init__(self, owner: tuple[int, int] | None, producer: Any) -> None:
-        self.task, self.producer, self.exactly_once = SimpleNamespace(owner=owner, slot=0), producer, True
+# --- a served slot ends with its client: the run's lease ------------------------------------------------
 
 
 @pytest.fixture
-def watched():
-    """Registers fake copiers with the lifeline (held here: the lifeline holds them weakly); removes them after."""
-    held: list[FakeCopier] = []
-
-    def watch(owner: tuple[int, int] | None, producer: Any = "open") -> FakeCopier:
-        copier = FakeCopier(owner, producer)
-        held.append(copier)
-        with lifeline._lock:
-            lifeline._copiers.add(copier)
-        return copier
-
-    yield watch
-    with lifeline._lock:
-        for copier in held:
-            lifeline._copiers.discard(copier)
+def leases():
+    """A real lease server on loopback, as the run server starts it."""
+    served = LeaseServer("127.0.0.1", "127.0.0.1")
+    yield served
+    served.close()
+    assert not served.thread.is_alive(), f"the lease thread still runs {BUDGET} s after close"
 
 
-def this_process() -> tuple[int, int]:
-    me = lifeline.process(os.getpid())
-    assert me is not None
-    return me.pid, me.start
+@pytest.fixture
+def client():
+    """A live client process on this host (the run server sees its clients' pids)."""
+    child = subprocess.Popen(["sleep", "30"])
+    found = lifeline.process(child.pid)
+    assert found is not None
+    yield child, found
+    child.kill()
+    child.wait(BUDGET)
 
 
-def test_a_slot_whose_client_is_gone_cuts_the_lifeline(watched):
-    gone = dead_process()
-    watched(this_process())
-    assert lifeline._owner_gone() is None
-    watched((gone.pid, gone.start))
-    assert lifeline._owner_gone() == f"pid {gone.pid}"
+def wait_lost(sock: socket.socket, what: str) -> float:
+    started = time.monotonic()
+    while time.monotonic() < started + BUDGET:
+        if runlease.lost(sock):
+            return time.monotonic() - started
+        time.sleep(0.05)
+    pytest.fail(f"the lease still reads as held {BUDGET} s after {what}")
 
 
-def test_a_reused_pid_is_not_the_client(watched):
-    pid, start = this_process()
-    watched((pid, start + 1))   # same pid, another start time: another process
-    assert lifeline._owner_gone() == f"pid {pid}"
-
-
-def test_a_zombie_client_is_gone(watched):
-    child = subprocess.Popen(["true"])
-    try:
-        deadline, state = time.monotonic() + BUDGET, None
-        while time.monotonic() < deadline:
-            info = lifeline._stat(child.pid)
-            state = info[2] if info else None
-            if state == "Z":
-                break
-            time.sleep(0.01)
-        assert state == "Z", f"the child never became a zombie within {BUDGET} s (state {state})"
-        watched((child.pid, info[1]))
-        assert lifeline._owner_gone() == f"pid {child.pid}"
-    finally:
+def test_a_lease_is_held_while_its_client_lives_and_lost_once_it_is_gone(leases, client):
+    child, owner = client
+    lease = leases.grant(owner, "run-1")
+    assert lease[:2] == leases.address and len(lease[2]) == 32, lease
+    held = runlease.hold(lease)
+    with held:
+        time.sleep(3 * CHECK_SECONDS)
+        assert not runlease.lost(held), "a live client's lease was lost"
+        child.kill()
         child.wait(BUDGET)
+        assert wait_lost(held, "the client was killed") < 2.0
+    with pytest.raises(RunLeaseError, match="no longer holds this run"):   # a slot that starts late starts nothing
+        runlease.hold(lease)
+    assert lease[2] not in leases.grants
 
 
-def test_a_closed_slot_or_an_unserved_one_never_cuts(watched):
-    gone = dead_process()
-    watched((gone.pid, gone.start), producer=None)   # its result went back: the client may end
-    watched(None)                                    # a spark-submit run: its JVM is its lifeline
-    watched(this_process())
-    assert lifeline._owner_gone() is None
+def test_a_reused_pid_is_not_the_client(leases, client):
+    _, owner = client
+    lease = leases.grant(lifeline.Process(owner.pid, owner.start + 1, "client"), "run-1")
+    time.sleep(3 * CHECK_SECONDS)   # same pid, another start time: another process, so the lease is revoked
+    assert lease[2] not in leases.grants
+    with pytest.raises(RunLeaseError, match="no longer holds this run"):
+        runlease.hold(lease)
+
+
+def test_the_runs_end_revokes_its_lease_and_a_slot_that_left_is_dropped(leases, client):
+    _, owner = client
+    first, second = leases.grant(owner, "run-1"), leases.grant(owner, "run-2")
+    left, held, other = runlease.hold(first), runlease.hold(first), runlease.hold(second)
+    left.close()   # a slot that ended: the server drops its connection
+    deadline = time.monotonic() + BUDGET
+    while len(leases.grants[first[2]].held) != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(leases.grants[first[2]].held) == 1, leases.grants[first[2]]
+    leases.revoke(first[2], "the run's slots ended")
+    with held, other:
+        wait_lost(held, "the run's lease was revoked")
+        assert not runlease.lost(other), "revoking one run's lease ended another run's"
+
+
+def test_an_unknown_token_and_an_unreachable_server_are_refused(leases):
+    with pytest.raises(RunLeaseError, match="no longer holds this run"):
+        runlease.hold((*leases.address, "0" * 32))
+    port = leases.address[1]
+    leases.close()
+    with pytest.raises(RunLeaseError, match=f"cannot reach the run server's lease at 127.0.0.1:{port}"):
+        runlease.hold(("127.0.0.1", port, "0" * 32))
+
+
+def test_a_server_that_ends_ends_every_lease(leases, client):
+    _, owner = client
+    held = runlease.hold(leases.grant(owner, "run-1"))
+    with held:
+        leases.close()
+        wait_lost(held, "the lease server closed")
+
+
+class FakeCopier:
+    """What the lifeline reads of a slot: its producer (None once closed)."""
+
+    def __init__(self) -> None:
+        self.task, self.producer, self.exactly_once = SimpleNamespace(slot=0), "open", True
+
+
+def test_the_lifeline_is_cut_by_a_lost_lease_and_never_by_a_released_one(leases, client):
+    _, owner = client
+    ended_run, running = leases.grant(owner, "run-1"), leases.grant(owner, "run-2")
+    ended, live = FakeCopier(), FakeCopier()
+    try:
+        with lifeline._lock:
+            lifeline._leases[ended] = runlease.hold(ended_run)
+            lifeline._leases[live] = runlease.hold(running)
+        assert not lifeline._lease_lost()
+        lifeline.release(ended)   # its slot ended; then its run ended and revoked the lease
+        leases.revoke(ended_run[2], "the run's slots ended")
+        time.sleep(3 * CHECK_SECONDS)
+        assert not lifeline._lease_lost(), "a slot that ended still cut the worker's lifeline"
+        leases.revoke(running[2], "its client is gone")
+        deadline = time.monotonic() + BUDGET
+        while not lifeline._lease_lost() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lifeline._lease_lost(), f"a revoked lease did not cut the lifeline within {BUDGET} s"
+    finally:
+        lifeline.release(ended)
+        lifeline.release(live)
 
 
 def slot_task(slot: int) -> SlotTask:
@@ -456,29 +533,34 @@ def slot_task(slot: int) -> SlotTask:
                     delivery="exactly_once", progress_group="g", partitions=(), source_conf={}, target_conf={})
 
 
-def test_no_slot_starts_when_the_client_is_gone(monkeypatch):
+def test_no_slot_starts_when_the_client_is_gone(monkeypatch, leases):
     def run_on_spark(tasks: Any) -> Any:
         raise AssertionError(f"slots started for a client that is gone: {tasks}")
 
     monkeypatch.setattr(runner, "run_on_spark", run_on_spark)
     monkeypatch.setitem(sys.modules, "pyspark", None)   # importing pyspark now fails
     gone = dead_process()
-    results = server.owned_runner((gone.pid, gone.start))([slot_task(0), slot_task(1)])
+    results = server.owned_runner((gone.pid, gone.start), leases, "run-1")([slot_task(0), slot_task(1)])
     assert [(r["slot"], r["transactional_id"], r["status"], r["error_type"]) for r in results] == [
         (0, "eosmirror.m1.0", "failed", "ClientGone"), (1, "eosmirror.m1.1", "failed", "ClientGone")], results
+    assert not leases.grants
 
 
-def test_the_slots_of_a_live_client_carry_it_as_owner(monkeypatch):
+def test_the_slots_of_a_live_client_hold_one_lease_until_the_run_ends(monkeypatch, leases):
     started: list[SlotTask] = []
 
     def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
         started.extend(tasks)
+        assert set(leases.grants) == {tasks[0].lease[2]}, leases.grants   # granted while the slots run
         return [{"slot": t.slot, "status": "ok"} for t in tasks]
 
     monkeypatch.setattr(runner, "run_on_spark", run_on_spark)
-    me = this_process()
-    assert server.owned_runner(me)([slot_task(0)]) == [{"slot": 0, "status": "ok"}]
-    assert [t.owner for t in started] == [me], started
+    me = lifeline.process(os.getpid())
+    assert server.owned_runner((me.pid, me.start), leases, "run-1")([slot_task(0), slot_task(1)]) == [
+        {"slot": 0, "status": "ok"}, {"slot": 1, "status": "ok"}]
+    assert len({t.lease for t in started}) == 1 and started[0].lease[:2] == leases.address, started
+    assert "lease" not in repr(started[0]) and started[0].lease[2] not in repr(started[0])
+    assert not leases.grants, "the run ended and its lease is still granted"
 
 
 # --- "process start" of a served run -------------------------------------------------------------------

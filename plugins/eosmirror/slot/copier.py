@@ -99,16 +99,16 @@ class SlotCopier:
 
     def close(self) -> None:
         self.io.close()
-        # Drop the clients now: a traceback that keeps this copier alive must not keep a producer
-        # reconnecting (and logging) to a cluster long after the slot ended.
+        lifeline.release(self)   # a served run may end now: its revoked lease must not cut this worker
+        # Drop the clients now: a traceback holding this copier must not keep a producer reconnecting.
         self.producer = self.consumer = self.reader = self.loop = None
 
     # --- protocol ----------------------------------------------------------------------------------
 
     def run(self) -> SlotResult:
-        lifeline.watch(self)   # in a Spark worker: abort and exit once the run's JVM is gone
         started = time.monotonic()
         try:
+            lifeline.watch(self)   # in a Spark worker: abort and exit once the run's JVM (or lease) is gone
             self._open()
             self._start()
             follows = self.task.follow_until is not None and self.exactly_once

@@ -14,8 +14,9 @@ where ``run_in_process`` runs slots as threads of the driver itself:
      and is the only one that can collect its result.
   2. A daemon thread checks every POLL_SECONDS that this JVM still exists: the same pid with the
      same start time (a reused pid is another process; a zombie is dead). A run served by the run
-     server (spark/server.py, whose JVM outlives its runs) also ends with its client process
-     (``SlotTask.owner``, same pid and start-time test; the server runs on local masters only). SIGHUP, which
+     server (spark/server.py, whose JVM outlives its runs) also ends with its lease: the slot holds
+     ``SlotTask.lease`` as a connection to the server, closed once the run's client is gone
+     (runlease.py; on any master, the client's host need not be this one). SIGHUP, which
      pyspark.daemon sends its workers when its JVM closes the daemon's stdin, also cuts the
      lifeline instead of killing the worker at once (the default action) with its transaction open.
   3. Cut: the slot's thread parks at its next ``check()`` (copy loop, slot end) so it starts nothing
@@ -49,6 +50,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from eosmirror.slot import runlease
+
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5     # how often the watchdog looks at the JVM
@@ -58,6 +61,7 @@ EXIT_CODE = 69         # EX_UNAVAILABLE: the run this worker served is gone
 
 _lock = threading.Lock()
 _copiers: "weakref.WeakSet[Any]" = weakref.WeakSet()   # slots of this process whose transaction to abort
+_leases: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()   # served slot -> its lease's socket
 _cut = threading.Event()        # set once, by the watchdog thread only (JVM gone, or SIGHUP seen)
 # Set by the SIGHUP handler: a plain list item, because a signal handler must take no lock. It once
 # called _cut.set(): a second SIGHUP arrived while the first handler was inside Event.set(), the
@@ -133,11 +137,17 @@ def watch(copier: Any) -> None:
     """Called when a slot starts. In a Spark Python worker: arm the lifeline (once per process) and
     let it abort this copier's transaction when cut. Anywhere else: nothing.
 
-    ``copier`` needs ``producer`` (None once closed) and ``exactly_once``; it is held weakly."""
+    ``copier`` needs ``task``, ``producer`` (None once closed) and ``exactly_once``; it is held
+    weakly. A served slot (``task.lease``) holds its run's lease first: RunLeaseError if it cannot,
+    and the slot starts nothing."""
     if not in_spark_task():
         return
+    lease = getattr(getattr(copier, "task", None), "lease", None)
+    held = runlease.hold(lease) if lease else None
     with _lock:
         _copiers.add(copier)
+        if held is not None:
+            _leases[copier] = held
         # pyspark.daemon resets SIGHUP to its default action before every task of a reused worker.
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGHUP, _on_sighup)
@@ -202,9 +212,8 @@ def _watchdog() -> None:
             if jvm is not None and not jvm.alive():
                 reason = f"the JVM that runs this worker's tasks ({jvm.name}, pid {jvm.pid}) is gone"
                 break
-            owner = _owner_gone()
-            if owner is not None:
-                reason = f"the client that asked the run server for this run ({owner}) is gone"
+            if _lease_lost():
+                reason = "the run server revoked this run's lease (its client is gone, or the run or the server ended)"
                 break
             time.sleep(POLL_SECONDS)
         except Exception:  # noqa: BLE001 - logged; looking again is the only safe reaction
@@ -213,19 +222,20 @@ def _watchdog() -> None:
     _cut_lifeline(reason)
 
 
-def _owner_gone() -> str | None:
-    """A slot of a served run (``SlotTask.owner``) whose client process has ended, or None. Only
-    slots with an open producer count: a slot closes its producer before its result goes back, so
-    a client that ends after its run ended never cuts the reused worker's next slot."""
+def release(copier: Any) -> None:
+    """The slot ended (its result goes back next): its run's lease no longer concerns this worker,
+    whose next slot may belong to another run."""
     with _lock:
-        copiers = list(_copiers)
-    for copier in copiers:
-        owner = getattr(getattr(copier, "task", None), "owner", None)
-        if owner is None or getattr(copier, "producer", None) is None:
-            continue
-        if not Process(owner[0], owner[1], "client").alive():
-            return f"pid {owner[0]}"
-    return None
+        sock = _leases.pop(copier, None)
+    if sock is not None:
+        sock.close()
+
+
+def _lease_lost() -> bool:
+    """True once the run server closed the lease of a slot still running in this process."""
+    with _lock:
+        held = list(_leases.values())
+    return any(runlease.lost(sock) for sock in held)
 
 
 def _cut_lifeline(reason: str) -> None:

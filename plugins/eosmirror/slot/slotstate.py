@@ -58,10 +58,10 @@ class SlotTask:
     # Follow runs (follow.py): after the bounded ranges, keep copying up to the source's last stable
     # offsets until this wall-clock time (epoch seconds) or until the next run takes over. None: bounded.
     follow_until: float | None = None
-    # A run served by the run server (spark/server.py): the client process that asked for it, as
-    # (pid, start time in clock ticks). The Spark JVM outlives such a run, so this process's end is
-    # what ends the slot (lifeline.py). None: the run's own JVM is the lifeline.
-    owner: tuple[int, int] | None = None
+    # A run served by the run server (spark/server.py): its lease, (host, port, token) of the server's
+    # lease listener (spark/leases.py). The Spark JVM outlives such a run, so the lease's end (its
+    # client is gone) is what ends the slot (lifeline.py). None: the run's own JVM is the lifeline.
+    lease: tuple[str, int, str] | None = field(default=None, repr=False)
 
 
 class PartitionCopy:

@@ -5,7 +5,7 @@ runs (1.2 to 1.6 s), the SparkContext (1.3 s) and cold Python workers (1 s): 4.4
 run's 9.5 s, more than the whole fixed cost of a JVM copier (#21). The server pays them once.
 
 How.
-  1. ``eosmirror server start`` spark-submits this file (a local master, ``local[16]`` by default).
+  1. ``eosmirror server start`` spark-submits this file (``local[16]`` by default, or a cluster's master).
      It starts the SparkContext, warms ``--workers`` Python workers, and listens on a Unix socket
      under $EOSMIRROR_HOME/run (mode 0600: only this user can ask for runs).
   2. ``eosmirror run --server`` connects and sends the job's arguments (``submit.job_arguments``:
@@ -15,10 +15,12 @@ How.
      It prints what comes back: the run's log lines, its report, its exit code.
   3. Each run runs in a thread of its own, through the same ``job.execute`` as a spark-submit run;
      Spark job groups are per thread, so runs of different mirrors share the context.
-  4. A run dies with its client. Its slots carry the client's process (pid from SO_PEERCRED, and
-     its start time) as ``SlotTask.owner``; when that process ends, the slot's lifeline aborts the
-     slot's transaction and ends its worker, as when a spark-submit run is killed. A client that
-     is gone before the slots start starts none. This needs the client's /proc: local masters only.
+  4. A run dies with its client. The server knows the client's process (pid from SO_PEERCRED, and
+     its start time: the client is on this host) and lends the run a lease bound to it (leases.py);
+     each slot holds the lease as a connection to this driver (``SlotTask.lease``). When the client
+     ends, the server closes the lease, and each slot's lifeline aborts the slot's transaction and
+     ends its worker, as when a spark-submit run is killed. A client that is gone before the slots
+     start starts none. Slots may run on any host that reaches the driver: any Spark master.
   5. A client whose package differs from the server's (``fingerprint``: a server started before an
      upgrade) is refused with exit 2: the run would otherwise copy with the old code.
 
@@ -47,6 +49,7 @@ from eosmirror.core import steptimes
 from eosmirror.core.errors import EXIT_CONFIG
 from eosmirror.kafka import connections
 from eosmirror.slot import lifeline
+from eosmirror.spark.leases import LeaseServer
 
 log = logging.getLogger("eosmirror.spark.server")
 
@@ -128,24 +131,29 @@ def peer_owner(conn: socket.socket) -> tuple[int, int] | None:
     return (process.pid, process.start) if process else None
 
 
-def owned_runner(owner: tuple[int, int]) -> Any:
-    """``run_on_spark`` for slots that end with ``owner`` (step 4)."""
+def owned_runner(owner: tuple[int, int], leases: LeaseServer, run: str) -> Any:
+    """``run_on_spark`` for slots that end with ``owner`` (step 4): they hold a lease bound to it."""
     from eosmirror.spark.runner import run_on_spark
 
     def runner(tasks: list[Any]) -> list[dict[str, Any]]:
-        if not lifeline.Process(owner[0], owner[1], "client").alive():
+        client = lifeline.Process(owner[0], owner[1], "client")
+        if not client.alive():
             log.error("the client (pid %d) is gone before the slots started: no slot starts", owner[0])
             return [{"slot": t.slot, "transactional_id": t.transactional_id, "status": "failed", "records": 0,
                      "bytes": 0, "partitions": [], "error": "the client of the run server is gone",
                      "error_type": "ClientGone"} for t in tasks]
-        return run_on_spark([dataclasses.replace(t, owner=owner) for t in tasks])
+        lease = leases.grant(client, run)
+        try:
+            return run_on_spark([dataclasses.replace(t, lease=lease) for t in tasks])
+        finally:
+            leases.revoke(lease[2], "the run's slots ended")
 
     return runner
 
 
 class Server:
-    def __init__(self, sc: Any) -> None:
-        self.sc, self.code = sc, fingerprint()
+    def __init__(self, sc: Any, leases: LeaseServer) -> None:
+        self.sc, self.leases, self.code = sc, leases, fingerprint()
         self.active: dict[str, str] = {}     # thread name -> mirror, runs in progress
         self.stopping = threading.Event()
         self.connections = self.runs = 0
@@ -169,7 +177,8 @@ class Server:
         op = request.get("op") if isinstance(request, dict) else None
         if op == "ping":
             send(stream, lock, {"ok": True, "fingerprint": self.code, "master": self.sc.master, "pid": os.getpid(),
-                                "jvm_pid": os.getppid(), "runs": sorted(self.active.values())})
+                                "jvm_pid": os.getppid(), "runs": sorted(self.active.values()),
+                                "served": self.runs, "lease": "%s:%d" % self.leases.address})
         elif op == "stop":
             self.stopping.set()
             send(stream, lock, {"ok": True, "runs": sorted(self.active.values())})
@@ -200,8 +209,9 @@ class Server:
             self.active[name] = args.mirror
             self.runs += 1
             log.info("run of %s for pid %d", args.mirror, owner[0])
+            _warn_own_spark_conf(args)
             lines = _Lines(deliver)
-            code = job.execute(args, owned_runner(owner), out=lines, err=lines)
+            code = job.execute(args, owned_runner(owner, self.leases, name), out=lines, err=lines)
         except SystemExit as exc:   # argparse: the client checked the same arguments already
             code = int(exc.code or 0)
         except Exception:  # noqa: BLE001 - one run's bug must not end the server
@@ -228,6 +238,19 @@ class Server:
             self.open.add(name)
             conn.settimeout(None)
             threading.Thread(target=self.handle, args=(conn, name), name=name, daemon=True).start()
+
+
+def _warn_own_spark_conf(args: argparse.Namespace) -> None:
+    """A mirror's spark_conf is for its own Spark application: a served run shares the server's."""
+    from eosmirror.core import config
+
+    try:
+        own = sorted(config.load(args.config).get(args.mirror).spark_conf)
+    except Exception:  # noqa: BLE001 - a bad mirrors file is the run's own error to report, next
+        return
+    if own:
+        log.warning("mirror %s: its spark_conf (%s) does not apply here: a run in the run server uses the "
+                    "server's Spark settings (`eosmirror server start --conf KEY=VALUE`)", args.mirror, ", ".join(own))
 
 
 def _warm(sc: Any, workers: int) -> None:
@@ -266,6 +289,7 @@ def bind(path: Path) -> socket.socket:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="eosmirror-run-server")
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument("--lease-port", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -273,22 +297,22 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     sc = SparkContext.getOrCreate(SparkConf())
-    if not sc.master.startswith("local"):
-        log.error("the run server needs a local master (a run ends with its client's process, seen in /proc "
-                  "on this host); got %s", sc.master)
-        sc.stop()
-        return 2
+    conf = sc.getConf()
+    driver_host = conf.get("spark.driver.host")   # what executors already reach: the lease's address
+    leases = LeaseServer(driver_host, conf.get("spark.driver.bindAddress", driver_host), args.lease_port)
     _warm(sc, args.workers)
     listener = bind(socket_path())
-    log.info("eosmirror run server ready on %s: master %s, %d warm Python worker(s), %.1f s, code %s",
-             socket_path(), sc.master, args.workers, time.monotonic() - started, fingerprint())
-    server = Server(sc)
+    log.info("eosmirror run server ready on %s: master %s, %d warm Python worker(s), leases on %s:%d, %.1f s, "
+             "code %s", socket_path(), sc.master, args.workers, *leases.address, time.monotonic() - started,
+             fingerprint())
+    server = Server(sc, leases)
     try:
         server.serve(listener)
     finally:
         listener.close()
         socket_path().unlink(missing_ok=True)
         log.info("eosmirror run server stopped after %d run(s)", server.runs)
+        leases.close()
         sc.stop()
     return 0
 

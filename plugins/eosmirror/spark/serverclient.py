@@ -135,22 +135,23 @@ def main_run(argv: list[str]) -> int:
 
 
 def start(master: str | None = None, workers: int = server.DEFAULT_WORKERS,
-          conf: dict[str, str] | None = None, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+          conf: dict[str, str] | None = None, extra_env: dict[str, str] | None = None,
+          lease_port: int = 0, ship_package: bool = False) -> dict[str, Any]:
     """spark-submit the server in the background (its own session: it outlives this command) and
-    wait until it answers; its output goes to ``server.log_path()``. ``extra_env``: tests' fault rules."""
+    wait until it answers; its output goes to ``server.log_path()``. ``extra_env``: tests' fault rules.
+    ``ship_package``: executors import the slot code from a zip (``--py-files``), so their Python
+    workers start cold (the warm daemon module needs the package installed where they run)."""
     running = status()
     if running:
         raise ConfigError(f"a run server already answers on {server.socket_path()} (pid {running['pid']}, "
                           f"master {running['master']})")
     master = master or server.DEFAULT_MASTER
-    if not master.startswith("local"):
-        raise ConfigError(f"--master {master}: the run server runs on local masters only (a run ends with its "
-                          f"client's process, which the slots watch on this host)")
     spark_conf = submit.base_conf("eosmirror-run-server")
-    spark_conf["spark.python.daemon.module"] = server.DAEMON_MODULE
+    if not ship_package:
+        spark_conf["spark.python.daemon.module"] = server.DAEMON_MODULE
     spark_conf.update(conf or {})
-    cmd = submit.command(master, ["--workers", str(workers)], spark_conf,
-                         application=Path(server.__file__).resolve())
+    cmd = submit.command(master, ["--workers", str(workers), "--lease-port", str(lease_port)], spark_conf,
+                         ship_package=ship_package, application=Path(server.__file__).resolve())
     log_file = server.log_path()
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as logged:

@@ -1,0 +1,152 @@
+"""The run server's leases: a served run's slots end when its client does, on any Spark master.
+
+The client of a served run is a process on the server's host (it reached the server's Unix
+socket); its slots may run on other hosts, where that process cannot be seen. So:
+  1. Per run, ``grant`` makes a random token bound to the client process (pid and start time) and
+     returns (host, port, token) for ``SlotTask.lease``. Host is the driver's address the executors
+     already reach (``spark.driver.host``); port is ``--lease-port`` (0: any free port).
+  2. A slot connects and sends its token (slot/runlease.py). A granted token is answered ``held``
+     and the connection is kept; any other token is answered ``gone`` and closed.
+  3. Every CHECK_SECONDS the server's lease thread looks at each granted run's client. Once it is
+     gone (exited, or its pid reused: another start time), the run's lease is revoked: its token
+     is dropped and its slots' connections closed; each slot's lifeline then aborts its own
+     transaction and ends its worker (lifeline.py).
+  4. A run's end revokes its lease too: by then every slot has closed its producer, and a slot
+     still running (a task Spark did not stop) is a zombie that must not keep a transaction open.
+  5. If the server itself ends, every connection closes: every served slot aborts.
+
+The lease only tells a slot to stop; it never commits or fences anything. What keeps the copy
+exactly-once is the transaction protocol (slot/copier.py); the lease bounds how long a dead run's
+transactions block read_committed consumers (LSO < HW) to about a second instead of the
+transaction timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import select
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from eosmirror.slot import lifeline
+from eosmirror.slot.runlease import HELD
+
+log = logging.getLogger(__name__)
+
+CHECK_SECONDS = 0.25
+GONE = b"gone\n"
+
+
+@dataclass
+class _Grant:
+    owner: lifeline.Process
+    run: str
+    held: list[socket.socket] = field(default_factory=list)
+
+
+class LeaseServer:
+    def __init__(self, advertised_host: str, bind_host: str, port: int = 0) -> None:
+        self.listener = socket.create_server((bind_host, port), backlog=128, reuse_port=False)
+        self.address = (advertised_host, self.listener.getsockname()[1])
+        self.grants: dict[str, _Grant] = {}
+        self.waiting: dict[socket.socket, bytes] = {}   # connected, token not yet read
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="eosmirror-leases", daemon=True)
+        self.thread.start()
+
+    def grant(self, owner: lifeline.Process, run: str) -> tuple[str, int, str]:
+        """Step 1: the lease of ``run``, held while ``owner`` lives."""
+        token = secrets.token_hex(16)
+        with self.lock:
+            self.grants[token] = _Grant(owner, run)
+        return (*self.address, token)
+
+    def revoke(self, token: str, why: str) -> None:
+        """Steps 3 and 4: drop the token and close its slots' connections."""
+        with self.lock:
+            grant = self.grants.pop(token, None)
+        if grant is None:
+            return
+        for sock in grant.held:
+            _close(sock)
+        if grant.held:
+            log.warning("run %s: lease revoked (%s): %d slot(s) abort their transactions", grant.run, why,
+                        len(grant.held))
+
+    def close(self) -> None:
+        self.closed.set()
+        self.thread.join(5)
+
+    def _serve(self) -> None:
+        try:
+            while not self.closed.is_set():
+                self._once()
+        except Exception:  # noqa: BLE001 - a lease thread that dies silently would leave runs unwatched
+            log.exception("the lease thread failed; every served slot now aborts")
+        finally:   # step 5
+            with self.lock:
+                grants, self.grants = list(self.grants.values()), {}
+            for sock in [s for g in grants for s in g.held] + list(self.waiting) + [self.listener]:
+                _close(sock)
+
+    def _once(self) -> None:
+        with self.lock:
+            held = {s: token for token, g in self.grants.items() for s in g.held}
+        watched = [self.listener, *self.waiting, *held]
+        try:
+            readable, _, _ = select.select(watched, [], [], CHECK_SECONDS)
+        except (OSError, ValueError):   # a lease revoked by a run's thread meanwhile: look again
+            readable = []
+        for sock in readable:
+            if sock is self.listener:
+                conn, _ = self.listener.accept()
+                conn.setblocking(False)
+                self.waiting[conn] = b""
+            elif sock in self.waiting:
+                self._read_token(sock)
+            else:   # a held connection readable: its slot closed it (the slot ended)
+                with self.lock:
+                    grant = self.grants.get(held[sock])
+                    if grant is not None and sock in grant.held:
+                        grant.held.remove(sock)
+                _close(sock)
+        with self.lock:
+            gone = [(token, g) for token, g in self.grants.items() if not g.owner.alive()]
+        for token, grant in gone:
+            self.revoke(token, f"its client, pid {grant.owner.pid}, is gone")
+
+    def _read_token(self, sock: socket.socket) -> None:
+        try:
+            data = self.waiting[sock] + sock.recv(64)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b"!"
+        if data and not data.endswith(b"\n") and len(data) < 64:
+            self.waiting[sock] = data
+            return
+        del self.waiting[sock]
+        token = data.strip().decode(errors="replace")
+        with self.lock:
+            granted = token in self.grants
+        try:
+            sock.setblocking(True)
+            sock.sendall(HELD if granted else GONE)
+        except OSError:
+            granted = False
+        with self.lock:   # revoked meanwhile: the slot reads the close as the lease's end
+            grant = self.grants.get(token) if granted else None
+            if grant is not None:
+                grant.held.append(sock)
+        if grant is None:
+            _close(sock)
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
