@@ -126,3 +126,43 @@ def test_an_unknown_fault_is_refused_before_anything_is_installed_or_started(mon
         deploy.main(["--faults", "target-leader,kill-everything"])
     assert exited.value.code == 2
     assert "unknown fault(s) ['kill-everything']" in capsys.readouterr().err
+
+
+def test_every_celery_worker_can_start_a_run_server_and_only_when_asked():
+    workers = {name: s for name, s in services().items() if s.get("command", [])[:2] == ["airflow", "celery"]}
+    assert len(workers) == 2, sorted(workers)
+    for name, service in workers.items():
+        env = service["environment"]
+        assert env["EOSMIRROR_RUN_SERVER_MASTER"] == "${EOSMIRROR_RUN_SERVER_MASTER:-}", (name, env)   # off by default
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name   # the shared Airflow environment kept
+    entrypoint = (COMPOSE.parent / "eosmirror" / "entrypoint.sh").read_text()
+    assert '"${2:-}" = "celery" ] && [ -n "${EOSMIRROR_RUN_SERVER_MASTER:-}" ]' in entrypoint
+
+
+def test_timed_runs_switch_the_run_server_in_place_and_drop_the_pacing(tmp_path):
+    import os
+
+    from eosmirror_tools.deploy import timed
+    from eosmirror_tools.deploy.stack import Stack
+    from eosmirror_tools.deploy.tester import write_mirrors_file
+
+    path = write_mirrors_file(tmp_path / "mirrors.yaml", "orders")
+    inode = os.stat(path).st_ino
+    stack = Stack(path, env={})
+    timed.set_run_server(stack, True)
+    mirror = yaml.safe_load(path.read_text())["mirrors"][0]
+    assert os.stat(path).st_ino == inode, "the file was replaced: a bind mount of it would not see the change"
+    assert mirror["airflow"]["run_server"] is True
+    assert "spark.executorEnv.EOSMIRROR_FAULTS" not in mirror["spark_conf"], mirror["spark_conf"]
+    timed.set_run_server(stack, False)
+    assert yaml.safe_load(path.read_text())["mirrors"][0]["airflow"]["run_server"] is False
+
+
+def test_a_negative_count_of_timed_runs_is_refused(capsys):
+    import pytest
+
+    from eosmirror_tools.deploy import __main__ as deploy
+
+    with pytest.raises(SystemExit) as exited:
+        deploy.main(["--timed-runs", "-1"])
+    assert exited.value.code == 2 and "--timed-runs -1" in capsys.readouterr().err

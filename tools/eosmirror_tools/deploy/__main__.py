@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any
 
-from eosmirror_tools.deploy import alerting, engine, images, runs
+from eosmirror_tools.deploy import alerting, engine, images, runs, timed
 from eosmirror_tools.deploy.shell import log, wait_for
 from eosmirror_tools.deploy.stack import Stack, dump
 from eosmirror_tools.deploy.tester import Tester, write_mirrors_file
@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deploy-test")
     parser.add_argument("--keep", action="store_true", help="leave the deployment running (debugging)")
     parser.add_argument("--faults", default="all", help="comma-separated fault names, 'all' or 'none'")
+    parser.add_argument("--run-server", action="store_true",
+                        help="a run server on each Celery worker (docs/run-server.md); with --timed-runs, "
+                             "served runs are timed beside spark-submit runs")
+    parser.add_argument("--timed-runs", type=int, default=0, metavar="N",
+                        help="after the faults: N rounds of a 10,000-record DAG run per run shape, timed")
     ns = parser.parse_args(argv)
     from eosmirror_tools.deploy import faults
 
@@ -68,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         fault_names = faults.fault_names(ns.faults)
     except ValueError as exc:
         parser.error(f"--faults: {exc}")
+    if ns.timed_runs < 0:
+        parser.error(f"--timed-runs {ns.timed_runs}: a count of rounds, 0 or more")
     # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so the teardown in `finally` still runs.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt("SIGTERM")))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -81,11 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         build(report)
         stack = Stack(write_mirrors_file(BUILD_DIR / "mirrors.yaml", TOPIC, lag_schedule=alerting.LAG_SCHEDULE),
                       alert_rules=alerting.write_test_rules(BUILD_DIR / "alerts-test.yml"))
+        if ns.run_server:
+            stack.env.update(timed.SERVER_ENV)
         tester = Tester(stack)
         deploy(stack, tester, report)
         basic_path(tester, report)
         if fault_names:
             faults.run_all(stack, tester, report, fault_names)
+        if ns.timed_runs:
+            report["scenarios"].append(timed.scenario(stack, tester, TOPIC, PARTITIONS, ns.timed_runs, ns.run_server))
+            verdict = verify(tester, "after the timed runs")
+            report["scenarios"].append({"name": "after the timed runs", "state": "checked", "verdict": verdict,
+                                        "ok": verdict["ok"]})
         report["scenarios"].append(alerting.scenario(tester, "deploy", runs.DAG_ID, TOPIC, PARTITIONS))
         # A hard check only when every fault ran (14 runs); with fewer it is reported, not required.
         every_fault = len(fault_names) == len(faults.FAULTS)
@@ -143,6 +157,11 @@ def summary(report: dict[str, Any]) -> str:
             lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: series after {s.get('series_seconds', '-')} s, "
                          f"{alerting.ALERT} firing {s.get('firing_seconds', '-')} s after the DAG was paused "
                          f"(rules' for: cut to {s['rules_for']}){'; ' + s['error'][-300:] if s.get('error') else ''}")
+            continue
+        if "medians" in s:
+            lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: medians {s['medians']}")
+            lines += [f"      {r['shape']}: {r['state']}, trigger to end {r['trigger_to_end']} s, copy task "
+                      f"{r['copy_task']} s on {r['copy_host']}, {r['records']} records" for r in s["rows"]]
             continue
         if "crossed" in s:
             lines.append(f"  {'ok  ' if s['ok'] else 'FAIL'} {s['name']}: {len(s['crossed'])} of {s['runs']} "

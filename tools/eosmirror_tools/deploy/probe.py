@@ -50,9 +50,9 @@ def workload(topic: str, partitions: int, name: str) -> Any:
     return w
 
 
-def seed(topic: str, partitions: int, per_partition: int) -> dict[str, Any]:
+def seed(topic: str, partitions: int, per_partition: int, tag: str = "seed") -> dict[str, Any]:
     create_topic("source", topic, partitions)
-    w = workload(topic, partitions, "seed")
+    w = workload(topic, partitions, tag)
     w.seed(per_partition)
     return {"committed": w.committed, "aborted": w.aborted}
 
@@ -125,7 +125,7 @@ class Airflow:
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         tis = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
-        return [{k: ti.get(k) for k in ("task_id", "state", "try_number", "hostname")} for ti in tis]
+        return [{k: ti.get(k) for k in ("task_id", "state", "try_number", "hostname", "duration")} for ti in tis]
 
 
 def dag_ready(dag_id: str) -> dict[str, Any]:
@@ -142,7 +142,8 @@ def trigger(dag_id: str) -> dict[str, Any]:
 def run_state(dag_id: str, run_id: str) -> dict[str, Any]:
     api = Airflow()
     run = api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
-    return {"state": run["state"], "tasks": api.task_instances(dag_id, run_id)}
+    return {"state": run["state"], "tasks": api.task_instances(dag_id, run_id),
+            **{k: run.get(k) for k in ("queued_at", "start_date", "end_date")}}
 
 
 def copy_report(dag_id: str, run_id: str) -> dict[str, Any]:
@@ -151,7 +152,7 @@ def copy_report(dag_id: str, run_id: str) -> dict[str, Any]:
     entry = api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/copy/xcomEntries/return_value")
     value = entry.get("value")
     value = json.loads(value) if isinstance(value, str) else value
-    return {k: value.get(k) for k in ("status", "records", "bytes", "errors")} if isinstance(value, dict) else {}
+    return {k: value.get(k) for k in ("status", "records", "bytes", "errors", "steps")} if isinstance(value, dict) else {}
 
 
 def pause_dag(dag_id: str, paused: str) -> dict[str, Any]:
