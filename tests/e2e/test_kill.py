@@ -300,36 +300,12 @@ def test_sigkill_of_a_following_spark_run_stops_every_slot_and_unblocks_the_targ
 
 # --- the Airflow copy task killed ------------------------------------------------------------------------
 
-def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
-        source_conf, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
-    """dag.test() runs the copy task in this process with an execution_timeout: when it strikes,
-    Airflow's task runner raises AirflowTaskTimeout in execute and calls the operator's on_kill, the
-    same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The slots' held
-    transactions begin once Spark is up (10-30 s on a quiet machine, over 75 s at load 30) and last
-    HOLD_SECONDS. So that the timeout strikes inside them whatever the load, a watcher brings
-    Airflow's own timeout alarm (SIGALRM, armed by its task runner for execution_timeout) forward
-    to the moment every target partition has an open transaction; execution_timeout itself (140 s)
-    is only the fallback, still inside HOLD_SECONDS. The test checks that it struck there."""
-    from confluent_kafka.admin import AdminClient
-
-    from tests.airflow_helpers import dagbag, task_log_text, task_states
-
-    caplog.set_level("INFO")
-
-    topic = create_topic(source_conf, unique("akill"), partitions=PARTITIONS)
-    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
-    name = unique("m")
-    mirrors_file(tmp_path / "mirrors.yaml", [{
-        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [topic],
-        "slots": PARTITIONS, "max_transaction_seconds": MAX_TRANSACTION_SECONDS,
-        "airflow": {"schedule": None, "retries": 0}}])
-    monkeypatch.setenv("EOSMIRROR_CONFIG", str(tmp_path / "mirrors.yaml"))
-    mark = uuid.uuid4().hex
-    for key, value in {**hold_rules(tmp_path), RUN_MARK: mark}.items():
-        monkeypatch.setenv(key, value)   # spark-submit inherits this process's environment
-    admin = AdminClient(target_conf)
-    dag = dagbag().get_dag(f"eosmirror__{name}")
-    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=HOLD_SECONDS - 10)
+def strike_inside_transactions(dag, admin, topic: str, mark: str) -> tuple[object, dict[str, object]]:
+    """``dag.test()`` whose copy task times out while every slot holds its transaction: a watcher
+    brings Airflow's own timeout alarm (SIGALRM, armed by its task runner for execution_timeout)
+    forward to the moment every target partition has an open transaction, then measures (kill times
+    in ``["times"]``). Returns the DAG run and what the watcher saw."""
+    from tests.airflow_helpers import task_states
 
     # Measured from the moment the watcher fires Airflow's alarm, in a thread: dag.test() returns only
     # after the task failed. The operator is not touched: its on_kill is Airflow's to call.
@@ -366,6 +342,41 @@ def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
     finally:
         watching.clear()
         kill_leftovers(mark)
+    return dr, kill
+
+
+def test_airflow_copy_task_killed_on_timeout_stops_spark_and_fences(
+        source_conf, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
+    """dag.test() runs the copy task in this process with an execution_timeout: when it strikes,
+    Airflow's task runner raises AirflowTaskTimeout in execute and calls the operator's on_kill, the
+    same on_kill that the supervisor's SIGTERM (task marked failed or cleared) calls. The slots' held
+    transactions begin once Spark is up (10-30 s on a quiet machine, over 75 s at load 30) and last
+    HOLD_SECONDS. So that the timeout strikes inside them whatever the load, a watcher brings
+    Airflow's own timeout alarm (SIGALRM, armed by its task runner for execution_timeout) forward
+    to the moment every target partition has an open transaction; execution_timeout itself (140 s)
+    is only the fallback, still inside HOLD_SECONDS. The test checks that it struck there."""
+    from confluent_kafka.admin import AdminClient
+
+    from tests.airflow_helpers import dagbag, task_log_text, task_states
+
+    caplog.set_level("INFO")
+
+    topic = create_topic(source_conf, unique("akill"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    name = unique("m")
+    mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [topic],
+        "slots": PARTITIONS, "max_transaction_seconds": MAX_TRANSACTION_SECONDS,
+        "airflow": {"schedule": None, "retries": 0}}])
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(tmp_path / "mirrors.yaml"))
+    mark = uuid.uuid4().hex
+    for key, value in {**hold_rules(tmp_path), RUN_MARK: mark}.items():
+        monkeypatch.setenv(key, value)   # spark-submit inherits this process's environment
+    admin = AdminClient(target_conf)
+    dag = dagbag().get_dag(f"eosmirror__{name}")
+    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=HOLD_SECONDS - 10)
+
+    dr, kill = strike_inside_transactions(dag, admin, topic, mark)
     task_logs = task_log_text(capfd, caplog)   # read before printing the times
     states = task_states(dr)
     assert str(dr.state) == "failed" and states["copy"] == "failed" and states["publish"] != "success", states

@@ -203,3 +203,47 @@ def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, so
         jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
         assert jvm is not None and jvm.pid == server["jvm_pid"], (slot, jvm, server["jvm_pid"])
     assert_secrets_dirs_removed(made)
+
+
+def test_an_airflow_copy_task_killed_in_the_server_ends_its_slots(server, source_conf, target_conf, unique, tmp_path,
+                                                                  monkeypatch, capfd, caplog):
+    """The copy task of a mirror with `airflow.run_server: true` times out while its slots, in the
+    server, hold their transactions (test_kill's strike): on_kill kills the task's client (the process
+    the provider's hook started), which ends the run's lease, and fences the mirror. The target is
+    unblocked within the budget, the server serves on, and the next run copies every record once."""
+    import datetime as dt
+    import uuid
+
+    from confluent_kafka.admin import AdminClient
+
+    from tests.airflow_helpers import dagbag, task_log_text, task_states
+    from tests.e2e.test_kill import RUN_MARK, assert_within_budgets, strike_inside_transactions
+
+    caplog.set_level("INFO")
+    topic = create_topic(source_conf, unique("afkill"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
+    name = unique("m")
+    monkeypatch.setenv("EOSMIRROR_CONFIG", str(mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
+        "slots": PARTITIONS, "max_transaction_seconds": 60,
+        "airflow": {"schedule": None, "retries": 0, "run_server": True}}])))
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv(RUN_MARK, mark)   # the client inherits it: the run's only process outside the server
+    for marker in server["markers"].iterdir():
+        marker.unlink()   # the holds fire again: each slot sleeps inside its first transaction
+    dag = dagbag().get_dag(f"eosmirror__{name}")
+    dag.get_task("copy").execution_timeout = dt.timedelta(seconds=HOLD_SECONDS - 10)
+
+    dr, kill = strike_inside_transactions(dag, AdminClient(target_conf), topic, mark)
+    logs = task_log_text(capfd, caplog)
+    states = task_states(dr)
+    assert str(dr.state) == "failed" and states["copy"] == "failed" and states["publish"] != "success", states
+    assert "the run goes to the run server" in logs, logs[-3000:]
+    assert_within_budgets(kill["times"], "Airflow copy task in the run server timed out")
+    on_kill = [line for line in logs.splitlines() if "on_kill:" in line]
+    assert any("Spark application stopped" in line for line in on_kill), on_kill or logs[-3000:]
+    answer = serverclient.status()
+    assert answer is not None and answer["pid"] == server["pid"], f"the server did not live on: {answer}"
+    after = _served_run(name, Path(os.environ["EOSMIRROR_CONFIG"]), tmp_path / "after.json")
+    assert after["status"] == "ok", after
+    assert _target(target_conf, topic) == expected()
