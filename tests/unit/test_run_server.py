@@ -37,6 +37,7 @@ from eosmirror.slot import lifeline, runlease
 from eosmirror.slot.runlease import RunLeaseError
 from eosmirror.slot.slotstate import SlotTask
 from eosmirror.spark import job, runner, server, serverclient
+from eosmirror.spark import leases as leases_module
 from eosmirror.spark.leases import CHECK_SECONDS, LeaseServer
 
 BUDGET = 5.0   # seconds any one wait in this file may take
@@ -488,6 +489,14 @@ def test_an_unknown_token_and_an_unreachable_server_are_refused(leases):
     leases.close()
     with pytest.raises(RunLeaseError, match=f"cannot reach the run server's lease at 127.0.0.1:{port}"):
         runlease.hold(("127.0.0.1", port, "0" * 32))
+
+
+def test_a_peer_that_never_sends_a_token_is_closed(leases, monkeypatch):
+    monkeypatch.setattr(leases_module, "TOKEN_SECONDS", 0.5)
+    silent = socket.create_connection(leases.address, timeout=BUDGET)
+    with silent:
+        assert silent.recv(16) == b"", "the silent connection got an answer instead of being closed"
+    assert not leases.waiting
 
 
 def test_a_server_that_ends_ends_every_lease(leases, client):

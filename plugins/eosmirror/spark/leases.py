@@ -28,6 +28,7 @@ import secrets
 import select
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 
 from eosmirror.slot import lifeline
@@ -36,6 +37,7 @@ from eosmirror.slot.runlease import HELD
 log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 0.25
+TOKEN_SECONDS = 10.0    # a connection must send its token within this (a slot does at once: runlease.HOLD_SECONDS)
 GONE = b"gone\n"
 
 
@@ -51,7 +53,7 @@ class LeaseServer:
         self.listener = socket.create_server((bind_host, port), backlog=128, reuse_port=False)
         self.address = (advertised_host, self.listener.getsockname()[1])
         self.grants: dict[str, _Grant] = {}
-        self.waiting: dict[socket.socket, bytes] = {}   # connected, token not yet read
+        self.waiting: dict[socket.socket, tuple[bytes, float]] = {}   # connected, token not yet read: (so far, since)
         self.lock = threading.Lock()
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="eosmirror-leases", daemon=True)
@@ -104,7 +106,7 @@ class LeaseServer:
             if sock is self.listener:
                 conn, _ = self.listener.accept()
                 conn.setblocking(False)
-                self.waiting[conn] = b""
+                self.waiting[conn] = (b"", time.monotonic())
             elif sock in self.waiting:
                 self._read_token(sock)
             else:   # a held connection readable: its slot closed it (the slot ended)
@@ -113,20 +115,25 @@ class LeaseServer:
                     if grant is not None and sock in grant.held:
                         grant.held.remove(sock)
                 _close(sock)
+        stale = [sock for sock, (_, since) in self.waiting.items() if time.monotonic() - since > TOKEN_SECONDS]
+        for sock in stale:   # a peer that connects and says nothing holds no lease, and no file descriptor for long
+            del self.waiting[sock]
+            _close(sock)
         with self.lock:
             gone = [(token, g) for token, g in self.grants.items() if not g.owner.alive()]
         for token, grant in gone:
             self.revoke(token, f"its client, pid {grant.owner.pid}, is gone")
 
     def _read_token(self, sock: socket.socket) -> None:
+        so_far, since = self.waiting[sock]
         try:
-            data = self.waiting[sock] + sock.recv(64)
+            data = so_far + sock.recv(64)
         except BlockingIOError:
             return
         except OSError:
             data = b"!"
         if data and not data.endswith(b"\n") and len(data) < 64:
-            self.waiting[sock] = data
+            self.waiting[sock] = (data, since)
             return
         del self.waiting[sock]
         token = data.strip().decode(errors="replace")
