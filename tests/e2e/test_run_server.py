@@ -7,9 +7,10 @@ rules are spent, so the copy test runs unheld; the kill test removes them.
 1. Runs through the server copy exactly once, and run in the server's Spark: the slots' workers are
    the server JVM's descendants, and the report's "process start" is the client's, not the server's.
 2. A client killed while its slots hold open transactions ends its run as a killed spark-submit does:
-   the slots' lifeline sees the client's process gone, aborts their transactions (LSO = HW on every
-   target partition within the budget), and the server lives on and serves the next run, which
-   copies every record exactly once.
+   the server revokes the run's lease, the slots' lifeline aborts their transactions (LSO = HW on
+   every target partition within the budget), and the server lives on and serves the next run, which
+   copies every record exactly once. The same through Airflow: the copy task timed out (on_kill).
+3. Two served follow runs of one mirror hand over as spark-submit runs do, under production.
 """
 
 from __future__ import annotations
@@ -77,22 +78,25 @@ def _mirror(tmp_path: Path, name: str, topic: str) -> Path:
         "slots": PARTITIONS, "max_transaction_seconds": 60}])
 
 
-def _client(name: str, config: Path, result: Path) -> subprocess.Popen:
+def _client(name: str, config: Path, result: Path, *more: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "eosmirror.cli", "run", name, "--server", "--config", str(config),
-                             "--result-json", str(result)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             "--result-json", str(result), *more], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
 
 
-def _served_run(name: str, config: Path, result: Path) -> dict:
-    proc = _client(name, config, result)
+def _ended(proc: subprocess.Popen, result: Path, what: str) -> dict:
     try:
         out, _ = proc.communicate(timeout=RUN_BUDGET)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-        pytest.fail(f"eosmirror run --server did not end within {RUN_BUDGET:.0f} s; it printed:\n{out[-3000:]}")
-    assert proc.returncode == 0, f"eosmirror run --server exited {proc.returncode}:\n{out[-3000:]}"
+        pytest.fail(f"{what} did not end within {RUN_BUDGET:.0f} s; it printed:\n{out[-3000:]}")
+    assert proc.returncode == 0, f"{what} exited {proc.returncode}:\n{out[-3000:]}"
     return json.loads(result.read_text())
+
+
+def _served_run(name: str, config: Path, result: Path) -> dict:
+    return _ended(_client(name, config, result), result, "eosmirror run --server")
 
 
 def _target(target_conf, topic: str) -> dict[int, list[bytes]]:
@@ -247,3 +251,58 @@ def test_an_airflow_copy_task_killed_in_the_server_ends_its_slots(server, source
     after = _served_run(name, Path(os.environ["EOSMIRROR_CONFIG"]), tmp_path / "after.json")
     assert after["status"] == "ok", after
     assert _target(target_conf, topic) == expected()
+
+
+def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_conf, target_conf, target_cluster,
+                                                              unique, tmp_path):
+    """Two follow runs of one mirror in the server at once, as a schedule makes them: the first copies
+    what arrives after its bound until the second's slots fence it; production never stops; the
+    target then holds exactly the source's committed records (real read_committed consumers)."""
+    import threading
+
+    from eosmirror.core.errors import TargetMismatchError
+    from eosmirror.kafka import readers
+    from tests.integration.test_follow import produce_until, wait_for
+
+    topic = create_topic(source_conf, unique("srvfollow"), partitions=PARTITIONS)
+    seed_sequence(source_conf, topic, PARTITIONS, 50, prefix="seed-")
+    name = unique("m")
+    config = mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
+        "slots": PARTITIONS, "max_transaction_seconds": 0.5, "follow": True, "follow_max_seconds": 60}])
+    stop, batches = threading.Event(), []
+    production = threading.Thread(target=lambda: batches.append(produce_until(source_conf, topic, unique("tx"), stop)))
+    production.start()
+    first = second = None
+    try:
+        first = _client(name, config, tmp_path / "first.json", "--follow-seconds", "60")
+
+        def copied_after_the_bound():
+            try:
+                ends = [readers.watermarks(target_cluster, topic, k)[1] for k in range(PARTITIONS)]
+            except TargetMismatchError:   # the first run has not created the target topic yet
+                return False, "no target topic yet"
+            return min(ends) >= 300 and first.poll() is None, (ends, first.poll())
+
+        wait_for("the first served run to copy records produced after its bound", copied_after_the_bound, 60)
+        second = _client(name, config, tmp_path / "second.json", "--follow-seconds", "5")
+        a = _ended(first, tmp_path / "first.json", "the first (handed-over) served follow run")
+        time.sleep(2)   # the second copies while production goes on
+    except BaseException:
+        for proc in (first, second):   # nothing of a failed test may outlive it
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        raise
+    finally:
+        stop.set()
+        production.join(30)
+    b = _ended(second, tmp_path / "second.json", "the second served follow run")
+    assert a["status"] == "ok" and {s["status"] for s in a["slots"]} == {"handed-over"}, a["slots"]
+    assert b["status"] == "ok" and {s["status"] for s in b["slots"]} == {"follow-bound"}, b["slots"]
+    assert batches and batches[0] >= 20, batches
+    for k in range(PARTITIONS):
+        source, target = values(read_all(source_conf, topic, k)), values(read_all(target_conf, topic, k))
+        assert len(target) == len(set(target)), f"partition {k}: duplicates on the target"
+        assert target == source, (f"partition {k}: {len(set(source) - set(target))} lost, "
+                                  f"{len(set(target) - set(source))} foreign")
+        assert not [v for v in target if v.startswith(b"aborted-")]
