@@ -606,3 +606,13 @@ def test_a_served_run_times_its_clients_start():
     assert ages["client"] is not None and 0.3 <= ages["client"] <= 3.0, ages
     assert main_age is not None and abs(main_age - expected) < 0.1, (main_age, expected)
     assert ages["reset"] is not None and abs(ages["reset"] - expected) < 0.1, (ages, expected)
+
+
+def test_server_start_refuses_a_conf_without_a_value_before_starting_anything(empty_home, monkeypatch, capsys):
+    def popen(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"start spawned {args} for a bad --conf")
+
+    monkeypatch.setattr(serverclient.subprocess, "Popen", popen)
+    assert cli.main(["server", "start", "--conf", "spark.executor.memory"]) == 2
+    err = capsys.readouterr().err
+    assert "--conf 'spark.executor.memory': expected KEY=VALUE" in err, err
