@@ -616,3 +616,14 @@ def test_server_start_refuses_a_conf_without_a_value_before_starting_anything(em
     assert cli.main(["server", "start", "--conf", "spark.executor.memory"]) == 2
     err = capsys.readouterr().err
     assert "--conf 'spark.executor.memory': expected KEY=VALUE" in err, err
+
+
+@pytest.mark.parametrize("port", [-1, 70000])
+def test_server_start_refuses_a_lease_port_out_of_range_before_starting_anything(port, empty_home, monkeypatch,
+                                                                                 capsys):
+    def popen(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"start spawned {args} for --lease-port {port}")
+
+    monkeypatch.setattr(serverclient.subprocess, "Popen", popen)
+    assert cli.main(["server", "start", "--lease-port", str(port)]) == 2
+    assert f"--lease-port {port}: a TCP port from 1 to 65535" in capsys.readouterr().err

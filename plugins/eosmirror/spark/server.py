@@ -299,7 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     sc = SparkContext.getOrCreate(SparkConf())
     conf = sc.getConf()
     driver_host = conf.get("spark.driver.host")   # what executors already reach: the lease's address
-    leases = LeaseServer(driver_host, conf.get("spark.driver.bindAddress", driver_host), args.lease_port)
+    bind_host = conf.get("spark.driver.bindAddress", driver_host)
+    try:
+        leases = LeaseServer(driver_host, bind_host, args.lease_port)
+    except OSError as exc:
+        log.error("cannot listen for the runs' leases on %s port %d (%s): choose another --lease-port",
+                  bind_host, args.lease_port, exc.strerror or exc)
+        sc.stop()
+        return EXIT_CONFIG
     _warm(sc, args.workers)
     listener = bind(socket_path())
     log.info("eosmirror run server ready on %s: master %s, %d warm Python worker(s), leases on %s:%d, %.1f s, "

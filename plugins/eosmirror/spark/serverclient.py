@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror import paths
-from eosmirror.core.errors import EXIT_FAILED, ConfigError, EosMirrorError
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, ConfigError, EosMirrorError
 from eosmirror.spark import runargs, server, submit
 
 START_BUDGET_SECONDS = 180.0   # spark-submit, the context and the warm workers; seconds on a quiet machine
@@ -145,6 +145,8 @@ def start(master: str | None = None, workers: int = server.DEFAULT_WORKERS,
     if running:
         raise ConfigError(f"a run server already answers on {server.socket_path()} (pid {running['pid']}, "
                           f"master {running['master']})")
+    if not 0 <= lease_port <= 65535:
+        raise ConfigError(f"--lease-port {lease_port}: a TCP port from 1 to 65535, or 0 for any free port")
     master = master or server.DEFAULT_MASTER
     spark_conf = submit.base_conf("eosmirror-run-server")
     if not ship_package:
@@ -163,8 +165,10 @@ def start(master: str | None = None, workers: int = server.DEFAULT_WORKERS,
         if answer:
             return {**answer, "seconds": round(time.monotonic() - started, 1), "log": str(log_file)}
         if proc.poll() is not None:
-            raise EosMirrorError(f"the run server exited with code {proc.returncode} before it answered; last "
-                                 f"lines of {log_file}:\n{_tail(log_file)}")
+            # Exit 2: the server refused its settings (a lease port in use, say): a configuration error.
+            error = ConfigError if proc.returncode == EXIT_CONFIG else EosMirrorError
+            raise error(f"the run server exited with code {proc.returncode} before it answered; last "
+                        f"lines of {log_file}:\n{_tail(log_file)}")
         time.sleep(0.2)
     proc.kill()
     raise EosMirrorError(f"the run server did not answer within {START_BUDGET_SECONDS:.0f} s; last lines of "
