@@ -56,6 +56,7 @@ logging.getLogger("py4j").setLevel(logging.ERROR)
 @pytest.fixture(scope="session")
 def clusters():
     """The embedded source and target clusters: reused when running, else started and stopped here."""
+    from eosmirror_tools import waits
     from eosmirror_tools.local import cluster
 
     started = []
@@ -65,7 +66,7 @@ def clusters():
             cluster.launch(c)
             started.append(c)
     for c in started:
-        cluster.wait_ready(c)
+        cluster.wait_ready(c, timeout=waits.service_budget(90, cap_seconds=240))
     yield {c.name: c for c in cluster.default_clusters()}
     for c in started:
         cluster.stop(c)

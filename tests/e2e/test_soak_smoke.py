@@ -2,15 +2,20 @@
 records/s, with the follow mirror scheduled every minute and the harness waiting afterwards until the
 real Airflow scheduler's next run has taken over at least once, and MirrorMaker 2 exactly-once beside it. The independent sampler must
 find every committed record copied once by both, nothing aborted, and no failed run; the report
-carries the issue's keys and its picture. The lag goals are judged by the 30-minute run, not here."""
+carries the issue's keys and its picture. No figure here is a speed check: the lag goals are judged by
+the 30-minute run (`make soak`), and how soon the scheduler's first run starts is the machine's. What
+is checked is that the follow mirror caught up after its first run started and handed over."""
 
 import json
 
 import pytest
 
+from eosmirror_tools import waits
 from eosmirror_tools.soak import harness, report
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+# Waits, worst case: Airflow's start and the DAGs' unpausing (start_budget_s each, at most 300 s), the
+# 45 s load, the catch-up and the hand-over (catchup_budget_s each): below the timeout.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1000)]
 
 
 def test_the_soak_harness_measures_follow_and_mirrormaker2_under_load_through_the_real_scheduler(
@@ -19,7 +24,7 @@ def test_the_soak_harness_measures_follow_and_mirrormaker2_under_load_through_th
 
     source, target = clusters["source"], clusters["target"]
     settings = harness.SoakSettings(minutes=0.75, rate=2000, configs=("follow", "mm2"), follow_cron="*/1 * * * *",
-                                    warmup_s=15, catchup_budget_s=120, start_budget_s=150, api_port=18094,
+                                    warmup_s=15, catchup_budget_s=120, start_budget_s=waits.service_budget(150, cap_seconds=300), api_port=18094,
                                     min_handovers=1)
     doc = harness.run(source.bootstrap, target.bootstrap, home.airflow_home(), tmp_path / "work", settings,
                       target_data_dir=target.data_dir, say=print)
@@ -36,6 +41,13 @@ def test_the_soak_harness_measures_follow_and_mirrormaker2_under_load_through_th
         assert c["records"] == produced and c["samples"] >= 20, (name, c, produced)
     follow = doc["configurations"]["follow"]
     assert follow["failed_runs"] == 0 and follow["runs"] >= 2 and follow["handed_over"] >= 1, doc["runs"]["follow"]
-    # Lenient: a loaded 2-core machine. A follow mirror trails by seconds, not by a schedule interval.
-    assert follow["time_lag_p50_s"] < 15, follow
+    # Caught up, counted from the first run's start (not the load's: the scheduler's and spark-submit's
+    # start on a slow machine can outlast the 45 s load): a sample after that start found the follow
+    # mirror within report.CAUGHT_UP_LAG_S of the source. A figure, printed, not a speed check.
+    assert follow["first_run_started"] is not None, doc["runs"]["follow"]
+    assert follow["caught_up_s_after_first_run"] is not None, (
+        f"no sample after the first follow run started ({follow['first_run_started']:.0f}) was within "
+        f"{report.CAUGHT_UP_LAG_S} s of the source; last samples: {doc['series']['follow'][-5:]}")
+    print(f"follow caught up {follow['caught_up_s_after_first_run']} s after its first run started; "
+          f"time lag p50 {follow['time_lag_p50_s']} s over the load")
     print(report.summary(doc))

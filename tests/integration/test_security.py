@@ -28,6 +28,7 @@ from eosmirror.core import config
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.kafka import progress, readers
 from eosmirror.kafka.cluster import Cluster
+from eosmirror_tools import waits
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, mirrors_file
 
@@ -51,7 +52,7 @@ def secure_pair(prefix: str, source_port: int, target_port: int, fresh: bool = F
         for c in (source, target):
             cluster.launch(c)
         for c in (source, target):
-            cluster.wait_ready(c)
+            cluster.wait_ready(c, timeout=waits.service_budget(90, cap_seconds=240))
         yield {"source": source, "target": target}
     finally:
         for c in (source, target):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eosmirror import paths
+from eosmirror_tools import waits
 from eosmirror_tools.local import runtime
 
 log = logging.getLogger(__name__)
@@ -330,7 +331,8 @@ def wait_ready(cluster: LocalCluster, timeout: float = 90.0) -> None:
         if is_reachable(cluster):
             return
         time.sleep(0.5)
-    raise LocalClusterError(f"the {cluster.name} broker did not answer within {timeout:.0f} s; "
+    raise LocalClusterError(f"the {cluster.name} broker did not answer within {timeout:.0f} s "
+                            f"({waits.machine_now()}); "
                             f"from {cluster.log_file}:\n{_log_tail(cluster)}")
 
 

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from eosmirror_tools import waits
 from eosmirror_tools.bench.measure import ChildProcess
 
 VENV_BIN = Path(sys.executable).parent
@@ -58,7 +59,8 @@ def wait_healthy(child: ChildProcess, api_port: int, budget: float) -> float:
         if healthy(api_port):
             return time.monotonic() - started
         time.sleep(2)
-    raise TimeoutError(f"Airflow's scheduler was not healthy within {budget:.0f} s:\n{child.log_tail(40)}")
+    raise TimeoutError(f"Airflow's scheduler was not healthy within {budget:.0f} s ({waits.machine_now()}):\n"
+                       f"{child.log_tail(40)}")
 
 
 def unpause(child: ChildProcess, dag_ids: list[str], budget: float) -> None:

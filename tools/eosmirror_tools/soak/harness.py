@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from eosmirror_tools.bench import mm2
+from eosmirror_tools.bench import mm2, suite
 from eosmirror_tools.bench.measure import ChildProcess, CpuWindow, broker_pids
 from eosmirror_tools.local import runtime
 from eosmirror_tools.soak import airflowrun, load
@@ -196,6 +196,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
 
     work = work.resolve()     # MirrorMaker 2 runs in its own folder: every path it is given is absolute
     work.mkdir(parents=True, exist_ok=True)
+    machine = suite.machine()      # before the load: its load average is the machine's, not ours
     run_id = uuid.uuid4().hex[:6]
     topic = f"soak.{run_id}"
     _create_topic(source, topic, s.partitions)                                    # step 1
@@ -238,7 +239,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
     growth = {"airflow_db_bytes": airflowrun.database_bytes(airflow_home) - db_before,
               "eosmirror_internal_topic_bytes": internal_bytes(target_data_dir, ("eosmirror-",)) - internal_before,
               "mm2_internal_topic_bytes": internal_bytes(target_data_dir, ("mm2-",))}
-    return report.build(settings=asdict(s), topic=topic, targets=targets, counts=counts, measured=measured,
+    return report.build(machine=machine, settings=asdict(s), topic=topic, targets=targets, counts=counts, measured=measured,
                         runs=runs, usage=usage, cpu=_costs(window, [airflow, mm2_child], t_airflow), growth=growth,
                         series={label: list(points) for label, points in sampler.samples.items()},
                         times={"airflow_ready": t_airflow, "load_start": t_load, "load_end": t_end})

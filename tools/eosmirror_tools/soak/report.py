@@ -15,12 +15,29 @@ LABELS = {"scheduled": "scheduled `{scheduled_cron}`, no follow", "follow": "fol
           "mm2": "MirrorMaker 2 EOS"}
 # The issue's goals for follow (and MM2 as the anchor): p99 <= 5 s, max <= 15 s, p99 <= 1.5x MM2's.
 FOLLOW_P99_S, FOLLOW_MAX_S, FOLLOW_VS_MM2 = 5.0, 15.0, 1.5
+# "Caught up": the oldest committed source record not yet on the target is at most this old. Under
+# steady load a follow mirror never reaches 0 (a transaction is always in flight); 2 s is well above
+# its quiet-machine p99 (about 1 s) and far below a schedule interval.
+CAUGHT_UP_LAG_S = 2.0
 
 
 def _commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                           cwd=Path(__file__).parent)
     return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def caught_up_after_first_run(runs: list[dict[str, Any]], series: list[tuple[float, float]]) -> dict[str, Any]:
+    """When the scheduler's first run of a mirror started (epoch s) and how many seconds later the
+    sampler first saw that mirror within CAUGHT_UP_LAG_S of the source (None: never, within the
+    samples). Counted from the first run's start, not from the load's: how long the scheduler and
+    spark-submit take to start that run is the machine's, not the mirror's."""
+    starts = [r["started"] for r in runs if r.get("started") is not None]
+    if not starts:
+        return {"first_run_started": None, "caught_up_s_after_first_run": None}
+    first = min(starts)
+    at = next((t for t, lag in series if t >= first and lag <= CAUGHT_UP_LAG_S), None)
+    return {"first_run_started": first, "caught_up_s_after_first_run": None if at is None else round(at - first, 1)}
 
 
 def _runs_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -35,8 +52,10 @@ def _runs_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def build(*, settings: dict[str, Any], topic: str, targets: dict[str, str], counts: dict[str, int],
           measured: dict[str, dict[str, Any]], runs: dict[str, list[dict[str, Any]]], usage: dict[str, Any],
           cpu: dict[str, Any], growth: dict[str, int], series: dict[str, list[tuple[float, float]]],
-          times: dict[str, float]) -> dict[str, Any]:
-    configurations = {c: {"target_topic": targets[c], **measured[c], **(_runs_summary(runs[c]) if c in runs else {})}
+          times: dict[str, float], machine: dict[str, Any] | None = None) -> dict[str, Any]:
+    configurations = {c: {"target_topic": targets[c], **measured[c],
+                          **({**_runs_summary(runs[c]), **caught_up_after_first_run(runs[c], series.get(c, []))}
+                             if c in runs else {})}
                       for c in targets}
     headline = configurations.get("follow") or next(iter(configurations.values()))
     produced = counts.get("committed", 0) + counts.get("plain", 0)
@@ -53,7 +72,7 @@ def build(*, settings: dict[str, Any], topic: str, targets: dict[str, str], coun
         "load": {**counts, "records_per_second": round((produced + counts.get("aborted", 0)) / seconds),
                  "committed_records_per_second": round(produced / seconds)}, "topic": topic, "settings": settings,
         "configurations": configurations, "runs": runs, "peak_rss": usage, "cpu": cpu, "growth": growth,
-        "times": times, "series": {c: [[round(t, 2), round(v, 2)] for t, v in pts] for c, pts in series.items()},
+        "times": times, "machine": machine or {}, "series": {c: [[round(t, 2), round(v, 2)] for t, v in pts] for c, pts in series.items()},
     }
     doc["goals"] = goals(configurations)
     return doc
@@ -73,6 +92,14 @@ def goals(configurations: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _machine_line(m: dict[str, Any]) -> str:
+    if not m:
+        return "Machine: not recorded."
+    load = m.get("load_average_at_start") or ()
+    return (f"Machine: {m.get('cpus')} CPUs ({m.get('cpu_model')}), {m.get('memory_gb')} GB; load average at the "
+            f"start {', '.join(f'{x:.2f}' for x in load)}; Kafka {m.get('kafka')}, librdkafka {m.get('librdkafka')}.")
+
+
 def summary(doc: dict[str, Any]) -> str:
     s, confs = doc["settings"], doc["configurations"]
     names = [LABELS[c].format(**s) for c in confs]
@@ -80,10 +107,11 @@ def summary(doc: dict[str, Any]) -> str:
             ("time lag p99 s", "time_lag_p99_s"), ("time lag max s", "time_lag_max_s"),
             ("records copied (read_committed)", "records"), ("duplicates / out of order", None),
             ("losses / aborted copied", None), ("runs (failed, retried)", None), ("hand-overs", "handed_over"),
-            ("run seconds p50 / max", None)]
+            ("run seconds p50 / max", None), ("caught up s after the first run started", "caught_up_s_after_first_run")]
     lines = [f"# eosmirror soak: {doc['minutes']:g} min at {s['rate']:,.0f} records/s of {s['size']} B on "
              f"{s['partitions']} partitions (written {doc['load']['records_per_second']:,}/s, of which committed "
              f"{doc['load']['committed_records_per_second']:,}/s), commit {doc['commit']}",
+             _machine_line(doc.get("machine") or {}),
              "", "| figure | " + " | ".join(names) + " |", "|---|" + "--:|" * len(names)]
     for title, key in rows:
         cells = []
