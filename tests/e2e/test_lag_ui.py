@@ -19,6 +19,7 @@ import pytest
 
 from eosmirror.airflow import home
 from eosmirror.driver import lag
+from eosmirror_tools import waits
 from tests import browser
 from tests.helpers import cli, create_topic, mirror, mirrors_file, run, seed_sequence
 
@@ -74,10 +75,12 @@ def api_server(lagging, tmp_path_factory):
     proc = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server", "--port", str(PORT)],
                             env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 180
+        budget = waits.service_budget(180, cap_seconds=400)
+        deadline = time.monotonic() + budget
         while http("/api/v2/monitor/health")[0] != 200:
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise AssertionError(f"the API server did not answer within 180 s:\n{log.read_text()[-3000:]}")
+                raise AssertionError(f"the API server did not answer within {budget:.0f} s (exit code {proc.poll()}; "
+                                     f"{waits.machine_now()}):\n{log.read_text()[-3000:]}")
             time.sleep(1)
         status, body = http("/auth/token", data={"username": "admin", "password": admin_password()})
         assert status in (200, 201), body

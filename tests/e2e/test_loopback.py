@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from eosmirror_tools import waits
 from tests.e2e.listeners import Listener, listeners_of, session_members
 from tests.e2e.test_airflow_scheduler import stop_process_group
 
@@ -65,10 +66,12 @@ def watch_standalone(env: dict[str, str], log: Path, done=lambda seen: False) ->
     proc = subprocess.Popen([str(VENV_BIN / "eosmirror"), "airflow", "standalone"], env=env,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline, last = time.monotonic() + START_BUDGET, {}
+        budget = waits.service_budget(START_BUDGET, cap_seconds=300)
+        deadline, last = time.monotonic() + budget, {}
         while not all_healthy(last := health()):
             assert proc.poll() is None and time.monotonic() < deadline, (
-                f"standalone not healthy after {START_BUDGET} s (exit code {proc.poll()}); last health: {last}\n"
+                f"standalone not healthy after {budget:.0f} s (exit code {proc.poll()}; {waits.machine_now()}); "
+                f"last health: {last}\n"
                 f"--- log tail\n{log.read_text()[-3000:]}")
             time.sleep(2)
         seen: set[Listener] = set()
