@@ -7,6 +7,8 @@ Exit codes used by the CLI and the Spark entry point:
   3  `eosmirror verify`: no difference found, but part of the ranges could no longer be checked
   4  `eosmirror groups ... --direction failback` left partitions of a group where they were (target
      records that are not copies, nothing mirrored, a refused rewind): the table says which and why
+  5  `eosmirror promote`: promoted, but source records known to exist were not copied (or a partition's
+     source end was never observed): the loss report says which; a promotion is then no success to hide
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_GROUPS_LEFT = 4
+EXIT_MAY_HAVE_LOST = 5
 
 
 class EosMirrorError(Exception):

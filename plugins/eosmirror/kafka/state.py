@@ -1,4 +1,5 @@
-"""The mirror's state topic on the target (slot generations) and fencing of transactional ids.
+"""The mirror's state topic on the target (slot generations, the disaster-recovery state, audit
+records) and fencing of transactional ids.
 
 See ``generation.py`` for the protocol and why the generation is recorded before fencing.
 """
@@ -15,21 +16,67 @@ from eosmirror.core import naming
 from eosmirror.core.errors import FencedError
 from eosmirror.core.generation import STATE_KEY, Generation, ids_to_fence, next_generation
 from eosmirror.core.migration import AuditRecord, is_audit_key
+from eosmirror.core.mirrorstate import MIRRORING, STATE_RECORD_KEY, MirrorState, Phase, check_may_copy
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
 
-def read_generation(target: Cluster, mirror: str, group: str) -> Generation | None:
-    """The mirror's current generation (``group``: the progress group, the only group the principal has)."""
+def _latest(target: Cluster, mirror: str, group: str) -> tuple[Generation | None, MirrorState]:
+    """One read of the state topic (``group``: the progress group, the only group the principal has):
+    the current generation and the mirror's disaster-recovery state (``mirroring`` when none is recorded)."""
     records = readers.read_all(target, naming.state_topic(mirror), 0,
                                client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True, group_id=group)
-    current = None
+    generation, mirror_state = None, MIRRORING
     for record in records:
         if record.key == STATE_KEY and record.value is not None:
-            current = Generation.decode(record.value)
-    return current
+            generation = Generation.decode(record.value)
+        elif record.key == STATE_RECORD_KEY and record.value is not None:
+            mirror_state = MirrorState.decode(record.value)
+    return generation, mirror_state
+
+
+def read_generation(target: Cluster, mirror: str, group: str) -> Generation | None:
+    """The mirror's current generation."""
+    return _latest(target, mirror, group)[0]
+
+
+def read_mirror_state(target: Cluster, mirror: str, group: str) -> MirrorState:
+    """The mirror's disaster-recovery state (core/mirrorstate.py)."""
+    return _latest(target, mirror, group)[1]
+
+
+def _planner(target: Cluster, mirror: str, prefix: str) -> Any:
+    """The mirror's planner producer, initialised: from here on only this process writes the state."""
+    planner_id = naming.planner_transactional_id(prefix, mirror)
+    planner = clients.transactional_producer(target.settings, {}, planner_id, transaction_timeout_ms=60000,
+                                             client_id=f"eosmirror-{mirror}-planner")
+    calls.call(planner.init_transactions, "initialise the planner producer", target.label,
+               f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
+               f"'{prefix}.{mirror}.' to cover the planner and every slot)", 60)
+    return planner
+
+
+def _write_state(planner: Any, target: Cluster, mirror: str, key: bytes, value: bytes, what: str) -> None:
+    try:
+        planner.begin_transaction()
+        planner.produce(naming.state_topic(mirror), value=value, key=key, partition=0)
+        planner.commit_transaction()
+    except Exception as exc:  # noqa: BLE001
+        if calls.error_name(exc) == "_FENCED":
+            raise FencedError(f"{target.label}: another run of mirror {mirror!r} took over planning; this run "
+                              f"stops") from None
+        raise calls.translate(exc, what, target.label, f"Write on topic {naming.state_topic(mirror)}") from None
+
+
+def write_mirror_state(target: Cluster, mirror: str, prefix: str, new: MirrorState) -> None:
+    """Record a state transition through the planner producer (it fences any older planner first, so
+    a run planning at the same moment can no longer record a generation)."""
+    planner = _planner(target, mirror, prefix)
+    _write_state(planner, target, mirror, STATE_RECORD_KEY, new.encode(), f"record the mirror's state {new.phase.value}")
+    planner.flush(5)
+    log.info("mirror %s: state %s", mirror, new.describe())
 
 
 def read_audit(target: Cluster, mirror: str, group: str) -> list[Any]:
@@ -62,30 +109,18 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
                          now_ms: int | None = None) -> tuple[Generation, list[str]]:
     """Steps 1-4 of the generation protocol. Returns (current generation, ids fenced by this call)."""
     run_id = uuid.uuid4().hex[:12]
-    planner_id = naming.planner_transactional_id(prefix, mirror)
-    planner = clients.transactional_producer(target.settings, {}, planner_id, transaction_timeout_ms=60000,
-                                             client_id=f"eosmirror-{mirror}-planner")
     # 1. Fence older planners: from here on only this process may write the state.
-    calls.call(planner.init_transactions, "initialise the planner producer", target.label,
-                 f"Write on transactional id {planner_id} (grant Write on the PREFIXED transactional id "
-                 f"'{prefix}.{mirror}.' to cover the planner and every slot)", 60)
-    # 2. The current generation, read after fencing (an older planner's open write was aborted).
-    current = read_generation(target, mirror, group)
+    planner = _planner(target, mirror, prefix)
+    # 2. The current generation and state, read after fencing (an older planner's open write was
+    #    aborted). A switched-over or promoted mirror copies nothing: refused before anything is fenced.
+    current, mirror_state = _latest(target, mirror, group)
+    check_may_copy(mirror_state, mirror)
     new = next_generation(current, slots, now_ms or int(time.time() * 1000), run_id)
     if new is None:
         planner.flush(5)
         return current, []  # type: ignore[return-value]
     # 3. Record the new generation and commit it BEFORE fencing (see generation.py).
-    try:
-        planner.begin_transaction()
-        planner.produce(naming.state_topic(mirror), value=new.encode(), key=STATE_KEY, partition=0)
-        planner.commit_transaction()
-    except Exception as exc:  # noqa: BLE001
-        if calls.error_name(exc) == "_FENCED":
-            raise FencedError(f"{target.label}: another run of mirror {mirror!r} took over planning; this run "
-                              f"stops") from None
-        raise calls.translate(exc, f"record generation {new.number}", target.label,
-                                f"Write on topic {naming.state_topic(mirror)}") from None
+    _write_state(planner, target, mirror, STATE_KEY, new.encode(), f"record generation {new.number}")
     log.info("mirror %s: generation %d with %d slots (was %s)", mirror, new.number, new.slots,
              f"{current.slots} slots" if current else "none")
     # 4. Fence every slot id any generation may have used.
@@ -95,8 +130,12 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
 
 def check_generation(target: Cluster, mirror: str, expected: int, group: str) -> None:
     """Slot step 2 (docs/architecture.md): after its init_transactions, a slot stops if the mirror was re-planned."""
-    current = read_generation(target, mirror, group)
+    current, mirror_state = _latest(target, mirror, group)
     number = current.number if current else 0
     if number != expected:
         raise FencedError(f"mirror {mirror!r} moved to generation {number} (this slot belongs to {expected}); "
                           f"a newer run re-planned the slots, so this slot stops without copying")
+    # A switchover or promotion records its state BEFORE it fences the slots: a slot initialised
+    # after that fence reads the state here and stops, so none copies past the transition.
+    if mirror_state.phase is not Phase.MIRRORING:
+        raise FencedError(f"mirror {mirror!r} is {mirror_state.describe()}; this slot stops without copying")

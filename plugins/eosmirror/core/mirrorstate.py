@@ -1,0 +1,180 @@
+"""A mirror's disaster-recovery state, kept in its state topic on the target, decided by pure functions.
+
+    mirroring --switchover--> switching-over --> switched-over   (planned: zero loss proven)
+    mirroring --promote-----> promoting ------> promoted        (unplanned: losses reported)
+
+The ``-ing`` phases are recorded before the transition fences the mirror's producers (so no run or
+slot copies past it) and the final phase when every step held; a transition re-triggered from its
+``-ing`` phase continues where it stopped.
+
+Only ``mirroring`` runs or follows. Every refusal names the state, since when, by whom, and the
+command that changes it. The state record is written once per transition, as the LAST step of the
+transition, so a transition that failed half-way is simply re-triggered (each step before it is
+idempotent) and a state record never describes a half-done transition.
+
+The promotion record keeps, per partition, the target's end, the source progress copied and the
+last source end the mirror had observed (with when): what may have been lost is exactly
+``observed end - progress`` as of that observation; records written on the source after it are
+unknown, and the loss report says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+from eosmirror.core.errors import ConfigError
+
+STATE_RECORD_KEY = b"mirror-state"
+FORMAT_VERSION = 1
+
+
+class Phase(str, Enum):
+    MIRRORING = "mirroring"
+    SWITCHING_OVER = "switching-over"   # recorded before the switchover's fence; runs refuse from then on
+    SWITCHED_OVER = "switched-over"
+    PROMOTING = "promoting"             # recorded before the promotion's fence
+    PROMOTED = "promoted"
+
+
+class StateRefusedError(ConfigError):
+    """The command does not fit the mirror's state (exit 2: nothing was written, nothing to retry)."""
+
+
+@dataclass(frozen=True)
+class PartitionPoint:
+    """One partition at a switchover or promotion. ``progress``: the next source offset to copy (what
+    the target holds ends just before it); ``observed_end``: the source's last stable offset as last
+    seen (None: never observed), at ``observed_ms``."""
+
+    source_topic: str
+    target_topic: str
+    partition: int
+    target_end: int
+    progress: int | None
+    observed_end: int | None = None
+    observed_ms: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.source_topic}[{self.partition}]"
+
+    @property
+    def known_missing(self) -> int:
+        """Source records known to exist but not copied (0 when not observed past the progress)."""
+        if self.observed_end is None:
+            return 0
+        return max(0, self.observed_end - (self.progress or 0))
+
+
+@dataclass(frozen=True)
+class MirrorState:
+    phase: Phase
+    since_ms: int
+    by: str                                   # who changed it: "cli:<user>" or the Airflow run id
+    points: tuple[PartitionPoint, ...] = field(default=())
+    note: str = ""
+
+    def encode(self) -> bytes:
+        data = asdict(self)
+        data["phase"] = self.phase.value
+        data["v"] = FORMAT_VERSION
+        return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> "MirrorState":
+        data = json.loads(raw)
+        return MirrorState(phase=Phase(data["phase"]), since_ms=int(data["since_ms"]), by=str(data.get("by", "")),
+                           points=tuple(PartitionPoint(**p) for p in data.get("points", ())),
+                           note=str(data.get("note", "")))
+
+    def describe(self) -> str:
+        return f"{self.phase.value} since {_utc(self.since_ms)} (by {self.by})"
+
+
+MIRRORING = MirrorState(Phase.MIRRORING, 0, "its first run")   # a mirror with no state record
+
+
+def _utc(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _next_step(state: MirrorState, mirror: str) -> str:
+    if state.phase is Phase.PROMOTING:
+        return f"finish the promotion: `eosmirror promote {mirror}` again (it continues where it stopped)"
+    if state.phase is Phase.SWITCHING_OVER:
+        return (f"finish the switchover: `eosmirror switchover {mirror}` again (it continues where it stopped), "
+                f"or `eosmirror promote {mirror}` if the source is lost meanwhile")
+    if state.phase is Phase.PROMOTED:
+        return (f"the target now takes the producers; the way back is `eosmirror reverse {mirror}` once the old "
+                f"source answers (it is refused until then)")
+    if state.phase is Phase.SWITCHED_OVER:
+        return f"the producers now write to the target; `eosmirror promote {mirror}` is not needed after a switchover"
+    return f"`eosmirror switchover {mirror}` (planned) or `eosmirror promote {mirror}` (the source is lost)"
+
+
+def check_may_copy(state: MirrorState, mirror: str) -> None:
+    """A run or a follow run copies only while the mirror is ``mirroring``: after a switchover or a
+    promotion the target takes the producers, and copying into it would interleave two writers."""
+    if state.phase is not Phase.MIRRORING:
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: it does not copy any more, so this run "
+                                f"is refused. Next: {_next_step(state, mirror)}")
+
+
+def check_may_switch_over(state: MirrorState, mirror: str) -> bool:
+    """True when the switchover must run; False when it already completed (idempotent re-trigger)."""
+    if state.phase is Phase.SWITCHED_OVER:
+        return False
+    if state.phase in (Phase.PROMOTING, Phase.PROMOTED):
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: a promoted mirror cannot be switched "
+                                f"over. Next: {_next_step(state, mirror)}")
+    return True
+
+
+def check_may_promote(state: MirrorState, mirror: str) -> None:
+    """Promotes from ``mirroring``, from an unfinished promotion, and from a switchover that did not
+    finish (the source was lost during it). A finished promotion or switchover is refused."""
+    if state.phase not in (Phase.MIRRORING, Phase.PROMOTING, Phase.SWITCHING_OVER):
+        raise StateRefusedError(f"mirror {mirror!r} is already {state.describe()}: promoting it again would "
+                                f"overwrite the record of what may be lost. Next: {_next_step(state, mirror)}")
+
+
+@dataclass(frozen=True)
+class LossReport:
+    """Per partition, the source records known to exist but not copied at the promotion."""
+
+    points: tuple[PartitionPoint, ...]
+    promoted_ms: int
+
+    @property
+    def total(self) -> int:
+        return sum(p.known_missing for p in self.points)
+
+    @property
+    def unobserved(self) -> list[PartitionPoint]:
+        return [p for p in self.points if p.observed_end is None]
+
+    def lines(self) -> list[str]:
+        out = []
+        for p in sorted(self.points, key=lambda q: (q.source_topic, q.partition)):
+            if p.observed_end is None:
+                out.append(f"  {p.label}: progress {p.progress}, source end never observed: unknown")
+                continue
+            age = (self.promoted_ms - (p.observed_ms or self.promoted_ms)) / 1000
+            gap = f" (source offsets {p.progress or 0}..{p.observed_end - 1})" if p.known_missing else ""
+            out.append(f"  {p.label}: progress {p.progress}, source end {p.observed_end} observed {age:.1f} s before "
+                       f"the promotion: up to {p.known_missing} record(s) not copied{gap}")
+        oldest = min((p.observed_ms for p in self.points if p.observed_ms is not None), default=None)
+        tail = ("records written to the source after each partition's observation are unknown"
+                + (f" (the oldest observation is {(self.promoted_ms - oldest) / 1000:.1f} s old)" if oldest else ""))
+        out.append(f"up to {self.total} record(s) known to exist on the source were not copied (offsets: "
+                   f"transaction markers and aborted records among them take offsets too); {tail}"
+                   + (f"; {len(self.unobserved)} partition(s) were never observed" if self.unobserved else ""))
+        return out
+
+
+def promoted_state(points: list[PartitionPoint], now_ms: int, by: str, note: str = "") -> MirrorState:
+    return MirrorState(Phase.PROMOTED, now_ms, by, tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))),
+                       note)

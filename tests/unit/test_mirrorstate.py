@@ -1,0 +1,79 @@
+"""The disaster-recovery states (core/mirrorstate.py) and the switchover's quiet wait, without brokers."""
+
+import pytest
+
+from eosmirror.core import mirrorstate as ms
+from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.driver.switchover import SwitchoverOptions, wait_quiet
+
+POINTS = [ms.PartitionPoint("orders", "orders", 0, target_end=120, progress=100, observed_end=130, observed_ms=9_000),
+          ms.PartitionPoint("orders", "orders", 1, target_end=51, progress=50, observed_end=50, observed_ms=9_500),
+          ms.PartitionPoint("orders", "orders", 2, target_end=0, progress=None, observed_end=None, observed_ms=None)]
+
+
+def test_only_a_mirroring_mirror_copies_and_every_refusal_names_state_and_next_command():
+    ms.check_may_copy(ms.MIRRORING, "m")
+    promoted = ms.promoted_state(POINTS, 10_000, "cli:ops")
+    with pytest.raises(ms.StateRefusedError) as refused:
+        ms.check_may_copy(promoted, "m")
+    assert refused.value.exit_code == EXIT_CONFIG
+    assert "promoted since" in str(refused.value) and "cli:ops" in str(refused.value)
+    assert "eosmirror reverse m" in str(refused.value)
+    for phase in (ms.Phase.SWITCHING_OVER, ms.Phase.PROMOTING, ms.Phase.SWITCHED_OVER):
+        with pytest.raises(ms.StateRefusedError, match=phase.value):
+            ms.check_may_copy(ms.MirrorState(phase, 1, "x"), "m")
+
+
+def test_transitions_resume_their_own_unfinished_phase_and_refuse_out_of_order():
+    assert ms.check_may_switch_over(ms.MIRRORING, "m") is True
+    assert ms.check_may_switch_over(ms.MirrorState(ms.Phase.SWITCHING_OVER, 1, "x"), "m") is True   # continues
+    assert ms.check_may_switch_over(ms.MirrorState(ms.Phase.SWITCHED_OVER, 1, "x"), "m") is False   # done already
+    with pytest.raises(ms.StateRefusedError, match="cannot be switched over"):
+        ms.check_may_switch_over(ms.MirrorState(ms.Phase.PROMOTED, 1, "x"), "m")
+    for resumable in (ms.Phase.MIRRORING, ms.Phase.PROMOTING, ms.Phase.SWITCHING_OVER):
+        ms.check_may_promote(ms.MirrorState(resumable, 1, "x"), "m")
+    for final in (ms.Phase.PROMOTED, ms.Phase.SWITCHED_OVER):
+        with pytest.raises(ms.StateRefusedError, match="already"):
+            ms.check_may_promote(ms.MirrorState(final, 1, "x"), "m")
+
+
+def test_the_state_record_reads_back_as_written():
+    state = ms.promoted_state(POINTS, 10_000, "airflow:manual__1", "source did not answer")
+    assert ms.MirrorState.decode(state.encode()) == state
+    assert b'"v":1' in state.encode() and b'"phase":"promoted"' in state.encode()
+
+
+def test_the_loss_report_counts_what_was_observed_and_says_what_is_unknown():
+    report = ms.LossReport(tuple(POINTS), promoted_ms=10_000)
+    assert [p.known_missing for p in POINTS] == [30, 0, 0]
+    assert report.total == 30 and [p.label for p in report.unobserved] == ["orders[2]"]
+    text = "\n".join(report.lines())
+    assert "orders[0]: progress 100, source end 130 observed 1.0 s before the promotion: up to 30" in text
+    assert "source offsets 100..129" in text
+    assert "orders[2]: progress None, source end never observed: unknown" in text
+    assert "records written to the source after each partition's observation are unknown" in text
+    assert "1 partition(s) were never observed" in text
+
+
+def test_the_quiet_wait_restarts_while_partitions_move_and_names_them_when_it_gives_up():
+    now = [0.0]
+    ends = iter([{("t", 0): 5}, {("t", 0): 6}, {("t", 0): 6}, {("t", 0): 6}, {("t", 0): 6}, {("t", 0): 6},
+                 {("t", 0): 6}, {("t", 0): 6}])
+    said = []
+    got, moving = wait_quiet(lambda: next(ends), SwitchoverOptions(wait_s=60, quiet_s=3), said.append,
+                             clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert got == {("t", 0): 6} and moving == [] and now[0] >= 3.6     # quiet 3 s counted after the last move
+    assert said and "t[0] 5 -> 6" in said[0]
+
+    now[0] = 0.0
+    counter = iter(range(1000))
+    got, moving = wait_quiet(lambda: {("t", 1): next(counter)}, SwitchoverOptions(wait_s=5, quiet_s=2), said.append,
+                             clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert got is None and moving and moving[0].startswith("t[1] ")
+
+
+def test_switchover_options_out_of_range_are_refused_naming_the_fix():
+    with pytest.raises(ms.ConfigError, match="must be longer than the quiet time"):
+        SwitchoverOptions(wait_s=5, quiet_s=10).check("m")
+    with pytest.raises(ms.ConfigError, match="quiet seconds must be in"):
+        SwitchoverOptions(wait_s=5, quiet_s=0).check("m")
