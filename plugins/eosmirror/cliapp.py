@@ -14,6 +14,9 @@
   eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
   eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)
   eosmirror history <mirror>                migrations and resets of the mirror
+  eosmirror status <mirror>                 mirroring, switched over or promoted (and the loss report)
+  eosmirror switchover <mirror>             planned: quiet source, final run, fence, groups, verify: zero loss
+  eosmirror promote <mirror>                unplanned: fence, promotion record, what may be lost (source may be gone)
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """
@@ -27,7 +30,7 @@ import logging
 import subprocess
 import sys
 
-from eosmirror import cliops, driver
+from eosmirror import clidr, cliops, driver
 from eosmirror.airflow import home, listen
 from eosmirror.core import report
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
@@ -262,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     cliops.mirror_command(sub, "fence", _fence, "fence every transactional id of the mirror and check the target")
 
     cliops.register(sub)
+    clidr.register(sub)
 
     airflow = sub.add_parser("airflow", help="the Airflow CLI with this project's home (e.g. `airflow standalone`)")
     airflow.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the airflow command")

@@ -1,0 +1,132 @@
+"""The disaster-recovery commands: `eosmirror status`, `switchover` and `promote` (docs/disaster-recovery.md).
+
+Each prints its steps as they pass and ends with one verdict line; `--json` prints the report
+instead. Exit codes: 0 done (switchover: zero loss proven); 1 a step stopped it (the verdict names
+the step and the partitions); 2 refused (the mirror's state or a bad option; nothing written);
+5 promoted, with records known to exist on the source not copied (the loss report lists them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from eosmirror import cliops
+from eosmirror.airflow import home
+from eosmirror.core.errors import EXIT_OK, EosMirrorError
+from eosmirror.core.mirrorstate import LossReport, Phase
+from eosmirror.driver import promote, switchover
+from eosmirror.kafka import state
+from eosmirror.kafka.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def final_run_command(mirror: str, config: str | None) -> Callable[[], dict[str, Any]]:
+    """The switchover's final run, as `eosmirror run` (the launcher every run takes: spark-submit, the
+    run server, or in-process for nothing to copy). Its report comes back through a result file."""
+
+    def run() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="eosmirror-final-run-") as folder:
+            result = Path(folder) / "result.json"
+            cmd = [sys.executable, "-m", "eosmirror.cli", "run", mirror, "--result-json", str(result)]
+            cmd += ["--config", config] if config else []
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if not result.exists():
+                raise EosMirrorError(f"the final run of {mirror} ended with exit code {done.returncode} and no "
+                                     f"report:\n{done.stderr[-2000:]}")
+            return dict(json.loads(result.read_text()))
+    return run
+
+
+def pause_dags(mirror: str) -> list[str]:
+    """Best effort: pause the mirror's DAG and its group DAG with the Airflow CLI of this home, so
+    the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
+    per DAG (paused, or why not: the state check stands either way)."""
+    lines = []
+    for dag_id in (f"eosmirror__{mirror}", f"eosmirror_groups__{mirror}"):
+        try:
+            done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
+                                  env={**os.environ, **home.airflow_environ()}, capture_output=True, text=True,
+                                  timeout=120, stdin=subprocess.DEVNULL)
+            lines.append(f"{dag_id}: paused" if done.returncode == 0 else
+                         f"{dag_id}: not paused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); "
+                         f"runs of it are refused by the mirror's state")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines.append(f"{dag_id}: not paused ({exc}); runs of it are refused by the mirror's state")
+    return lines
+
+
+def _status(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)
+    target = Cluster.resolve("target", mirror.target, mirror.name)
+    current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
+    if args.json:
+        print(json.dumps({"mirror": mirror.name, "state": current.phase.value, "since_ms": current.since_ms,
+                          "by": current.by, "note": current.note}, indent=2))
+        return EXIT_OK
+    print(f"mirror {mirror.name}: {current.describe()}" if current.since_ms else f"mirror {mirror.name}: mirroring")
+    if current.note:
+        print(f"  {current.note}")
+    if current.phase is Phase.PROMOTED:
+        print("\n".join(LossReport(current.points, current.since_ms).lines()))
+    return EXIT_OK
+
+
+def _switchover(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)
+    options = switchover.SwitchoverOptions(wait_s=args.wait_seconds, quiet_s=args.quiet_seconds)
+    options.check(mirror.name)
+    if not args.no_pause:
+        for line in pause_dags(mirror.name):
+            say(f"switchover {mirror.name}: {line}")
+    outcome = switchover.switchover(mirror, final_run_command(mirror.name, args.config), options, say=say)
+    print(json.dumps(outcome.as_dict(), indent=2) if args.json else outcome.verdict())
+    return outcome.exit_code
+
+
+def _promote(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)
+    if not args.no_pause:
+        for line in pause_dags(mirror.name):
+            say(f"promote {mirror.name}: {line}")
+    outcome = promote.promote(mirror, source_budget_s=args.source_seconds, say=say)
+    if args.json:
+        print(json.dumps(outcome.as_dict(), indent=2))
+    else:
+        print("\n".join(outcome.loss.lines()))
+        print(f"mirror {mirror.name}: promoted" + (f", up to {outcome.loss.total} record(s) may be lost"
+                                                  if outcome.exit_code else ", nothing known is lost"))
+    return outcome.exit_code
+
+
+def register(sub: Any) -> None:
+    status = cliops.mirror_command(sub, "status", _status, "the mirror's state: mirroring, switched over or promoted")
+    status.add_argument("--json", action="store_true")
+    switching = cliops.mirror_command(sub, "switchover", _switchover,
+                                   "planned switchover: wait until the source is quiet, final run, fence, group "
+                                   "sync, verify; ends with 'zero loss: safe to switch' only when every step held")
+    switching.add_argument("--wait-seconds", type=float, default=300.0,
+                        help="how long to wait for the source to be quiet (default 300)")
+    switching.add_argument("--quiet-seconds", type=float, default=10.0,
+                        help="how long no new committed record may arrive on the source (default 10)")
+    switching.add_argument("--no-pause", action="store_true", help="do not pause the mirror's DAGs")
+    switching.add_argument("--json", action="store_true")
+    promoting = cliops.mirror_command(sub, "promote", _promote,
+                                    "unplanned promotion: fence, record what the target holds, report what may "
+                                    "be lost (works while the source is unreachable)")
+    promoting.add_argument("--source-seconds", type=float, default=10.0,
+                         help="the longest any step waits on the source (default 10)")
+    promoting.add_argument("--no-pause", action="store_true", help="do not pause the mirror's DAGs")
+    promoting.add_argument("--json", action="store_true")

@@ -1,0 +1,229 @@
+"""A disaster in one trigger (real brokers, real clients): a planned switchover proves zero loss, a
+switchover refuses while producers still write, and a promotion with the source broker killed mid-
+production says exactly what may be lost. Positions and records come from Kafka's own ConsoleConsumer
+and librdkafka readers, never from eosmirror's arithmetic.
+
+The promotion test starts its own source broker (port 18880) so it can SIGKILL it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from eosmirror.core.mirrorstate import Phase
+from eosmirror.driver import lag
+from eosmirror.kafka import state
+from eosmirror.kafka.cluster import Cluster
+from eosmirror_tools import waits
+from eosmirror_tools.local import cluster, runtime
+from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, write_mirror_file
+from tests.integration.test_group_failover import consume_and_commit
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+PARTITIONS = 3
+CLI_BUDGET = 300          # one switchover or promotion through the CLI, a spark-submit final run included
+PROMOTE_SOURCE_PORT = 18880
+
+
+class Load:
+    """A producer thread writing numbered records to every partition until stopped (idempotent, so
+    source offsets are records: no markers among them)."""
+
+    def __init__(self, conf, topic: str, prefix: str):
+        self.conf, self.topic, self.prefix, self.sent = conf, topic, prefix, 0
+        self.stop_event, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        p = producer(self.conf, **{"enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 10_000})
+        while not self.stop_event.is_set():
+            for k in range(PARTITIONS):
+                p.produce(self.topic, value=f"{self.prefix}{k}-{self.sent}".encode(), partition=k)
+            self.sent += 1
+            p.poll(0)
+            time.sleep(0.02)
+        p.flush(15)
+
+    def __enter__(self) -> "Load":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(30)
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def console_consumer(conf, topic: str, group: str) -> list[str]:
+    """Kafka's ConsoleConsumer in ``group`` (read_committed) until 6 s pass without a record; its close
+    commits the positions it reached. Returns 'partition:value' lines."""
+    args = ["--bootstrap-server", conf["bootstrap.servers"], "--topic", topic, "--group", group, "--from-beginning",
+            "--isolation-level", "read_committed", "--timeout-ms", "6000", "--formatter-property",
+            "print.partition=true"]
+    command = runtime.java_command("org.apache.kafka.tools.consumer.ConsoleConsumer", *args, heap="256m",
+                                   short_lived=True)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
+    return [line.replace("Partition:", "").replace("\t", ":") for line in done.stdout.splitlines()
+            if line.startswith("Partition:")]
+
+
+def ended(proc: subprocess.Popen, what: str, budget: float = CLI_BUDGET) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"{what} did not end within {budget:.0f} s; it printed:\n{out[-3000:]}")
+    return proc.returncode, out
+
+
+def json_tail(out: str) -> dict:
+    """The --json report: the last top-level JSON object the command printed (its steps go to stderr)."""
+    start = out.rfind("\n{")
+    return json.loads(out[start + 1 if start >= 0 else out.index("{"):])
+
+
+def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_without_rereads(
+        source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
+    m = mirror(unique("m"), [topic], groups={})
+    config = write_mirror_file(tmp_path / "mirrors.yaml", m, groups={})
+    with Load(source_conf, topic, "a") as load:
+        time.sleep(2)
+        assert run(m)["status"] == "ok"
+        group = unique("app")
+        committed = consume_and_commit(source_conf, group, topic, {k: 20 for k in range(PARTITIONS)})
+        first = [f"{k}:{r.value.decode()}" for k in range(PARTITIONS)      # what the application processed
+                 for r in read_all(source_conf, topic, k) if r.offset < committed[k]]
+        assert len(first) == 20 * PARTITIONS
+        switch = cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds", "120",
+                     "--no-pause", "--json", background=True)
+        time.sleep(5)            # the switchover sees the source still written ...
+    sent = load.sent             # ... until the producers stop
+    code, out = ended(switch, "eosmirror switchover")
+    assert code == 0, out[-4000:]
+    outcome = json_tail(out)
+    assert outcome["safe"] and outcome["verdict"] == "zero loss: safe to switch", outcome
+    assert outcome["recovery_seconds"] > 0 and set(outcome["steps"]) >= {
+        "wait for a quiet source", "final run", "fence", "record lag", "group sync", "verify"}, outcome
+    assert "source still written" in out, "the switchover never saw the producers that were still writing"
+
+    # Kafka's ConsoleConsumer: the target holds every source record, once; the group resumes exactly.
+    everything = sorted(console_consumer(target_conf, topic, unique("check")))
+    assert everything == sorted(console_consumer(source_conf, topic, unique("check-src")))
+    assert len(everything) == sent * PARTITIONS and len(set(everything)) == len(everything)
+    rest = console_consumer(target_conf, topic, group)     # the group, synced to the target, goes on
+    assert not set(rest) & set(first), f"re-read on the target: {sorted(set(rest) & set(first))[:5]}"
+    assert sorted(first + rest) == everything, "the group skipped records on the target"
+
+    target = Cluster.from_settings("target", target_conf)
+    assert state.read_mirror_state(target, m.name, m.progress_group).phase is Phase.SWITCHED_OVER
+    status = cli("status", m.name, "--config", str(config))
+    assert status.returncode == 0 and "switched-over since" in status.stdout, status.stdout + status.stderr
+    again = cli("switchover", m.name, "--config", str(config), "--no-pause", timeout=120)
+    assert again.returncode == 0 and "zero loss" in again.stdout, again.stdout + again.stderr   # idempotent
+    refused = cli("run", m.name, "--config", str(config), "--inprocess", timeout=120)
+    assert refused.returncode == 2 and "switched-over" in refused.stderr and "refused" in refused.stderr, (
+        refused.stdout + refused.stderr)
+    promote = cli("promote", m.name, "--config", str(config), "--no-pause", timeout=120)
+    assert promote.returncode == 2 and "already switched-over" in promote.stderr, promote.stdout + promote.stderr
+
+
+def test_a_switchover_refuses_while_a_producer_keeps_writing_and_names_the_partitions(
+        source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("busy"), partitions=PARTITIONS)
+    m = mirror(unique("m"), [topic])
+    config = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    with Load(source_conf, topic, "b"):
+        assert run(m)["status"] == "ok"
+        done = cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "2", "--wait-seconds", "6",
+                   "--no-pause", "--json", timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    outcome = json_tail(done.stdout)
+    assert not outcome["safe"] and outcome["stopped_at"] == "wait for a quiet source", outcome
+    assert outcome["blocking"] and all(b.startswith(f"{topic}[") for b in outcome["blocking"]), outcome
+    assert "NOT safe to switch" in outcome["verdict"]
+    target = Cluster.from_settings("target", target_conf)
+    assert state.read_mirror_state(target, m.name, m.progress_group).phase is Phase.MIRRORING   # nothing recorded
+    assert run(m)["status"] == "ok"    # and the mirror goes on
+
+
+@pytest.fixture
+def killable_source():
+    source = cluster.LocalCluster("promote-source", PROMOTE_SOURCE_PORT)
+    cluster.stop(source, hard=True)
+    shutil.rmtree(source.dir, ignore_errors=True)
+    cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
+    try:
+        yield source
+    finally:
+        cluster.stop(source, hard=True)
+        shutil.rmtree(source.dir, ignore_errors=True)
+
+
+def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_finds_missing(
+        killable_source, target_conf, unique, tmp_path):
+    source_conf = killable_source.client_config()
+    topic = create_topic(source_conf, unique("pay"), partitions=PARTITIONS)
+    m = mirror(unique("m"), [topic], source={"config": source_conf})
+    config = mirrors_file(tmp_path / "mirrors.yaml", [{
+        "name": m.name, "source": {"config": source_conf}, "target": {"local": "target"}, "topics": list(m.topics),
+        "slots": m.slots, "max_transaction_seconds": m.max_transaction_seconds}])
+    with Load(source_conf, topic, "c") as load:
+        time.sleep(2)
+        assert run(m)["status"] == "ok"
+        time.sleep(1)
+        lag.report(m, record=True)        # the mirror observes the source's ends (the lag DAG's sample)
+        time.sleep(1)                     # written after the observation: unknown to the promotion
+        # A transaction held open on the source when it dies.
+        txn = producer(source_conf, **{"transactional.id": unique("open-txn")})
+        txn.init_transactions(30)
+        txn.begin_transaction()
+        txn.produce(topic, value=b"in-flight", partition=0)
+        txn.flush(10)
+        cluster.stop(killable_source, hard=True)                              # SIGKILL, mid-production
+        load.stop_event.set()
+
+    started = time.monotonic()
+    done = cli("promote", m.name, "--config", str(config), "--source-seconds", "5", "--no-pause", "--json",
+               timeout=CLI_BUDGET)
+    took = time.monotonic() - started
+    assert done.returncode == 5, done.stdout + done.stderr       # promoted, records may be lost: not a success
+    outcome = json_tail(done.stdout)
+    assert outcome["state"] == "promoted" and not outcome["source_answered"], outcome
+    assert outcome["may_be_lost"] > 0, outcome
+    print(f"promotion with the source down took {took:.1f} s; may be lost: {outcome['may_be_lost']} "
+          f"(per partition {[p['may_be_lost'] for p in outcome['partitions']]}); steps {outcome['steps']}")
+
+    # The old source comes back: Kafka's reader finds what never reached the target.
+    cluster.start(killable_source, timeout=waits.service_budget(90, cap_seconds=240))
+    for p in outcome["partitions"]:
+        k, progress, observed = p["partition"], p["progress"], p["observed_end"]
+        source_records = read_all(source_conf, topic, k)                   # read_committed
+        target_values = {r.value for r in read_all(target_conf, topic, k)}
+        missing = [r for r in source_records if r.value not in target_values]
+        assert all(r.offset >= progress for r in missing), (k, progress, missing[:3])   # nothing below progress
+        within = [r for r in missing if r.offset < observed]
+        assert len(within) == p["may_be_lost"], (k, p, len(within))
+        assert len(target_values) == len(read_all(target_conf, topic, k)), f"duplicates on the target, {k}"
+    assert sorted(v.split(":")[1] for v in console_consumer(target_conf, topic, unique("chk"))) == sorted(
+        r.value.decode() for k in range(PARTITIONS) for r in read_all(target_conf, topic, k))
+
+    target = Cluster.from_settings("target", target_conf)
+    promoted = state.read_mirror_state(target, m.name, m.progress_group)
+    assert promoted.phase is Phase.PROMOTED and len(promoted.points) == PARTITIONS
+    status = cli("status", m.name, "--config", str(config))
+    assert "promoted since" in status.stdout and "may be lost" not in status.stderr, status.stdout
+    twice = cli("promote", m.name, "--config", str(config), "--no-pause", timeout=120)
+    assert twice.returncode == 2 and "already promoted" in twice.stderr, twice.stdout + twice.stderr
+    refused = cli("run", m.name, "--config", str(config), "--inprocess", timeout=120)
+    assert refused.returncode == 2 and "promoted since" in refused.stderr, refused.stdout + refused.stderr
+    switch = cli("switchover", m.name, "--config", str(config), "--no-pause", timeout=120)
+    assert switch.returncode == 2 and "cannot be switched over" in switch.stderr, switch.stdout + switch.stderr
