@@ -11,16 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from eosmirror import cliops
-from eosmirror.airflow import home
-from eosmirror.core.errors import EXIT_OK, EosMirrorError
+from eosmirror import cliops, runonce
+from eosmirror.core.errors import EXIT_OK
 from eosmirror.core.mirrorstate import LossReport, Phase
 from eosmirror.driver import promote, switchover
 from eosmirror.kafka import state
@@ -31,41 +26,6 @@ log = logging.getLogger(__name__)
 
 def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def final_run_command(mirror: str, config: str | None) -> Callable[[], dict[str, Any]]:
-    """The switchover's final run, as `eosmirror run` (the launcher every run takes: spark-submit, the
-    run server, or in-process for nothing to copy). Its report comes back through a result file."""
-
-    def run() -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="eosmirror-final-run-") as folder:
-            result = Path(folder) / "result.json"
-            cmd = [sys.executable, "-m", "eosmirror.cli", "run", mirror, "--result-json", str(result)]
-            cmd += ["--config", config] if config else []
-            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-            if not result.exists():
-                raise EosMirrorError(f"the final run of {mirror} ended with exit code {done.returncode} and no "
-                                     f"report:\n{done.stderr[-2000:]}")
-            return dict(json.loads(result.read_text()))
-    return run
-
-
-def pause_dags(mirror: str) -> list[str]:
-    """Best effort: pause the mirror's DAG and its group DAG with the Airflow CLI of this home, so
-    the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
-    per DAG (paused, or why not: the state check stands either way)."""
-    lines = []
-    for dag_id in (f"eosmirror__{mirror}", f"eosmirror_groups__{mirror}"):
-        try:
-            done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
-                                  env={**os.environ, **home.airflow_environ()}, capture_output=True, text=True,
-                                  timeout=120, stdin=subprocess.DEVNULL)
-            lines.append(f"{dag_id}: paused" if done.returncode == 0 else
-                         f"{dag_id}: not paused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); "
-                         f"runs of it are refused by the mirror's state")
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            lines.append(f"{dag_id}: not paused ({exc}); runs of it are refused by the mirror's state")
-    return lines
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -89,9 +49,9 @@ def _switchover(args: argparse.Namespace) -> int:
     options = switchover.SwitchoverOptions(wait_s=args.wait_seconds, quiet_s=args.quiet_seconds)
     options.check(mirror.name)
     if not args.no_pause:
-        for line in pause_dags(mirror.name):
+        for line in runonce.pause_dags(mirror.name):
             say(f"switchover {mirror.name}: {line}")
-    outcome = switchover.switchover(mirror, final_run_command(mirror.name, args.config), options, say=say)
+    outcome = switchover.switchover(mirror, runonce.final_run_command(mirror.name, args.config), options, say=say)
     print(json.dumps(outcome.as_dict(), indent=2) if args.json else outcome.verdict())
     return outcome.exit_code
 
@@ -99,7 +59,7 @@ def _switchover(args: argparse.Namespace) -> int:
 def _promote(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)
     if not args.no_pause:
-        for line in pause_dags(mirror.name):
+        for line in runonce.pause_dags(mirror.name):
             say(f"promote {mirror.name}: {line}")
     outcome = promote.promote(mirror, source_budget_s=args.source_seconds, say=say)
     if args.json:

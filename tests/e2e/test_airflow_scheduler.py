@@ -1,7 +1,8 @@
 """`make airflow` (= `eosmirror airflow standalone`) as an operator starts it, then scheduled catch-up,
 `airflow backfill create` and a manual run through its REST API (LocalExecutor, SQLite): each interval
 run copies exactly the records below its data interval's end, intervals run in order, re-running a
-finished interval copies nothing, and a manual run's task logs can be read through the API.
+finished interval copies nothing, and a manual run's task logs can be read through the API. Then the
+manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry.
 
 One Airflow start serves every check; every wait draws on one budget below the test's timeout and
 says what it saw when it gives up."""
@@ -23,9 +24,9 @@ from eosmirror.airflow import reports
 from eosmirror_tools import waits
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1100)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1300)]
 API_PORT = 18088          # not Airflow's default 8080: the execution API must follow the port
-BUDGET_SECONDS = 700      # all waits together, below the test's timeout
+BUDGET_SECONDS = 900      # all waits together, below the test's timeout
 MAX_TEST_SECONDS_BEFORE_THE_HOUR = 300   # the test takes about 100 s; never let it straddle an hour
 VENV_BIN = Path(sys.executable).parent
 AIRFLOW = str(VENV_BIN / "airflow")
@@ -268,6 +269,32 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
              240, "the cleared interval to run again", state, budget, seen=states)
     again = result_of(sched_id, middle["dag_run_id"])
     assert again["records"] == 0 and again["status"] == "ok"
+
+    # Disaster recovery through the REST API: the manual mirror's switchover DAG proves zero loss (its
+    # producers are idle) and pauses the mirror's DAG; its promotion DAG is then refused, not retried.
+    switch_id, promote_id = f"eosmirror_switchover__{manual}", f"eosmirror_promote__{manual}"
+    for dag_id in (switch_id, promote_id):
+        api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+    switched = api.call("POST", f"/api/v2/dags/{switch_id}/dagRuns",
+                        {"logical_date": None, "conf": {"quiet_seconds": 2, "wait_seconds": 60}})["dag_run_id"]
+
+    def run_state(dag_id, run_id):
+        return next((r["state"] for r in api.runs(dag_id) if r["dag_run_id"] == run_id), None)
+
+    wait_for(lambda: run_state(switch_id, switched) in ("success", "failed"), 240, "the switchover DAG run", state,
+             budget, seen=lambda: run_state(switch_id, switched))
+    report = api.call("GET", f"/api/v2/dags/{switch_id}/dagRuns/{switched}/taskInstances/switchover/xcomEntries/report")
+    outcome = report["value"] if isinstance(report["value"], dict) else json.loads(report["value"])
+    assert run_state(switch_id, switched) == "success", outcome
+    assert outcome["verdict"] == "zero loss: safe to switch" and outcome["recovery_seconds"] > 0, outcome
+    assert api.call("GET", f"/api/v2/dags/{manual_id}")["is_paused"], "the switchover did not pause the mirror's DAG"
+    refused = api.call("POST", f"/api/v2/dags/{promote_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+    wait_for(lambda: run_state(promote_id, refused) in ("success", "failed"), 120, "the refused promotion", state,
+             budget, seen=lambda: run_state(promote_id, refused))
+    ti = api.call("GET", f"/api/v2/dags/{promote_id}/dagRuns/{refused}/taskInstances/promote")
+    assert (run_state(promote_id, refused), ti["try_number"]) == ("failed", 1), ti   # refused at once, never retried
+    log_text = json.dumps(api.call("GET", f"/api/v2/dags/{promote_id}/dagRuns/{refused}/taskInstances/promote/logs/1"))
+    assert "already switched-over" in log_text, log_text[-2000:]
 
 
 def values_on(conf, topic):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosmirror.airflow import copytask, grouptasks, lagtasks, tasks
+from eosmirror.airflow import copytask, drdags, grouptasks, lagtasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
 from eosmirror.core import config
 from eosmirror.spark import submit
@@ -245,10 +245,13 @@ or when the target holds records MM2's offsets do not account for. Dry run by de
 
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
-    the fencing DAG, the lag DAG and the migration DAG."""
+    a switchover and a promotion DAG per mirror, the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
+    for m in mirrors.mirrors:   # the disaster-recovery DAGs: manual only
+        dags[drdags.switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
+        dags[drdags.promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

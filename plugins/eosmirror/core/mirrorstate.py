@@ -108,8 +108,8 @@ def _next_step(state: MirrorState, mirror: str) -> str:
         return (f"finish the switchover: `eosmirror switchover {mirror}` again (it continues where it stopped), "
                 f"or `eosmirror promote {mirror}` if the source is lost meanwhile")
     if state.phase is Phase.PROMOTED:
-        return (f"the target now takes the producers; the way back is `eosmirror reverse {mirror}` once the old "
-                f"source answers (it is refused until then)")
+        return ("the target now takes the producers; the way back (a reverse mirror from the promotion point) is "
+                "not built yet, so the mirror stays promoted (docs/disaster-recovery.md)")
     if state.phase is Phase.SWITCHED_OVER:
         return f"the producers now write to the target; `eosmirror promote {mirror}` is not needed after a switchover"
     return f"`eosmirror switchover {mirror}` (planned) or `eosmirror promote {mirror}` (the source is lost)"

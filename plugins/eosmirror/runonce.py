@@ -1,0 +1,61 @@
+"""Steps of the disaster-recovery commands that start other processes: the switchover's final run
+(`eosmirror run`, so it takes the same launch path as every run) and pausing the mirror's DAGs
+(the Airflow CLI of this home). Shared by the CLI (clidr.py) and the DAGs (airflow/drdags.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from eosmirror.airflow import home
+from eosmirror.core.errors import EosMirrorError
+
+
+def final_run_command(mirror: str, config: str | None) -> Callable[[], dict[str, Any]]:
+    """The switchover's final run, as `eosmirror run` (the launcher every run takes: spark-submit, the
+    run server, or in-process for nothing to copy). Its report comes back through a result file."""
+
+    def run() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="eosmirror-final-run-") as folder:
+            result = Path(folder) / "result.json"
+            cmd = [sys.executable, "-m", "eosmirror.cli", "run", mirror, "--result-json", str(result)]
+            cmd += ["--config", config] if config else []
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if not result.exists():
+                raise EosMirrorError(f"the final run of {mirror} ended with exit code {done.returncode} and no "
+                                     f"report:\n{done.stderr[-2000:]}")
+            return dict(json.loads(result.read_text()))
+    return run
+
+
+def pause_dags(mirror: str) -> list[str]:
+    """Best effort: pause the mirror's DAG and its group DAG with the Airflow CLI of this home, so
+    the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
+    per DAG (paused, or why not: the state check stands either way)."""
+    lines, env = [], _airflow_env()
+    for dag_id in (f"eosmirror__{mirror}", f"eosmirror_groups__{mirror}"):
+        try:
+            done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
+                                  env=env, capture_output=True, text=True,
+                                  timeout=120, stdin=subprocess.DEVNULL)
+            lines.append(f"{dag_id}: paused" if done.returncode == 0 else
+                         f"{dag_id}: not paused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); "
+                         f"runs of it are refused by the mirror's state")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines.append(f"{dag_id}: not paused ({exc}); runs of it are refused by the mirror's state")
+    return lines
+
+
+def _airflow_env() -> dict[str, str]:
+    """Inside Airflow (a task) its own settings; from a checkout's CLI, the project's Airflow home."""
+    if "AIRFLOW_HOME" in os.environ:
+        return dict(os.environ)
+    try:
+        return {**os.environ, **home.airflow_environ()}
+    except RuntimeError:      # an installed wheel without an Airflow of the project's: the user's own
+        return dict(os.environ)
