@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
-from eosmirror.core.errors import TargetMismatchError
+from eosmirror.core.errors import EosMirrorError, TargetMismatchError
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -71,6 +71,23 @@ def read_range(cluster: Cluster, topic: str, partition: int, start: int, end: in
         return list(iter_range(consumer, topic, partition, start, end, cluster.label, timeout))
     finally:
         consumer.close()
+
+
+def read_held(cluster: Cluster, topic: str, partition: int, start: int, end: int, client_id: str,
+              group: str | None) -> tuple[int, list[Record]]:
+    """(first offset of [start, end) the partition still holds, its committed records from there).
+
+    Retention or delete-records may have moved the log start past ``start``, even while reading
+    (the read then fails with an offset out of range): ask for the log start again, a few times."""
+    for attempt in range(3):
+        low = watermarks(cluster, topic, partition, client_id=client_id, group_id=group)[0]
+        held = min(max(start, low), end)
+        try:
+            return held, read_range(cluster, topic, partition, held, end, client_id=client_id, group_id=group)
+        except EosMirrorError as exc:
+            if "_AUTO_OFFSET_RESET" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("not reached")
 
 
 def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, cluster_label: str,
