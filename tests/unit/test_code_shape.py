@@ -62,9 +62,6 @@ def test_every_integration_and_e2e_test_file_carries_its_marker():
     assert not missing, f"test files without their `pytestmark = pytest.mark.<folder>`: {missing}"
 
 
-MAX_MODULE_LINES = 400
-
-
 def module_name(path: Path) -> str:
     parts = ["eosmirror", *path.relative_to(PACKAGE).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -114,23 +111,17 @@ def test_no_import_cycle_between_modules():
     assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
 
 
-def test_no_shipped_module_is_over_400_lines():
+# A module is cut where its idea ends, never at a line count: a count that modules sit right under (copier.py was
+# 400 of 400, fieldkinds.py 300 of 300, config.py 297 of 300) starts deciding the cuts, and the cuts it forces
+# leave halves that import each other. So the number below is only a generous guard: a module past it has almost
+# certainly grown into two ideas; one well under it may hold two as well, and one near it may rightly hold one.
+MAX_MODULE_LINES = 600
+
+
+def test_no_shipped_module_has_grown_past_the_guard():
     long = [f"{p.relative_to(PACKAGE)} ({n} lines)" for p in modules()
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
-    assert long == [], f"modules over {MAX_MODULE_LINES} lines (split them by idea): {long}"
-
-
-MAX_CONFIG_MODULE_LINES = 300
-CONFIG_MODULES = ("config", "fieldkinds", "fieldread", "sections", "clientrules", "mirrorrules", "topicconfigs",
-                  "yamlfile")
-
-
-def test_the_configuration_modules_stay_readable():
-    """The mirror file's loader, split by concern (fields, kinds, sections, cross-field rules, YAML): each fits a
-    sitting, so a reader finds a field's rule without scrolling a thousand lines."""
-    long = {name: n for name in CONFIG_MODULES
-            if (n := len((PACKAGE / "core" / f"{name}.py").read_text().splitlines())) > MAX_CONFIG_MODULE_LINES}
-    assert long == {}, f"configuration modules over {MAX_CONFIG_MODULE_LINES} lines: {long}"
+    assert long == [], f"modules over {MAX_MODULE_LINES} lines (find the two ideas inside and part them): {long}"
 
 
 MAX_OWN_IMPORTS_IN_FUNCTIONS = 15
