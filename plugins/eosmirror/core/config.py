@@ -68,7 +68,6 @@ from eosmirror.core.fieldread import (
     reference_table,
     refuse_unknown,
 )
-from eosmirror.core.mirrorrules import check_cross_field_rules
 from eosmirror.core.sections import (
     CLUSTER,
     DEFAULT_GROUP_EXCLUDES,
@@ -197,6 +196,30 @@ class MirrorConfig:
         the copy loop stops at ``max_transaction_seconds`` and commits well before it.
         """
         return int((2 * self.max_transaction_seconds + 30) * 1000)
+
+
+def check_cross_field_rules(mirror: MirrorConfig) -> None:
+    """The rules that involve more than one field of a mirror (each field's own bounds live with its
+    declaration)."""
+    if mirror.replication_policy == "prefix" and not mirror.source_alias:
+        raise Invalid("missing; expected a cluster alias such as dc1 (required by replication_policy: prefix, "
+                      "which names target topics `<source_alias>.<topic>`)", "source_alias")
+    if mirror.max_transaction_seconds < 1.0 and not mirror.follow:
+        raise Invalid(f"{mirror.max_transaction_seconds} is below 1 s, which only `follow: true` mirrors may use "
+                      f"(a bounded run gains nothing from shorter transactions); expected a number of seconds "
+                      f"from 1.0 to 300.0, or set `follow: true`", "max_transaction_seconds")
+    if mirror.follow and mirror.delivery != "exactly_once":
+        raise Invalid("`follow: true` needs `delivery: exactly_once`: the next run takes over by fencing the "
+                      "slots' transactional ids, which at_least_once has none of", "follow")
+    if mirror.follow and mirror.airflow.schedule is None and mirror.follow_max_seconds is None:
+        raise Invalid("missing; a `follow: true` mirror without `airflow.schedule` needs an explicit bound "
+                      "(only scheduled runs follow; the default bound is twice the schedule interval)",
+                      "follow_max_seconds")
+    if mirror.follow and mirror.airflow.catchup:
+        raise Invalid("true is not allowed with `follow: true`: a follow mirror's DAG lets 2 runs overlap "
+                      "(the next run takes over from the one that follows), so catch-up runs of past intervals "
+                      "would fence each other; a follow mirror's first run copies everything up to now anyway. "
+                      "Set `airflow.catchup: false`", "airflow", "catchup")
 
 
 @dataclass(frozen=True)
