@@ -254,11 +254,11 @@ def _warn_own_spark_conf(args: argparse.Namespace) -> None:
 
 
 def _warm(sc: Any, workers: int) -> None:
-    from eosmirror.spark.runner import _warm_worker
+    from eosmirror.spark.runner import warm_worker
 
     if workers:
         sc.setJobGroup("eosmirror-warm-up", "eosmirror run server: start the Python workers runs will reuse")
-        sc.parallelize(range(workers), workers).map(_warm_worker).collect()
+        sc.parallelize(range(workers), workers).map(warm_worker).collect()
 
 
 def bind(path: Path) -> socket.socket:
