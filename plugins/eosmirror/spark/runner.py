@@ -109,10 +109,3 @@ def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     # Named after the calling thread: the run server routes a run's log lines by thread name.
     with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix=threading.current_thread().name) as pool:
         return list(pool.map(lambda t: _slot_job(sc, t, len(tasks)), tasks))
-
-
-def executor_environment() -> dict[str, str]:
-    """Environment an executor's Python worker sees (used by tests to prove the interpreter)."""
-    import sys
-
-    return {"python": sys.executable, "pid": str(os.getpid())}
