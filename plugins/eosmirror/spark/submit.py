@@ -163,17 +163,6 @@ def build_class_archive() -> tuple[Path, float]:
     return classarchive.build(spark_submit_binary(), process_env(), JVM_OPTIONS)
 
 
-def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession on this machine whose workers run the project's interpreter."""
-    os.environ.update(process_env())
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master(master)
-    for key, value in {**base_conf(app_name), "spark.ui.enabled": "false", **(conf or {})}.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
-
-
 def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,
             deploy_mode: str | None = None, application: Path = JOB) -> list[str]:
     if deploy_mode != "cluster":   # the driver runs here: this host's archive applies
