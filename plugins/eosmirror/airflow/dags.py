@@ -10,20 +10,14 @@ from typing import Any
 
 from eosmirror.airflow import copytask, grouptasks, lagtasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
+from eosmirror.airflow.dagids import FENCE_DAG_ID, LAG_DAG_ID, MIGRATE_DAG_ID, groups_dag_id, mirror_dag_id
 from eosmirror.core import config
 from eosmirror.spark import submit
 
-FENCE_DAG_ID = "eosmirror_fence"
-LAG_DAG_ID = "eosmirror_lag"
-MIGRATE_DAG_ID = "eosmirror_migrate"
 # What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
 MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+|target-end(:[0-9]+)?)$"
 # What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
-
-
-def mirror_dag_id(name: str) -> str:
-    return f"eosmirror__{name}"
 
 
 def _describe_ref(ref: config.ClusterRef) -> str:
@@ -123,10 +117,6 @@ committed progress is.""") as dag:
 
         fence()
     return dag
-
-
-def groups_dag_id(name: str) -> str:
-    return f"eosmirror_groups__{name}"
 
 
 def _groups_doc(m: config.MirrorConfig) -> str:
