@@ -88,12 +88,17 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     return dag
 
 
+def _mirror_choice(mirrors: config.MirrorsFile, param: Any) -> Any:
+    """The `mirror` Param of a DAG that acts on one configured mirror: a choice of their names."""
+    names = mirrors.names()
+    return (param(names[0], type="string", enum=names, title="Mirror") if names
+            else param("", type="string", title="Mirror"))
+
+
 def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    names = mirrors.names()
-    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
-                    else Param("", type="string", title="Mirror"))
+    mirror_param = _mirror_choice(mirrors, Param)
     with DAG(dag_id=FENCE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
              default_args={"owner": "data-platform", "retries": 1},
              tags=["eosmirror", "kafka", "fencing"], description="fence a mirror's zombie producers",
@@ -201,9 +206,7 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    names = mirrors.names()
-    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
-                    else Param("", type="string", title="Mirror"))
+    mirror_param = _mirror_choice(mirrors, Param)
     with DAG(dag_id=MIGRATE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
              default_args={"owner": "data-platform", "retries": 1},
              tags=["eosmirror", "kafka", "migration"], description="take over progress from MirrorMaker 2 or a group",
