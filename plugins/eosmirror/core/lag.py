@@ -299,8 +299,8 @@ def evaluate(history: Iterable[MirrorSample], current: MirrorSample, policy: Pol
     """The mirror's status at ``current.time_ms`` from the samples of the window ending there."""
     samples = window(history, current, policy)
     mirror_problem = _mirror_problem(current, policy)
-    # Each partition's series in one pass over the window (a scan per partition cost 3.5 s for one
-    # sample of 5,000 partitions, and grew with the square of the partitions).
+    # Each partition's series in one pass over the window: a scan per partition grows with the square of
+    # the partitions.
     series_of: dict[tuple[str, int], list[tuple[int, PartitionSample]]] = {}
     for sample in samples:
         for p in sample.partitions:

@@ -1,13 +1,7 @@
-"""``eosmirror verify`` over many partitions at once: the same checks as ``verify.check_partition``,
-with reads batched so that verify's cost follows the records it reads, not the partitions.
-
-Per call: one ListOffsets (log starts) per cluster for all partitions, then the partitions in chunks
-of about ``CHUNK_OFFSETS`` offsets, each chunk read by ONE consumer per cluster with all its ranges
-assigned (``readers.read_ranges``). A consumer, a metadata round trip and two seeks per partition
-cost about 0.1 s each whatever the partition holds (112 s for 500 partitions of 200 records, issue
-#23). Chunks bound the records held in memory at once. A partition whose log start moved past its
-range while it was read (retention, delete-records) is read again alone, as check_partition reads.
-"""
+"""``eosmirror verify`` over many partitions at once: the same checks as ``verify.check_partition``, with the
+reads batched (one ListOffsets per cluster, then chunks of about ``CHUNK_OFFSETS`` offsets, each read by one
+consumer per cluster) so that its cost follows the records it reads, not the partitions. A partition whose log
+start moved past its range while it was read is read again alone, as check_partition reads."""
 
 from __future__ import annotations
 
@@ -21,8 +15,8 @@ from eosmirror.kafka import readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
-# Source + target offsets per chunk, held in memory at once (500 partitions x 200 records, peak RSS and
-# time: 20,000 65 MB 6.0 s; 50,000 105 MB 3.8 s; 200,000 246 MB 2.7 s): a chunk costs 2 consumers.
+# Source + target offsets per chunk, held in memory at once: a chunk costs 2 consumers, a larger one more
+# memory (figures: docs/testing-and-benchmarks.md, "Figures behind the code").
 CHUNK_OFFSETS = 100_000
 
 

@@ -45,8 +45,8 @@ def watermarks(cluster: Cluster, topic: str, partition: int, read_committed: boo
 
     consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
-        # The topic's metadata first: a fresh consumer's offsets query otherwise waited 0.7 s for
-        # the partition's leader in about 1 of 40 reads (a slot's generation check at its start).
+        # The topic's metadata first: a fresh consumer's offsets query could otherwise wait for the
+        # partition's leader (a slot's generation check at its start).
         consumer.list_topics(topic, timeout=15)
         # A topic just created has no leader for a moment: wait for it, briefly.
         low, high = retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
@@ -106,8 +106,8 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
     while reached < end:
         if time.monotonic() > deadline:
             raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster_label)
-        # consume(n, t) waits out t unless n records came: with 0.1 s every read of a small internal
-        # topic (a slot's generation check at each start, on the hand-over's path) took >= 0.1 s.
+        # consume(n, t) waits out t unless n records came: every read of a small internal topic (a
+        # slot's generation check at each start, on the hand-over's path) waits at least t, so t is short.
         for m in consumer.consume(5000, READ_WAIT_SECONDS):
             err = m.error()
             if err is not None:

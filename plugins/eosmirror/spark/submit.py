@@ -131,8 +131,7 @@ def base_conf(app_name: str) -> dict[str, str]:
         "spark.log.level": "WARN",
         "spark.driver.bindAddress": "127.0.0.1",
         # Spark's JVMs schedule a few tasks and move no record (the slots' Python workers do): the
-        # JIT's second tier and G1's threads only burn CPU there. Measured on a 1 M-record, 2-slot
-        # run: the Spark JVM used 4.65 CPU s with the defaults, 2.54 with these (whole run 10.1 -> 8.2).
+        # JIT's second tier and G1's threads only burn CPU there (figures: docs/testing-and-benchmarks.md).
         "spark.driver.extraJavaOptions": JVM_OPTIONS,
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
     }
