@@ -129,8 +129,9 @@ def naming_fields(props: Mm2Settings, source: str, target: str) -> dict[str, Any
     return fields
 
 
-def config_sync_fields(props: Mm2Settings, source: str, target: str, default_configs: tuple[str, ...],
-                       out: Imported) -> dict[str, Any]:
+def target_topic_fields(props: Mm2Settings, source: str, target: str, default_configs: tuple[str, ...],
+                        out: Imported) -> dict[str, Any]:
+    """What the flow's target topics get: the topic-config copy, the topic ACL copy, the replication factor."""
     fields: dict[str, Any] = {}
     enabled = props.flow(source, target, "sync.topic.configs.enabled", "true")
     excluded = mm2select.listed(props, source, target, "config.properties.exclude", mm2select.MM2_CONFIGS_EXCLUDE,
@@ -162,7 +163,7 @@ def translate_flow(props: Mm2Settings, source: str, target: str, clusters: str,
     mirror.update(naming_fields(props, source, target))
     tasks = props.flow(source, target, "tasks.max", "1") or "1"
     mirror["slots"] = int(tasks) if tasks.isdigit() and 1 <= int(tasks) <= 1024 else 1
-    mirror.update(config_sync_fields(props, source, target, default_configs, out))
+    mirror.update(target_topic_fields(props, source, target, default_configs, out))
     mirror["groups"] = mm2select.group_section(props, source, target, out)
     mm2select.check_filter_classes(props, source, target, out)
     return mirror
