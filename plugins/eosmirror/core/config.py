@@ -1,30 +1,10 @@
 """Mirror definitions: ``dags/mirrors.yaml`` (or ``$EOSMIRROR_CONFIG``), typed and validated on load.
 
-Every field is declared once, on the frozen dataclass that holds it (:class:`MirrorConfig`,
-:class:`AirflowSettings`, :class:`ClusterRef`): its name, type and default, a *kind* that reads and
-checks the YAML value (bounds, choices, formats) and a one-line meaning. The loader, the error
-messages and the Markdown field reference (:func:`field_reference`, the table in docs/configuration.md) are all derived
-from those declarations, so they cannot drift apart.
-
-Every error names the file, the mirror, the field (dotted when nested: ``airflow.schedule``), the bad
-value and what is allowed. A value under a secret-looking key is never echoed. Unknown keys are
-errors that suggest the nearest known name (a misspelt ``max_records_per_partiton`` must not silently
-mean "no limit"), and so is a key written twice in one YAML mapping (PyYAML would keep the last).
-
-Plain dataclasses rather than pydantic: the messages above (our wording, secret-safe values,
-suggestions) would need a translation of every pydantic error type anyway, and ``core`` stays
-standard-library only (it is shipped to executors on ``--py-files``).
-
-File shape::
-
-    defaults:            # optional, merged under every mirror (a mirror's own field replaces it whole)
-      slots: 2
-    mirrors:
-      - name: orders
-        source: {local: source}            # or {connection: <airflow conn id>} or {config: {...}}
-        target: {connection: kafka_dr}
-        topics: ["orders\\..*"]
-        ...
+Every field is declared once, on the frozen dataclass that holds it (:class:`MirrorConfig`, :class:`AirflowSettings`,
+:class:`ClusterRef`): its kind (how the YAML value is read and checked), default and one-line meaning. The loader,
+the error messages and the field reference (:func:`field_reference`; docs/configuration.md, which also shows the
+file's shape and what an error names) derive from those declarations. Plain dataclasses, not pydantic: the messages
+are our own wording and never echo a secret, and ``core`` stays standard-library only (it ships to executors).
 """
 
 from __future__ import annotations
