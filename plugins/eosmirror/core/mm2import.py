@@ -1,23 +1,9 @@
 """``eosmirror import-mm2``: a MirrorMaker 2 ``mm2.properties`` translated into ``mirrors.yaml`` text.
 
-Pure: properties in, text out. The file is read as MM2 reads it (``core/mm2props``: Java's
-Properties.load, ISO-8859-1). One mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can
-express becomes a field; everything else is listed, with the reason, in a comment at the top of the
-output -- nothing is dropped silently. Secrets never reach the output: a password in
-``sasl.jaas.config`` becomes ``${<ALIAS>_SASL_PASSWORD}`` and the value of any secret key
-(``core/secrets``) is shown as ``<hidden>`` in the comments.
-
-MM2's semantics followed here (Kafka 4.3.1's connect-mirror, checked name by name against its own
-classes in tests/integration/test_mm2_selection.py): a key ``A->B.x`` overrides ``x`` for that flow
-(MirrorMakerConfig.connectorBaseConfig); ``A.x`` are cluster settings, a top-level client setting
-applies to every cluster unless ``A.x`` says otherwise (clusterProps); ``topics``/``groups`` and their
-``.exclude`` are comma lists of regular expressions that must match the whole name; the default policy
-names remote topics ``<source alias><separator><topic>``; ``tasks.max`` defaults to 1.
-
-Bad input (no bootstrap servers for a flow's cluster, an unknown replication policy, a malformed
-``\\uXXXX``) raises ConfigError naming the key and its line. What eosmirror cannot select as MM2 does (a
-custom filter class, a regular expression Java reads differently, a legacy ``*.blacklist`` key) is
-collected in ``Imported.partial``: the CLI refuses to write it unless ``--allow-partial``.
+Pure: properties in, text out; one mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can express
+becomes a field; everything else is listed, with the reason, in a comment at the top of the output (nothing is
+dropped silently), and what eosmirror cannot select as MM2 does goes to ``Imported.partial``. Secrets never
+reach the output. What is read, and how it was proven against MM2's own classes: docs/from-mm2.md, step 1.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
-"""``eosmirror verify``: compare source and target over the mirrored ranges, record by record.
-
-For every mirrored partition:
-* the committed source records of the mirrored range [first mirrored offset, last sync's end) equal
-  the target records the offset syncs map them to, in the same order, with identical key, value,
-  headers (order and duplicates included) and timestamp, and ``translate(o)`` of every source record
-  is exactly the target offset holding its copy;
-* nothing else is on the target: every committed target record lies in a range an offset sync
-  accounts for. A record before the first copy, between copies or after the last copy (the target's
-  end must be the last sync's end) was written by another producer; each is named (the list capped,
-  the count exact). Aborted records and transaction markers are invisible to read_committed consumers
-  and are not records of the topic;
-* a mirrored range the source (or the target) no longer holds - retention or delete-records ran since
-  the copy - is reported as not checkable, with its size, and the rest is still checked.
-``exit_code`` turns the checks into the CLI's exit code. Reads only; writes nothing.
-
-Races with a run that commits while verify reads: the target's end is fixed BEFORE the offset syncs
-are read, so every mirror record below it has its sync among those read (they commit in one
-transaction), and only syncs wholly below that end are checked. The transaction's markers reach the
-target partition and the sync topic independently, so a partition with foreign records is checked
-once more with freshly read syncs before they are reported.
+"""``eosmirror verify``: compare source and target over the mirrored ranges, record by record, and name every
+target record no offset sync accounts for; reads only. The target's end is read before the offset syncs, so a
+run committing meanwhile is never half-seen. What is checked and why: docs/architecture.md, "What `eosmirror
+verify` checks". The verdict of one partition: ``partitioncheck``; many partitions' reads at once: ``verifybatch``.
 """
 
 from __future__ import annotations
