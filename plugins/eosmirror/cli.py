@@ -1,5 +1,5 @@
 """The ``eosmirror`` console script: `eosmirror run <mirror> --server` takes a lean path (its start is
-part of every served run: 0.05 s of imports instead of the whole command line's 0.16 s); every
+part of every served run, so it imports only what a served run needs); every
 other command is the full command line, ``eosmirror.cliapp`` (its docstring lists the commands)."""
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from eosmirror import clidr, cliops, driver
 from eosmirror.airflow import home, listen
 from eosmirror.core import report
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.driver import fencing, verify
 from eosmirror.driver.run import run_in_process
 from eosmirror.spark import classarchive, job, runargs, server, serverclient, submit
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, as we do for config errors
         return int(exc.code or 0)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+                        format=LOG_FORMAT, stream=sys.stderr)
     try:
         return args.func(args)
     except EosMirrorError as exc:

@@ -45,6 +45,17 @@ def _read_partition_on_executor(args):
             "eosmirror": eosmirror.__file__, "librdkafka": confluent_kafka.libversion()[0]}
 
 
+def local_session(submit, app_name: str, master: str = "local[2]"):
+    """A SparkSession on this machine whose workers run the project's interpreter (submit's environment)."""
+    os.environ.update(submit.process_env())
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master)
+    for key, value in {**submit.base_conf(app_name), "spark.ui.enabled": "false"}.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, unique):
     from eosmirror.spark import submit
 
@@ -53,7 +64,7 @@ def test_spark_local_tasks_import_eosmirror_and_read_the_source(source_conf, uni
     for i in range(30):
         p.produce(topic, value=f"v{i}".encode(), partition=i % 3)
     p.flush(30)
-    spark = submit.local_session("eosmirror-foundation-test", master="local[2]")
+    spark = local_session(submit, "eosmirror-foundation-test")
     try:
         rows = spark.sparkContext.parallelize([(source_conf, topic, k) for k in range(3)], 3) \
             .map(_read_partition_on_executor).collect()

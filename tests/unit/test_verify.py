@@ -2,8 +2,8 @@ import pytest
 
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
-from eosmirror.driver import verify
-from eosmirror.driver.verify import _compare_compacted
+from eosmirror.driver import partitioncheck, verify
+from eosmirror.driver.partitioncheck import _compare_compacted
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.readers import Record
 
@@ -54,17 +54,17 @@ TWO = chain((0, 5, 0, ((0, 5),)), (5, 10, 6, ((5, 5),)))
 
 def test_records_outside_every_synced_range_are_foreign_before_between_and_after():
     target = [rec(o, b"k", b"v") for o in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13]]
-    mirrored, foreign = verify.split_foreign(target, TWO)
+    mirrored, foreign = partitioncheck.split_foreign(target, TWO)
     assert [r.offset for r in mirrored] == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
     assert [r.offset for r in foreign] == [5, 12, 13]
     moved = chain((0, 5, 3, ((0, 5),)))                     # the mirror's copies start at target offset 3
-    assert [r.offset for r in verify.split_foreign([rec(o, None, b"") for o in range(9)], moved)[1]] == [0, 1, 2, 8]
-    assert [r.offset for r in verify.split_foreign([rec(0, None, b"")], chain())[1]] == [0]
+    assert [r.offset for r in partitioncheck.split_foreign([rec(o, None, b"") for o in range(9)], moved)[1]] == [0, 1, 2, 8]
+    assert [r.offset for r in partitioncheck.split_foreign([rec(0, None, b"")], chain())[1]] == [0]
 
 
 def test_the_foreign_summary_counts_where_each_lies_and_caps_the_list():
     foreign = [rec(o, None, b"x") for o in [5, 12] + list(range(100, 130))]
-    line = verify.foreign_summary(foreign, TWO, 130)
+    line = partitioncheck.foreign_summary(foreign, TWO, 130)
     assert line.startswith("32 record(s) on the target that no offset sync of the mirror accounts for: "
                            "0 before the first mirrored record (target offset 0), 1 between mirrored records, "
                            "31 after the last one (the mirrored records end at 11, the target at 130)")
@@ -72,15 +72,15 @@ def test_the_foreign_summary_counts_where_each_lies_and_caps_the_list():
 
 
 def test_only_syncs_committed_before_the_target_end_was_read_are_checked():
-    assert [s.source_end for s in verify.settled(TWO, 11).syncs] == [5, 10]
-    assert [s.source_end for s in verify.settled(TWO, 10).syncs] == [5]      # the second run came later
-    assert verify.settled(None, 100).syncs == []
+    assert [s.source_end for s in partitioncheck.settled(TWO, 11).syncs] == [5, 10]
+    assert [s.source_end for s in partitioncheck.settled(TWO, 10).syncs] == [5]      # the second run came later
+    assert partitioncheck.settled(None, 100).syncs == []
 
 
 def test_exit_code_separates_differences_from_ranges_no_longer_checkable():
-    clean = verify.PartitionCheck("s", "t", 0, (0, 10), records=10)
-    gone = verify.PartitionCheck("s", "t", 1, (0, 10), records=5, unchecked=["source offsets 0..4 ..."], source_gone=5)
-    bad = verify.PartitionCheck("s", "t", 2, (0, 10), differences=["x"], foreign=1)
+    clean = partitioncheck.PartitionCheck("s", "t", 0, (0, 10), records=10)
+    gone = partitioncheck.PartitionCheck("s", "t", 1, (0, 10), records=5, unchecked=["source offsets 0..4 ..."], source_gone=5)
+    bad = partitioncheck.PartitionCheck("s", "t", 2, (0, 10), differences=["x"], foreign=1)
     assert verify.exit_code([clean]) == EXIT_OK == 0
     assert verify.exit_code([clean, gone]) == verify.EXIT_INCOMPLETE == 3
     assert verify.exit_code([clean, gone, bad]) == EXIT_FAILED == 1

@@ -10,20 +10,14 @@ from typing import Any
 
 from eosmirror.airflow import copytask, drdags, grouptasks, lagtasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
+from eosmirror.airflow.dagids import FENCE_DAG_ID, LAG_DAG_ID, MIGRATE_DAG_ID, groups_dag_id, mirror_dag_id
 from eosmirror.core import config
 from eosmirror.spark import submit
 
-FENCE_DAG_ID = "eosmirror_fence"
-LAG_DAG_ID = "eosmirror_lag"
-MIGRATE_DAG_ID = "eosmirror_migrate"
 # What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
 MIGRATE_ORIGIN = r"^(mm2(:[A-Za-z0-9._-]+)?|group:.+|target-end(:[0-9]+)?)$"
 # What `until` accepts (checked by the trigger form; the job parses it with datetime.fromisoformat).
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
-
-
-def mirror_dag_id(name: str) -> str:
-    return f"eosmirror__{name}"
 
 
 def _describe_ref(ref: config.ClusterRef) -> str:
@@ -94,12 +88,17 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     return dag
 
 
+def _mirror_choice(mirrors: config.MirrorsFile, param: Any) -> Any:
+    """The `mirror` Param of a DAG that acts on one configured mirror: a choice of their names."""
+    names = mirrors.names()
+    return (param(names[0], type="string", enum=names, title="Mirror") if names
+            else param("", type="string", title="Mirror"))
+
+
 def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    names = mirrors.names()
-    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
-                    else Param("", type="string", title="Mirror"))
+    mirror_param = _mirror_choice(mirrors, Param)
     with DAG(dag_id=FENCE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
              default_args={"owner": "data-platform", "retries": 1},
              tags=["eosmirror", "kafka", "fencing"], description="fence a mirror's zombie producers",
@@ -123,10 +122,6 @@ committed progress is.""") as dag:
 
         fence()
     return dag
-
-
-def groups_dag_id(name: str) -> str:
-    return f"eosmirror_groups__{name}"
 
 
 def _groups_doc(m: config.MirrorConfig) -> str:
@@ -211,9 +206,7 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    names = mirrors.names()
-    mirror_param = (Param(names[0], type="string", enum=names, title="Mirror") if names
-                    else Param("", type="string", title="Mirror"))
+    mirror_param = _mirror_choice(mirrors, Param)
     with DAG(dag_id=MIGRATE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
              default_args={"owner": "data-platform", "retries": 1},
              tags=["eosmirror", "kafka", "migration"], description="take over progress from MirrorMaker 2 or a group",

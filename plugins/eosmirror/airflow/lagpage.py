@@ -15,7 +15,7 @@ import threading
 from typing import Any, Callable
 
 from eosmirror.airflow import lagrender
-from eosmirror.airflow.dags import LAG_DAG_ID
+from eosmirror.airflow.dagids import LAG_DAG_ID
 from eosmirror.core import config, lagview
 from eosmirror.core.errors import ConfigError
 from eosmirror.driver import lag

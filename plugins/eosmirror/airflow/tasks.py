@@ -22,6 +22,7 @@ import logging
 from typing import Any
 
 from eosmirror.airflow.compat import fail_exception
+from eosmirror.airflow.dagids import MIGRATE_DAG_ID
 from eosmirror.core import config, report
 from eosmirror.core.errors import ConfigError
 from eosmirror.driver import fencing, takeover
@@ -29,7 +30,6 @@ from eosmirror.driver.migrate import RefusedError
 from eosmirror.driver.run import MirrorRun, RunOptions
 from eosmirror.spark.job import parse_timestamp
 
-MIGRATE_DAG_ID = "eosmirror_migrate"
 log = logging.getLogger(__name__)
 
 SCHEDULED_RUN_TYPES = ("scheduled", "backfill")

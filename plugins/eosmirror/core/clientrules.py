@@ -43,24 +43,23 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
 # Defaults (not forced) for every producer the mirror builds. librdkafka connects only to brokers it has a
 # request for (sparse connections); a producer's first InitProducerId then often finds no broker up ("No
 # brokers available for Transactions") and librdkafka asks again only after a fixed 500 ms. Connecting to
-# every broker at once removed that wait: fencing an idle transactional id took 0.003 s in 12 of 12 tries
-# instead of 0.5 s in 4 of 5, and fencing one with an open transaction (a follow run's hand-over) 0.50 s
-# instead of 1.0 s (the broker's abort, then librdkafka's fixed retry). Cost: one connection per target
+# every broker at once removes that wait from fencing and from a follow run's hand-over (figures:
+# docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: one connection per target
 # broker per producer; a slot's producer writes to most of them anyway.
 PRODUCER_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
 
 # Defaults (not forced) for every admin client: with sparse connections an admin client's first request
-# waited about 50 ms for its broker connection (list topics: 0.06 s cold, 0.007 s connected at once, 5 tries each),
-# and a run's driver starts several (its resolve step 0.12 -> 0.01 s with warm clients). Cost: one connection
-# per broker per admin client, for seconds.
+# waits for its broker connection, and a run's driver starts several (figures:
+# docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: one connection per broker per admin
+# client, for seconds.
 ADMIN_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
 
 # Defaults (not forced: the cluster's or the mirror's own setting wins) for every consumer that reads ranges.
 # librdkafka stops fetching a partition whose local queue passed queued.min.messages (100,000) or
 # queued.max.messages.kbytes (64 MB) and, since 2.1, waits fetch.queue.backoff.ms (1,000 ms by default) before it
 # fetches that partition again: a copy that drains the queue in a fraction of that second then idles for the rest.
-# At 10 ms one consumer read 2,000,000 x 200 B over 8 partitions at 1.18 M records/s instead of 168 k, and a copy
-# loop went from 126 k to 499 k records/s, with the same peak memory (the queue bounds stay as they are).
+# A short backoff keeps it fetching, with the same peak memory (the queue bounds stay as they are; figures:
+# docs/testing-and-benchmarks.md, "Figures behind the code").
 READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 # And for the readers of internal topics and of verification, which read a range to its end: a range ending
@@ -73,10 +72,9 @@ RANGE_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 20}
 # And for the source consumer of a follow run's slot: at the log's end the broker parks a fetch until the
 # source's last stable offset moves or fetch.wait.max.ms (500 ms by default) passes. A follower reads on
 # without pausing, so a parked fetch returns as soon as a source transaction commits; the shorter wait
-# bounds how late a fetch sent just after a seek (a rewind after an abort, the start of following) can be.
-# (Measured when follow rounds still seeked every round, at 2,000 records/s, 2 slots: the longest round's
-# copy 345 ms -> 83 ms, time lag p99 0.58 -> 0.34 s.) Cost: up to 10 fetch requests a second of an idle
-# follower (2 by default).
+# bounds how late a fetch sent just after a seek (a rewind after an abort, the start of following) can be
+# (figures: docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: up to 10 fetch requests a
+# second of an idle follower (2 by default).
 FOLLOW_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 100}
 
 # Keys the mirror owns; a user must not set them at all.

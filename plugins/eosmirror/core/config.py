@@ -1,30 +1,10 @@
 """Mirror definitions: ``dags/mirrors.yaml`` (or ``$EOSMIRROR_CONFIG``), typed and validated on load.
 
-Every field is declared once, on the frozen dataclass that holds it (:class:`MirrorConfig`,
-:class:`AirflowSettings`, :class:`ClusterRef`): its name, type and default, a *kind* that reads and
-checks the YAML value (bounds, choices, formats) and a one-line meaning. The loader, the error
-messages and the Markdown field reference (:func:`field_reference`, the table in docs/configuration.md) are all derived
-from those declarations, so they cannot drift apart.
-
-Every error names the file, the mirror, the field (dotted when nested: ``airflow.schedule``), the bad
-value and what is allowed. A value under a secret-looking key is never echoed. Unknown keys are
-errors that suggest the nearest known name (a misspelt ``max_records_per_partiton`` must not silently
-mean "no limit"), and so is a key written twice in one YAML mapping (PyYAML would keep the last).
-
-Plain dataclasses rather than pydantic: the messages above (our wording, secret-safe values,
-suggestions) would need a translation of every pydantic error type anyway, and ``core`` stays
-standard-library only (it is shipped to executors on ``--py-files``).
-
-File shape::
-
-    defaults:            # optional, merged under every mirror (a mirror's own field replaces it whole)
-      slots: 2
-    mirrors:
-      - name: orders
-        source: {local: source}            # or {connection: <airflow conn id>} or {config: {...}}
-        target: {connection: kafka_dr}
-        topics: ["orders\\..*"]
-        ...
+Every field is declared once, on the frozen dataclass that holds it (:class:`MirrorConfig`, :class:`AirflowSettings`,
+:class:`ClusterRef`): its kind (how the YAML value is read and checked), default and one-line meaning. The loader,
+the error messages and the field reference (:func:`field_reference`; docs/configuration.md, which also shows the
+file's shape and what an error names) derive from those declarations. Plain dataclasses, not pydantic: the messages
+are our own wording and never echo a secret, and ``core`` stays standard-library only (it ships to executors).
 """
 
 from __future__ import annotations
@@ -68,7 +48,6 @@ from eosmirror.core.fieldread import (
     reference_table,
     refuse_unknown,
 )
-from eosmirror.core.mirrorrules import check_cross_field_rules
 from eosmirror.core.sections import (
     CLUSTER,
     DEFAULT_GROUP_EXCLUDES,
@@ -197,6 +176,30 @@ class MirrorConfig:
         the copy loop stops at ``max_transaction_seconds`` and commits well before it.
         """
         return int((2 * self.max_transaction_seconds + 30) * 1000)
+
+
+def check_cross_field_rules(mirror: MirrorConfig) -> None:
+    """The rules that involve more than one field of a mirror (each field's own bounds live with its
+    declaration)."""
+    if mirror.replication_policy == "prefix" and not mirror.source_alias:
+        raise Invalid("missing; expected a cluster alias such as dc1 (required by replication_policy: prefix, "
+                      "which names target topics `<source_alias>.<topic>`)", "source_alias")
+    if mirror.max_transaction_seconds < 1.0 and not mirror.follow:
+        raise Invalid(f"{mirror.max_transaction_seconds} is below 1 s, which only `follow: true` mirrors may use "
+                      f"(a bounded run gains nothing from shorter transactions); expected a number of seconds "
+                      f"from 1.0 to 300.0, or set `follow: true`", "max_transaction_seconds")
+    if mirror.follow and mirror.delivery != "exactly_once":
+        raise Invalid("`follow: true` needs `delivery: exactly_once`: the next run takes over by fencing the "
+                      "slots' transactional ids, which at_least_once has none of", "follow")
+    if mirror.follow and mirror.airflow.schedule is None and mirror.follow_max_seconds is None:
+        raise Invalid("missing; a `follow: true` mirror without `airflow.schedule` needs an explicit bound "
+                      "(only scheduled runs follow; the default bound is twice the schedule interval)",
+                      "follow_max_seconds")
+    if mirror.follow and mirror.airflow.catchup:
+        raise Invalid("true is not allowed with `follow: true`: a follow mirror's DAG lets 2 runs overlap "
+                      "(the next run takes over from the one that follows), so catch-up runs of past intervals "
+                      "would fence each other; a follow mirror's first run copies everything up to now anyway. "
+                      "Set `airflow.catchup: false`", "airflow", "catchup")
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,9 @@
 """Consumer-group failover and failback with exact offsets: pure translation and decisions.
 
-Failover moves a group's committed SOURCE offsets to the same group on the TARGET; failback moves
-committed TARGET offsets back to the SOURCE. Both go through a partition's offset syncs
-(``offsetsync.PartitionSyncs``), which commit atomically with the mirrored data and cover the
-mirrored range without holes, so every answer is exact or an explicit refusal. Only the suffix of a
-partition's syncs that ``sync_needs`` asks for is read (``core.syncscan.Need`` says why a suffix
-answers exactly as the whole history would). Never invented:
-
-- failover, committed source offset C:
-    C inside the mirrored range  -> the target offset of the first copied record at or after C
-                                    (C == the mirror's progress -> the target offset after the last copy)
-    C beyond the mirror's progress -> WAITING (the group consumed records not mirrored yet)
-    C before the mirror's start    -> BEFORE_RANGE (those records were never mirrored)
-- failback, committed target offset T:
-    T on a copied record            -> the source offset of the record copied to T
-    T at the end of the mirrored target range -> the mirror's progress (the next source offset to copy)
-    T beyond it, with no committed data record between the last copy and T (only the transaction
-      markers the mirror's own commits leave, or aborted records: where a consumer that read to the
-      end commits) -> the mirror's progress as well. Decided by READING the target (``LogRead``),
-      never by counting offsets: a marker and a record both take one offset.
-    T beyond it, past committed data records that are not copies -> BEYOND_MIRROR, with their count
-    T before the first copy         -> BEFORE_RANGE
-
-A group is written only when it is empty or does not exist (an active group is SKIPPED whole), and a
-partition's offset never moves backwards unless the operator allows it (REWIND_REFUSED). A position
-below the group's current one with no committed data record between them (only markers or aborted
-records, read on the written side) is the same position: UNCHANGED, neither a rewind nor a write
-(a group that read to the end on the target sits past the mirror's last commit marker).
+Failover moves a group's committed SOURCE offsets to the same group on the TARGET, failback the TARGET's back
+to the SOURCE, through a partition's offset syncs (reading only the suffix ``sync_needs`` asks for). What each
+committed offset becomes, and when a group is not written: docs/failover.md, "What each committed offset
+becomes".
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
-"""How far behind a mirror is: samples, and a Burrow-like evaluation over a window of them. Pure.
-
-A *sample* is taken per mirror at one moment (``time_ms``); per source partition it holds the
-source's high watermark and last stable offset (LSO), the mirror's committed progress (the next
-source offset to copy) and:
-
-- the **record lag** ``LSO - progress``: offsets still to copy. Transaction markers and aborted
-  records occupy offsets too, so this is an upper bound on the records still to copy;
-- the **time lag**: the age, at ``time_ms``, of the oldest committed source record not yet
-  mirrored (the first read_committed record at or after the progress offset); 0 when caught up;
-- the **last commit**: when the mirror last committed this partition's progress (every run
-  commits every partition of its slots, idle ones too).
-
-The evaluation (:func:`evaluate`) looks at the samples of a window, like Burrow's evaluator, and
-gives each partition, and the mirror (its worst partition), ONE status, most severe first:
-
-``ERROR``    the mirror's last run failed;
-``STOPPED``  no successful run for 2 of the mirror's schedule intervals (scheduled mirrors only);
-``STALLED``  progress did not move for one mirror schedule interval (the window's tail) while the
-             record lag stayed above 0;
-``LAGGING``  the record lag grew over the whole window (never shrank, ended higher): runs do not
-             keep up with production;
-``OK``       otherwise.
-
-The window must cover at least one mirror schedule interval before STALLED or LAGGING can be
-said: between two runs the lag of a healthy mirror grows and its progress stands still.
-Separately, the per-mirror SLO ``max_lag_seconds`` is *breached* by every partition whose time lag
-exceeds it. A breach or a STALLED/STOPPED/ERROR status is an *alert*.
+"""How far behind a mirror is: samples (per source partition: high watermark, LSO, progress, record lag, time lag,
+last commit) and a Burrow-like evaluation over a window of them giving each partition and the mirror one
+status (ERROR, STOPPED, STALLED, LAGGING, OK) and the SLO's breaches. Pure. The definitions: docs/lag.md.
 """
 
 from __future__ import annotations
@@ -299,8 +274,8 @@ def evaluate(history: Iterable[MirrorSample], current: MirrorSample, policy: Pol
     """The mirror's status at ``current.time_ms`` from the samples of the window ending there."""
     samples = window(history, current, policy)
     mirror_problem = _mirror_problem(current, policy)
-    # Each partition's series in one pass over the window (a scan per partition cost 3.5 s for one
-    # sample of 5,000 partitions, and grew with the square of the partitions).
+    # Each partition's series in one pass over the window: a scan per partition grows with the square of
+    # the partitions.
     series_of: dict[tuple[str, int], list[tuple[int, PartitionSample]]] = {}
     for sample in samples:
         for p in sample.partitions:

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from eosmirror.core.lag import MirrorStatus
-from eosmirror.core.report import _table
+from eosmirror.core.texttable import table
 
 
 def iso(ms: int | None) -> str | None:
@@ -43,7 +43,7 @@ def last_run_text(status: MirrorStatus, now_ms: int) -> str:
 def mirrors_table(statuses: list[MirrorStatus], now_ms: int) -> str:
     rows = [[s.mirror, s.status, s.record_lag, f"{s.time_lag_seconds:.1f} s", last_run_text(s, now_ms),
              ago(s.last_commit_ms, now_ms), slo_text(s)] for s in statuses]
-    text = _table(["mirror", "status", "record lag", "time lag", "last run", "last commit", "SLO"], rows)
+    text = table(["mirror", "status", "record lag", "time lag", "last run", "last commit", "SLO"], rows)
     notes = [f"  {s.mirror}: {s.reason}" for s in statuses if s.reason and s.status != "OK"]
     notes += [f"  {a}" for s in statuses for a in s.alerts() if "SLO" in a]
     return text + ("\n" + "\n".join(notes) if notes else "")
@@ -53,7 +53,7 @@ def partitions_table(status: MirrorStatus, now_ms: int) -> str:
     rows = [[p.label, p.status, p.high_watermark, p.last_stable, "-" if p.progress is None else p.progress,
              p.record_lag, f"{p.time_lag_seconds:.1f} s" + (" !" if p.breach else ""), ago(p.last_commit_ms, now_ms)]
             for p in status.partitions]
-    return _table(["partition", "status", "high watermark", "last stable", "progress", "record lag", "time lag",
+    return table(["partition", "status", "high watermark", "last stable", "progress", "record lag", "time lag",
                    "last commit"], rows)
 
 
@@ -74,5 +74,5 @@ def groups_table(status: MirrorStatus) -> str:
     if not status.groups:
         return ""
     rows = [[g.group, g.state, g.partitions, g.record_lag] for g in status.groups]
-    return "consumer groups on the target:\n" + _table(["group", "state", "partitions", "record lag"], rows)
+    return "consumer groups on the target:\n" + table(["group", "state", "partitions", "record lag"], rows)
 

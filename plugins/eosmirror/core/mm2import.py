@@ -1,55 +1,25 @@
 """``eosmirror import-mm2``: a MirrorMaker 2 ``mm2.properties`` translated into ``mirrors.yaml`` text.
 
-Pure: properties in, text out. The file is read as MM2 reads it (``core/mm2props``: Java's
-Properties.load, ISO-8859-1). One mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can
-express becomes a field; everything else is listed, with the reason, in a comment at the top of the
-output -- nothing is dropped silently. Secrets never reach the output: a password in
-``sasl.jaas.config`` becomes ``${<ALIAS>_SASL_PASSWORD}`` and the value of any secret key
-(``core/secrets``) is shown as ``<hidden>`` in the comments.
-
-MM2's semantics followed here (Kafka 4.3.1's connect-mirror, checked name by name against its own
-classes in tests/integration/test_mm2_selection.py): a key ``A->B.x`` overrides ``x`` for that flow
-(MirrorMakerConfig.connectorBaseConfig); ``A.x`` are cluster settings, a top-level client setting
-applies to every cluster unless ``A.x`` says otherwise (clusterProps); ``topics``/``groups`` and their
-``.exclude`` are comma lists of regular expressions that must match the whole name; the default policy
-names remote topics ``<source alias><separator><topic>``; ``tasks.max`` defaults to 1.
-
-Bad input (no bootstrap servers for a flow's cluster, an unknown replication policy, a malformed
-``\\uXXXX``) raises ConfigError naming the key and its line. What eosmirror cannot select as MM2 does (a
-custom filter class, a regular expression Java reads differently, a legacy ``*.blacklist`` key) is
-collected in ``Imported.partial``: the CLI refuses to write it unless ``--allow-partial``.
+Pure: properties in, text out; one mirror per enabled ``A->B`` flow. What MM2 says and eosmirror can express
+becomes a field; everything else is listed, with the reason, in a comment at the top of the output (nothing is
+dropped silently), and what eosmirror cannot select as MM2 does goes to ``Imported.partial``. Secrets never
+reach the output. What is read, and how it was proven against MM2's own classes: docs/from-mm2.md, step 1.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-from eosmirror.core import mm2props
+from eosmirror.core import mm2props, mm2select
 from eosmirror.core.errors import ConfigError
+from eosmirror.core.mm2result import Imported
+from eosmirror.core.mm2settings import MIRROR_PACKAGE, Mm2Settings, split_list
 from eosmirror.core.secrets import shown
 from eosmirror.core.topicconfigs import DEFAULT_SYNC_TOPIC_CONFIGS
 
-MIRROR_PACKAGE = "org.apache.kafka.connect.mirror."
 DEFAULT_POLICY = MIRROR_PACKAGE + "DefaultReplicationPolicy"
 IDENTITY_POLICY = MIRROR_PACKAGE + "IdentityReplicationPolicy"
-# Kafka 4.3.1's defaults (the constants of DefaultTopicFilter, DefaultGroupFilter and
-# DefaultConfigPropertyFilter in connect-mirror-4.3.1.jar).
-MM2_TOPICS_EXCLUDE = (r"mm2.*\.internal", r".*\.replica", r"__.*")
-MM2_GROUPS_EXCLUDE = (r"console-consumer-.*", r"connect-.*", r"__.*")
-# eosmirror never mirrors these (naming.BUILTIN_EXCLUDES covers them): not repeated in the file.
-COVERED_BY_BUILTINS = MM2_TOPICS_EXCLUDE + (r".*[\-\.]internal", r".*[-.]internal")
-# MM2's ReplicationPolicy.isInternalTopic never copies a topic whose name starts with '.', whatever
-# `topics` says; eosmirror's built-in excludes do not cover it, so every imported mirror excludes it.
-MM2_NEVER_COPIED = (r"\..*",)
-# eosmirror's own consumer groups (progress, readers): never synced, whatever MM2's lists say.
-EOSMIRROR_GROUPS = (r"eosmirror\..*", r"eosmirror-.*")
-FILTER_CLASSES = {"topic.filter.class": "DefaultTopicFilter", "group.filter.class": "DefaultGroupFilter",
-                  "config.property.filter.class": "DefaultConfigPropertyFilter"}
-# Removed in Kafka 4.0 (MM2 4.x ignores them); before, each was read when its successor was not set.
-LEGACY_KEYS = {"topics.blacklist": "topics.exclude", "groups.blacklist": "groups.exclude",
-               "config.properties.blacklist": "config.properties.exclude"}
 # Java client security settings with the same name and meaning in librdkafka.
 SAME_IN_LIBRDKAFKA = ("security.protocol", "sasl.mechanism", "ssl.endpoint.identification.algorithm")
 # MM2 settings about machinery eosmirror does differently (say why, once per key).
@@ -78,73 +48,11 @@ NO_EQUIVALENT_WHY = {
 }
 
 
-@dataclass
-class Imported:
-    """The translation: mirrors (as YAML-ready dicts), what was not translated, what differs from MM2."""
-
-    mirrors: list[dict[str, Any]] = field(default_factory=list)
-    unmapped: list[str] = field(default_factory=list)       # "key = value: why"
-    partial: list[str] = field(default_factory=list)        # where the mirror cannot select as MM2 does
-    notes: list[str] = field(default_factory=list)          # what the reader should know, not a difference
-    env_vars: list[str] = field(default_factory=list)
-    translated: list[str] = field(default_factory=list)     # the keys the mirrors express
-
-
-_JAVA_TRIM = "".join(map(chr, range(33)))          # String.trim(): every char <= ' '
-_JAVA_COMMA = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")   # ConfigDef's \s*,\s* (Java's ASCII \s)
-
-
-def java_list(value: str) -> list[str]:
-    """A Kafka LIST setting exactly as ConfigDef.parseType splits it: trimmed, then split at commas
-    with the blanks around them; an empty text is an empty list, an empty item stays (as "")."""
-    trimmed = value.strip(_JAVA_TRIM)
-    return _JAVA_COMMA.split(trimmed) if trimmed else []
-
-
-def split_list(value: str) -> list[str]:
-    """A list setting with empty items dropped (``clusters``, ``bootstrap.servers``)."""
-    return [item for item in java_list(value) if item]
-
-
 def env_name(alias: str, what: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", f"{alias}_{what}").upper()
 
 
-class _Props:
-    """The properties with a record of which keys the translation used."""
-
-    def __init__(self, props: mm2props.Properties):
-        self.source, self.props = props, props.values
-        self.used: set[str] = set()
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        if key in self.props:
-            self.used.add(key)
-            return self.props[key]
-        return default
-
-    def flow_key(self, source: str, target: str, key: str) -> str | None:
-        """Which key sets ``key`` for the flow: ``A->B.key`` over ``key`` (MM2's precedence)."""
-        for candidate in (f"{source}->{target}.{key}", key):
-            if candidate in self.props:
-                self.used.add(candidate)
-                return candidate
-        return None
-
-    def flow(self, source: str, target: str, key: str, default: str | None = None) -> str | None:
-        found = self.flow_key(source, target, key)
-        return self.props[found] if found is not None else default
-
-    def cluster(self, alias: str, key: str) -> str | None:
-        """A cluster's client setting: ``A.key``, else the top-level ``key`` (MirrorMakerConfig.clusterProps)."""
-        value = self.get(f"{alias}.{key}")
-        return value if value is not None else self.get(key)
-
-    def with_prefix(self, prefix: str) -> dict[str, str]:
-        return {k[len(prefix):]: v for k, v in self.props.items() if k.startswith(prefix)}
-
-
-def cluster_ref(alias: str, props: _Props, style: str, out: Imported) -> dict[str, Any]:
+def cluster_ref(alias: str, props: Mm2Settings, style: str, out: Imported) -> dict[str, Any]:
     """``{connection: alias}`` or inline librdkafka settings with secrets as ``${ENV}``."""
     if style == "connection":
         for key in props.with_prefix(f"{alias}."):
@@ -169,7 +77,7 @@ def cluster_ref(alias: str, props: _Props, style: str, out: Imported) -> dict[st
     return {"config": settings}
 
 
-def flows(props: _Props, aliases: list[str]) -> list[tuple[str, str]]:
+def flows(props: Mm2Settings, aliases: list[str]) -> list[tuple[str, str]]:
     """The enabled ``A->B`` flows between aliases of ``clusters`` (MM2 ignores any other)."""
     enabled = []
     for source in aliases:
@@ -180,7 +88,7 @@ def flows(props: _Props, aliases: list[str]) -> list[tuple[str, str]]:
     return enabled
 
 
-def check_flow(props: _Props, source: str, target: str) -> list[str]:
+def check_flow(props: Mm2Settings, source: str, target: str) -> list[str]:
     """What makes MM2 itself refuse the flow: each problem names the key and its line."""
     problems, enabled = [], props.source.where(f"{source}->{target}.enabled")
     for alias in (source, target):
@@ -196,7 +104,7 @@ def check_flow(props: _Props, source: str, target: str) -> list[str]:
     return problems
 
 
-def naming_fields(props: _Props, source: str, target: str) -> dict[str, Any]:
+def naming_fields(props: Mm2Settings, source: str, target: str) -> dict[str, Any]:
     policy = (props.flow(source, target, "replication.policy.class", DEFAULT_POLICY) or "").strip()
     separator = props.flow(source, target, "replication.policy.separator", ".") or "."
     if policy == IDENTITY_POLICY:
@@ -207,10 +115,9 @@ def naming_fields(props: _Props, source: str, target: str) -> dict[str, Any]:
     return fields
 
 
-def config_sync_fields(props: _Props, source: str, target: str, default_configs: tuple[str, ...],
-                       out: Imported) -> dict[str, Any]:
-    from eosmirror.core import mm2select  # here: mm2select builds on this module's types (a cycle)
-
+def target_topic_fields(props: Mm2Settings, source: str, target: str, default_configs: tuple[str, ...],
+                        out: Imported) -> dict[str, Any]:
+    """What the flow's target topics get: the topic-config copy, the topic ACL copy, the replication factor."""
     fields: dict[str, Any] = {}
     enabled = props.flow(source, target, "sync.topic.configs.enabled", "true")
     excluded = mm2select.listed(props, source, target, "config.properties.exclude", mm2select.MM2_CONFIGS_EXCLUDE,
@@ -233,10 +140,8 @@ def mirror_name(source: str, target: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{source}-to-{target}")[:100]
 
 
-def translate_flow(props: _Props, source: str, target: str, clusters: str,
+def translate_flow(props: Mm2Settings, source: str, target: str, clusters: str,
                    default_configs: tuple[str, ...], out: Imported) -> dict[str, Any]:
-    from eosmirror.core import mm2select  # here: mm2select builds on this module's types (a cycle)
-
     name = mirror_name(source, target)
     mirror: dict[str, Any] = {"name": name, "source": cluster_ref(source, props, clusters, out),
                               "target": cluster_ref(target, props, clusters, out)}
@@ -244,7 +149,7 @@ def translate_flow(props: _Props, source: str, target: str, clusters: str,
     mirror.update(naming_fields(props, source, target))
     tasks = props.flow(source, target, "tasks.max", "1") or "1"
     mirror["slots"] = int(tasks) if tasks.isdigit() and 1 <= int(tasks) <= 1024 else 1
-    mirror.update(config_sync_fields(props, source, target, default_configs, out))
+    mirror.update(target_topic_fields(props, source, target, default_configs, out))
     mirror["groups"] = mm2select.group_section(props, source, target, out)
     mm2select.check_filter_classes(props, source, target, out)
     return mirror
@@ -258,7 +163,7 @@ def translate(source: mm2props.Properties | bytes | str, clusters: str = "inline
         default_configs = DEFAULT_SYNC_TOPIC_CONFIGS
     if not isinstance(source, mm2props.Properties):
         source = mm2props.parse(source)
-    props = _Props(source)
+    props = Mm2Settings(source)
     out = Imported()
     aliases = split_list(props.get("clusters", "") or "")
     enabled = flows(props, aliases)

@@ -16,9 +16,26 @@ import re
 import warnings
 from typing import Any
 
-from eosmirror.core import mm2import as mi
 from eosmirror.core.errors import ConfigError
+from eosmirror.core.mm2result import Imported
+from eosmirror.core.mm2settings import MIRROR_PACKAGE, Mm2Settings, java_list
 
+# Kafka 4.3.1's defaults (the constants of DefaultTopicFilter, DefaultGroupFilter and
+# DefaultConfigPropertyFilter in connect-mirror-4.3.1.jar).
+MM2_TOPICS_EXCLUDE = (r"mm2.*\.internal", r".*\.replica", r"__.*")
+MM2_GROUPS_EXCLUDE = (r"console-consumer-.*", r"connect-.*", r"__.*")
+# eosmirror never mirrors these (naming.BUILTIN_EXCLUDES covers them): not repeated in the file.
+COVERED_BY_BUILTINS = MM2_TOPICS_EXCLUDE + (r".*[\-\.]internal", r".*[-.]internal")
+# MM2's ReplicationPolicy.isInternalTopic never copies a topic whose name starts with '.', whatever
+# `topics` says; eosmirror's built-in excludes do not cover it, so every imported mirror excludes it.
+MM2_NEVER_COPIED = (r"\..*",)
+# eosmirror's own consumer groups (progress, readers): never synced, whatever MM2's lists say.
+EOSMIRROR_GROUPS = (r"eosmirror\..*", r"eosmirror-.*")
+FILTER_CLASSES = {"topic.filter.class": "DefaultTopicFilter", "group.filter.class": "DefaultGroupFilter",
+                  "config.property.filter.class": "DefaultConfigPropertyFilter"}
+# Removed in Kafka 4.0 (MM2 4.x ignores them); before, each was read when its successor was not set.
+LEGACY_KEYS = {"topics.blacklist": "topics.exclude", "groups.blacklist": "groups.exclude",
+               "config.properties.blacklist": "config.properties.exclude"}
 # DefaultConfigPropertyFilter.CONFIG_PROPERTIES_EXCLUDE_DEFAULT of Kafka 4.3.1.
 MM2_CONFIGS_EXCLUDE = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
                        "message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
@@ -74,19 +91,19 @@ def _java_only(pattern: str) -> str | None:
     return None
 
 
-def listed(props: "mi._Props", source: str, target: str, key: str, default: tuple[str, ...],
-           out: "mi.Imported") -> list[str]:
+def listed(props: Mm2Settings, source: str, target: str, key: str, default: tuple[str, ...],
+           out: Imported) -> list[str]:
     """A flow's pattern list ``key`` as MM2 reads it (its default when unset); a legacy ``*.blacklist``
     set without its successor, and patterns Python may read differently, go to ``out.partial``."""
     found = props.flow_key(source, target, key)
-    legacy = next(old for old, new in mi.LEGACY_KEYS.items() if new == key) if key in mi.LEGACY_KEYS.values() else None
+    legacy = next(old for old, new in LEGACY_KEYS.items() if new == key) if key in LEGACY_KEYS.values() else None
     legacy_key = props.flow_key(source, target, legacy) if legacy else None
     flow = f"{source}->{target}"
     if legacy_key is not None and found is None:
         out.partial.append(f"{flow}: {props.source.where(legacy_key)} is ignored by MirrorMaker 2 since Kafka 4.0 "
                            f"(the mirror ignores it too); MM2 before 4.0 read it as `{key}`. If yours was older, "
                            f"rename it to `{key}` and import again")
-    items = mi.java_list(props.props[found]) if found is not None else list(default)
+    items = java_list(props.props[found]) if found is not None else list(default)
     if "" in items and found is not None:   # Kafka 4.3's ValidList: "Configuration 'topics' values must not be empty"
         raise ConfigError(f"{props.source.where(found)} = {props.props[found]}: an empty item in the comma "
                           f"list; MirrorMaker 2 refuses it (\"values must not be empty\"). Remove the extra comma")
@@ -114,11 +131,11 @@ def _compiles(pattern: str) -> bool:
         return False
 
 
-def topic_fields(props: "mi._Props", source: str, target: str, out: "mi.Imported") -> dict[str, Any]:
+def topic_fields(props: Mm2Settings, source: str, target: str, out: Imported) -> dict[str, Any]:
     include = listed(props, source, target, "topics", (".*",), out)
-    exclude = listed(props, source, target, "topics.exclude", mi.MM2_TOPICS_EXCLUDE, out)
+    exclude = listed(props, source, target, "topics.exclude", MM2_TOPICS_EXCLUDE, out)
     # eosmirror's built-in excludes already hold MM2's defaults: not repeated in the file.
-    exclude = [e for e in exclude if e not in mi.COVERED_BY_BUILTINS] + list(mi.MM2_NEVER_COPIED)
+    exclude = [e for e in exclude if e not in COVERED_BY_BUILTINS] + list(MM2_NEVER_COPIED)
     fields: dict[str, Any] = {"topics": include or ["(?!)"], "topics_exclude": exclude}
     if not include:
         out.notes.append(f"{source}->{target}: topics is empty: MM2 mirrors nothing; the mirror's pattern "
@@ -132,11 +149,11 @@ def topic_fields(props: "mi._Props", source: str, target: str, out: "mi.Imported
     return fields
 
 
-def group_section(props: "mi._Props", source: str, target: str, out: "mi.Imported") -> dict[str, Any]:
+def group_section(props: Mm2Settings, source: str, target: str, out: Imported) -> dict[str, Any]:
     """The mirror's ``groups`` section: MM2's group selection; scheduled when MM2 synced group offsets."""
     include = listed(props, source, target, "groups", (".*",), out)
-    exclude = listed(props, source, target, "groups.exclude", mi.MM2_GROUPS_EXCLUDE, out)
-    exclude += [g for g in mi.EOSMIRROR_GROUPS if g not in exclude]
+    exclude = listed(props, source, target, "groups.exclude", MM2_GROUPS_EXCLUDE, out)
+    exclude += [g for g in EOSMIRROR_GROUPS if g not in exclude]
     section: dict[str, Any] = {"include": include or ["(?!)"], "exclude": exclude, "schedule": None}
     if (props.flow(source, target, "sync.group.offsets.enabled", "false") or "").strip().lower() == "true":
         seconds = props.flow(source, target, "sync.group.offsets.interval.seconds", "60") or "60"
@@ -145,9 +162,9 @@ def group_section(props: "mi._Props", source: str, target: str, out: "mi.Importe
     return section
 
 
-def check_filter_classes(props: "mi._Props", source: str, target: str, out: "mi.Imported") -> None:
-    for key, default in mi.FILTER_CLASSES.items():
+def check_filter_classes(props: Mm2Settings, source: str, target: str, out: Imported) -> None:
+    for key, default in FILTER_CLASSES.items():
         found = props.flow_key(source, target, key)
-        if found is not None and props.props[found].strip() != mi.MIRROR_PACKAGE + default:
+        if found is not None and props.props[found].strip() != MIRROR_PACKAGE + default:
             out.partial.append(f"{source}->{target}: {props.source.where(found)} = {props.props[found].strip()}: "
                                f"a filter class eosmirror does not have; the mirror selects as {default} would")

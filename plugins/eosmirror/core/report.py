@@ -8,21 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror.core.steptimes import timing_line
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    cells = [headers] + [[("" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-             for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+from eosmirror.core.texttable import table
 
 
 def plan_table(report: dict[str, Any]) -> str:
     rows = [[f"{p['source_topic']}[{p['partition']}] -> {p['target_topic']}", p["start"], p["end"], p["pending"],
              p["slot"], p["origin"]] for p in report["plan"]]
-    return _table(["partition", "progress", "end", "to copy", "slot", "start from"], rows)
+    return table(["partition", "progress", "end", "to copy", "slot", "start from"], rows)
 
 
 def summary(report: dict[str, Any]) -> str:
@@ -45,7 +37,7 @@ def summary(report: dict[str, Any]) -> str:
         rows.append([slot["slot"], slot["status"], slot.get("records", 0), slot.get("bytes", 0),
                      slot.get("transactions", 0), slot.get("aborts", 0), slot.get("seconds", 0.0),
                      f"{min(ages) / 1000:.1f} s" if ages else "-"])
-    lines.append(_table(["slot", "status", "records", "bytes", "txns", "aborts", "seconds", "newest age"], rows))
+    lines.append(table(["slot", "status", "records", "bytes", "txns", "aborts", "seconds", "newest age"], rows))
     for error in report.get("errors", []):
         lines.append(f"  ERROR {error}")
     return "\n".join(lines)
@@ -75,7 +67,7 @@ def partitions(report: dict[str, Any]) -> list[dict[str, Any]]:
 def partitions_table(rows: list[dict[str, Any]]) -> str:
     ages = [f"{r['newest_record_age_ms'] / 1000:.1f} s" if r["newest_record_age_ms"] is not None else "-" for r in rows]
     targets = [f"{r['target_from']}..{r['target_to']}" if r.get("target_from") is not None else "-" for r in rows]
-    return _table(["partition", "slot", "source offsets", "target offsets", "records", "left", "newest age"],
+    return table(["partition", "slot", "source offsets", "target offsets", "records", "left", "newest age"],
                   [[f"{r['source_topic']}[{r['partition']}] -> {r['target_topic']}", r["slot"],
                     f"{r['from']}..{r['to']}", target, r["records"], r["left"], age]
                    for r, age, target in zip(rows, ages, targets)])
@@ -161,5 +153,5 @@ def groups_table(report: dict[str, Any]) -> str:
                                                           else ""), p["committed"],
                  "-" if p["current"] is None else p["current"], "-" if p["new_offset"] is None else p["new_offset"],
                  _group_result(p, g["skipped"])] for p in g["partitions"]]
-        lines.append(_table(["partition", "committed", "there now", "new offset", "result"], rows))
+        lines.append(table(["partition", "committed", "there now", "new offset", "result"], rows))
     return "\n".join(lines)

@@ -1,31 +1,7 @@
-"""Reading only the offset syncs a question needs (pure half of ``kafka.syncstore``).
-
-The offset-sync topic grows forever (one record per partition per copy transaction), but every
-question asked of it concerns the recent end of each partition's chain:
-
-* recovering expired progress, fencing, "was this topic ever mirrored": a partition's NEWEST sync;
-* translating a group's committed offset C: the syncs from the one containing C to the newest
-  (consumers are usually near the head, so that is a few syncs).
-
-So the reader (``kafka.syncstore``) combines two things, neither of which changes the write path or
-the sync topic's layout (existing mirrors need no migration):
-
-1. a compacted SNAPSHOT topic holding each partition's newest sync and a marker "every sync below
-   offset U of the sync topic is folded into these entries" (written by the driver after a run; a
-   cache: when it is stale, the syncs from U to the end are read forward and folded in);
-2. a BACKWARD scan of the sync topic in chunks that double in size (``backward_chunks``), from the
-   snapshot's marker towards the start, that stops as soon as every asked partition's chain reaches
-   back to the asked position (``Need.covered_by``).
-
-Invariant that keeps translation exact: a partition's chain read this way is the same suffix of
-syncs the full read holds, in the same order (chunks are adjacent offset ranges of the topic, so no
-committed sync in between is missed), and it reaches at or below the asked position; a translation
-of a position within that suffix only ever looks at the suffix (see ``Need``). A partition's chain
-starts at its last migration/reset sync that moved progress BACKWARDS (``offsetsync.current_chain``):
-the scan stops there too, and the older syncs are superseded (they overlap the newer ones). A
-migration/reset that moved progress forwards is only a gap: the scan goes on past it while older
-positions are asked. ``check_chain`` refuses a chain whose syncs overlap (two syncs claiming the
-same source offsets) after that boundary.
+"""Reading only the offset syncs a question needs (pure half of ``kafka.syncstore``): each partition's newest
+sync from the offset-sync snapshot, then a backward scan in doubling chunks that stops once every asked
+partition's chain reaches the asked position (``Need.covered_by``). Such a chain is the same suffix the full
+read holds, so translation stays exact. The whole design: docs/architecture.md, "Reading the offset syncs".
 """
 
 from __future__ import annotations

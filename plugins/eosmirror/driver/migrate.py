@@ -74,7 +74,7 @@ class Migration:
         self.mirror, self.who, self.window = mirror, who or who_asks(), window
         self.run = MirrorRun(mirror)
         self.source, self.target = self.run.source, self.run.target
-        self.pairs, self.existing = self.run._resolve()
+        self.pairs, self.existing = self.run.resolve()
         self.source_tps = [(p.source, k) for p in self.pairs for k in range(p.partitions)]
         self.target_of = {(p.source, k): (p.target, k) for p in self.pairs for k in range(p.partitions)}
         self.pair_of = {p.source: p for p in self.pairs}

@@ -85,14 +85,14 @@ class MirrorRun:
     def preflight(self) -> dict[str, Any]:
         """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
         m = self.mirror
-        pairs, existing = self._resolve()
+        pairs, existing = self.resolve()
         report = topics.sync_targets(m, pairs, self.source, self.target, existing)
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
                 "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in pairs],
                 "topic_sync": report.summary(), "warnings": report.warnings}
 
-    def _resolve(self) -> tuple[list[topics.TopicPair], dict[str, topics.TopicState]]:
+    def resolve(self) -> tuple[list[topics.TopicPair], dict[str, topics.TopicState]]:
         """Both clusters answer; the mirrored topics; the run's one description of the target; ACLs."""
         topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
         pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
@@ -118,7 +118,7 @@ class MirrorRun:
         m, opts, steps = self.mirror, self.options, self.steps
         started, started_at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat()
         with steps.step("resolve"):
-            pairs, existing = self._resolve()                                                         # 1
+            pairs, existing = self.resolve()                                                          # 1
         target_ids = {name: state.topic_id for name, state in existing.items()}
         with steps.step("observe and plan"):                                                          # 2
             observations = observe.observe(m, pairs, self.source, self.target, target_ids, until=opts.until)

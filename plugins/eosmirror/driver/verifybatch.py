@@ -1,13 +1,7 @@
-"""``eosmirror verify`` over many partitions at once: the same checks as ``verify.check_partition``,
-with reads batched so that verify's cost follows the records it reads, not the partitions.
-
-Per call: one ListOffsets (log starts) per cluster for all partitions, then the partitions in chunks
-of about ``CHUNK_OFFSETS`` offsets, each chunk read by ONE consumer per cluster with all its ranges
-assigned (``readers.read_ranges``). A consumer, a metadata round trip and two seeks per partition
-cost about 0.1 s each whatever the partition holds (112 s for 500 partitions of 200 records, issue
-#23). Chunks bound the records held in memory at once. A partition whose log start moved past its
-range while it was read (retention, delete-records) is read again alone, as check_partition reads.
-"""
+"""``eosmirror verify`` over many partitions at once: the same checks as ``verify.check_partition``, with the
+reads batched (one ListOffsets per cluster, then chunks of about ``CHUNK_OFFSETS`` offsets, each read by one
+consumer per cluster) so that its cost follows the records it reads, not the partitions. A partition whose log
+start moved past its range while it was read is read again alone, as check_partition reads."""
 
 from __future__ import annotations
 
@@ -16,13 +10,13 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from eosmirror.core.offsetsync import PartitionSyncs
-from eosmirror.driver import verify
+from eosmirror.driver.partitioncheck import PartitionCheck, judge
 from eosmirror.kafka import readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
-# Source + target offsets per chunk, held in memory at once (500 partitions x 200 records, peak RSS and
-# time: 20,000 65 MB 6.0 s; 50,000 105 MB 3.8 s; 200,000 246 MB 2.7 s): a chunk costs 2 consumers.
+# Source + target offsets per chunk, held in memory at once: a chunk costs 2 consumers, a larger one more
+# memory (figures: docs/testing-and-benchmarks.md, "Figures behind the code").
 CHUNK_OFFSETS = 100_000
 
 
@@ -74,19 +68,19 @@ def _chunks(jobs: list[Job], sizes: dict[tuple[str, int], int]) -> Iterator[list
 def _read(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]], client_id: str, group: str | None,
           ) -> dict[tuple[str, int], tuple[int, list[readers.Record]]]:
     """{tp: (first offset read, records)} of every [start, end) in ``ranges``; a range whose log start
-    moved past ``start`` meanwhile is asked again alone (verify._read_held), which starts it later."""
+    moved past ``start`` meanwhile is asked again alone (readers.read_held), which starts it later."""
     moved: set[tuple[str, int]] = set()
     offsets = sum(end - start for start, end in ranges.values())
     records = readers.read_ranges(cluster, ranges, client_id, group, timeout=120.0 + offsets / 2_000, moved=moved)
     out = {tp: (ranges[tp][0], records[tp]) for tp in ranges if tp not in moved}
     for topic, partition in moved:
         start, end = ranges[(topic, partition)]
-        out[(topic, partition)] = verify._read_held(cluster, topic, partition, start, end, client_id, group)
+        out[(topic, partition)] = readers.read_held(cluster, topic, partition, start, end, client_id, group)
     return out
 
 
 def check_many(source: Cluster, target: Cluster, jobs: list[Job], group: str | None,
-               ) -> dict[tuple[str, int], verify.PartitionCheck | None]:
+               ) -> dict[tuple[str, int], PartitionCheck | None]:
     """{target partition: its check (None: never mirrored and empty)}, as check_partition decides."""
     target_lows = _log_starts(target, [job.target_tp for job in jobs])
     copied = [job for job in jobs if job.chain.syncs]
@@ -96,7 +90,7 @@ def check_many(source: Cluster, target: Cluster, jobs: list[Job], group: str | N
                    for job in copied}
     sizes = {job.target_tp: job.target_end - target_from[job.target_tp]
              + (job.source_range[1] - source_from[job.target_tp] if job.chain.syncs else 0) for job in jobs}
-    checks: dict[tuple[str, int], verify.PartitionCheck | None] = {}
+    checks: dict[tuple[str, int], PartitionCheck | None] = {}
     # Both clusters at once: most of a read is waiting on fetches, and librdkafka releases the GIL.
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for chunk in _chunks(jobs, sizes):
@@ -111,11 +105,11 @@ def check_many(source: Cluster, target: Cluster, jobs: list[Job], group: str | N
 
 def _judge_chunk(chunk: list[Job], held: dict[tuple[str, int], tuple[int, list[readers.Record]]],
                  sources: dict[tuple[str, int], tuple[int, list[readers.Record]]],
-                 ) -> dict[tuple[str, int], verify.PartitionCheck | None]:
-    checks: dict[tuple[str, int], verify.PartitionCheck | None] = {}
+                 ) -> dict[tuple[str, int], PartitionCheck | None]:
+    checks: dict[tuple[str, int], PartitionCheck | None] = {}
     for job in chunk:
         low, target_records = held[job.target_tp]
-        checks[job.target_tp] = verify.judge(
+        checks[job.target_tp] = judge(
             job.source_topic, job.target_topic, job.partition, job.chain, job.target_end, low, target_records,
             lambda start, end, tp=job.source_tp: sources[tp], compacted=job.compacted,
             taken_over_below=job.taken_over_below)

@@ -163,7 +163,7 @@ def observation_producer(settings: Mapping[str, Any], client_id: str, where: str
 
     Those records are observations, not data: a retry that writes one twice changes no figure (readers
     take samples by time and the last outcome of a run). An idempotent producer's first record waits
-    about 0.5 s for its producer id, which every run paid for its one lag record.
+    for its producer id, which every run would pay for its one lag record.
     """
     from confluent_kafka import Producer
 
@@ -197,7 +197,7 @@ def progress_reader(settings: Mapping[str, Any], group_id: str, client_id: str, 
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  # It never joins the group, so the session timeout means nothing to the broker; but
                  # librdkafka's close() waits up to this long for a coordinator it cannot find (no
-                 # Read on the group: 45 s per slot and run with the default, measured on the ACL tests).
+                 # Read on the group): the default would hold every slot of such a run for 45 s.
                  "session.timeout.ms": MEMBERLESS_CLOSE_MS})
     if on_commit is not None:   # publishing progress to the source group commits asynchronously
         conf["on_commit"] = on_commit

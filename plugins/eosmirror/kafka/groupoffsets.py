@@ -1,23 +1,15 @@
 """Consumer groups' committed offsets on the partitions each group holds, read in a child process.
 
-A consumer's ``committed()`` (kafka/groups.committed) can only ask for partitions named in advance:
-reading 1,000 groups over a mirror of 5,000 partitions asked for 5 million and cost about 10 s of
-CPU, for groups that hold 20 partitions each. Only OffsetFetch without a partition list answers with
-the partitions a group holds, and librdkafka 2.16 sends that only from the admin client
-(``list_consumer_group_offsets``), which crashes the process (SIGSEGV) when a coordinator answers
-NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: it then asks the consumer-group handle to look the
-coordinator up again, and an admin client has none (rd_kafka_handle_OffsetFetch ->
-rd_kafka_cgrp_op(NULL); librdkafka issue #5040). A broker restart is enough: a warm admin client
-asking while the restarted broker loads its groups died at its first answer, reproduced here.
+A consumer's ``committed()`` can only ask for partitions named in advance, which costs by the mirror's partitions,
+not the group's. Only the admin client's OffsetFetch without a partition list answers with what a group holds,
+and librdkafka 2.16's crashes the process (SIGSEGV) when a coordinator moves (NOT_COORDINATOR after a broker
+restart; librdkafka issue #5040). So it runs in a short-lived child (``python -m eosmirror.kafka.groupoffsets``;
+settings, secrets included, over its stdin, never its arguments): a crash costs that child only, and
+:func:`read_all` returns None for the caller to read with consumers as before.
 
-So these reads run in a short-lived child process (``python -m eosmirror.kafka.groupoffsets``; the
-settings, secrets included, go over its stdin, never its arguments). A crash costs that child only;
-:func:`read_all` then returns None and the caller reads with consumers as before.
-
-Every read sends require_stable. The broker then answers UNSTABLE_OFFSET_COMMIT for a partition
-that a pending transactional commit of the group would change, and the group is asked again until
-none is pending: a group's offsets are never read half-written. (A pending commit whose partitions
-are all new to the group is not listed at all: the group reads as before that commit, whole.)
+Every read sends require_stable and asks again while the broker answers UNSTABLE_OFFSET_COMMIT: a group's
+offsets are never read half-written. (A pending commit whose partitions are all new to the group is not listed
+at all: the group reads as before that commit, whole.)
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ _RETRIED = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_CO
 
 
 # Partitions per committed() call. librdkafka matches its answer to the request partition by
-# partition, in time quadratic in their number: 5,000 partitions in one call cost 0.24 s of CPU, in
-# calls of 250 0.014 s (a groups sync reads 1,000 groups; issue #23).
+# partition, in time quadratic in their number, so large reads go in chunks (a groups sync reads 1,000 groups;
+# figures: docs/testing-and-benchmarks.md, "Figures behind the code").
 COMMITTED_CHUNK = 250
 
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
-from eosmirror.core.errors import TargetMismatchError
+from eosmirror.core.errors import EosMirrorError, TargetMismatchError
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -45,8 +45,8 @@ def watermarks(cluster: Cluster, topic: str, partition: int, read_committed: boo
 
     consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
-        # The topic's metadata first: a fresh consumer's offsets query otherwise waited 0.7 s for
-        # the partition's leader in about 1 of 40 reads (a slot's generation check at its start).
+        # The topic's metadata first: a fresh consumer's offsets query could otherwise wait for the
+        # partition's leader (a slot's generation check at its start).
         consumer.list_topics(topic, timeout=15)
         # A topic just created has no leader for a moment: wait for it, briefly.
         low, high = retry_until(10, lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
@@ -73,6 +73,23 @@ def read_range(cluster: Cluster, topic: str, partition: int, start: int, end: in
         consumer.close()
 
 
+def read_held(cluster: Cluster, topic: str, partition: int, start: int, end: int, client_id: str,
+              group: str | None) -> tuple[int, list[Record]]:
+    """(first offset of [start, end) the partition still holds, its committed records from there).
+
+    Retention or delete-records may have moved the log start past ``start``, even while reading
+    (the read then fails with an offset out of range): ask for the log start again, a few times."""
+    for attempt in range(3):
+        low = watermarks(cluster, topic, partition, client_id=client_id, group_id=group)[0]
+        held = min(max(start, low), end)
+        try:
+            return held, read_range(cluster, topic, partition, held, end, client_id=client_id, group_id=group)
+        except EosMirrorError as exc:
+            if "_AUTO_OFFSET_RESET" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("not reached")
+
+
 def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, cluster_label: str,
                timeout: float = 120.0) -> Iterator[Record]:
     """The records with offsets in [start, end), read by ``consumer`` (a ``plain_consumer``, reusable
@@ -89,8 +106,8 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
     while reached < end:
         if time.monotonic() > deadline:
             raise calls.translate(TimeoutError(), f"read {topic}[{partition}] {start}..{end}", cluster_label)
-        # consume(n, t) waits out t unless n records came: with 0.1 s every read of a small internal
-        # topic (a slot's generation check at each start, on the hand-over's path) took >= 0.1 s.
+        # consume(n, t) waits out t unless n records came: every read of a small internal topic (a
+        # slot's generation check at each start, on the hand-over's path) waits at least t, so t is short.
         for m in consumer.consume(5000, READ_WAIT_SECONDS):
             err = m.error()
             if err is not None:

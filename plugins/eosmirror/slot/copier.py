@@ -52,6 +52,7 @@ from dataclasses import asdict
 from typing import Any
 
 from eosmirror.core.errors import EosMirrorError, FencedError
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.kafka import calls
 from eosmirror.slot import follow, lifeline
 from eosmirror.slot.atleastonce import AtLeastOnce
@@ -390,7 +391,7 @@ def run_slot(task: SlotTask) -> dict[str, Any]:
     control back to pyspark's worker loop, which would exit the process (writing to the dead JVM
     fails) before the abort completed. Outside a Spark worker the lifeline is never cut and the
     check returns at once."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if not task.partitions:
         result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, status="nothing-to-do",
                             attempt_pid=os.getpid())

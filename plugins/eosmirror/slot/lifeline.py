@@ -1,41 +1,6 @@
-"""A slot dies with its run: the lifeline of a slot that runs in a Spark Python worker.
-
-Why. pyspark.daemon forks the Python workers and puts them in a process group of its own, so a
-SIGKILL of spark-submit (or of its whole process group, or of an executor JVM) does not reach them.
-A worker killed that way keeps copying, or - killed later by the daemon's SIGHUP - dies with its
-transaction open; either way the target partitions' last stable offset stays below the high
-watermark (LSO < HW) and every read_committed consumer of them stalls until fencing or the
-transaction timeout.
-
-What. Only in a Spark Python worker (a pyspark TaskContext is present); never on the driver,
-where ``run_in_process`` runs slots as threads of the driver itself:
-  1. At a slot's start, record the worker's nearest JVM ancestor (pid and start time, from /proc):
-     the executor JVM on a cluster, the spark-submit JVM in local mode. That JVM asked for the slot
-     and is the only one that can collect its result.
-  2. A daemon thread checks every POLL_SECONDS that this JVM still exists: the same pid with the
-     same start time (a reused pid is another process; a zombie is dead). A run served by the run
-     server (spark/server.py, whose JVM outlives its runs) also ends with its lease: the slot holds
-     ``SlotTask.lease`` as a connection to the server, closed once the run's client is gone
-     (runlease.py; on any master, the client's host need not be this one). SIGHUP, which
-     pyspark.daemon sends its workers when its JVM closes the daemon's stdin, also cuts the
-     lifeline instead of killing the worker at once (the default action) with its transaction open.
-  3. Cut: the slot's thread parks at its next ``check()`` (copy loop, slot end) so it starts nothing
-     new; the watchdog aborts the slot's open transaction with the slot's own producer (at most
-     ABORT_SECONDS) - the target is unblocked at once, LSO = HW - and the worker exits with
-     ``os._exit(EXIT_CODE)``. A backstop timer exits even if the abort or a log write hangs.
-
-Never a false alarm: only the death of that JVM, or a SIGHUP whose default action would have killed
-the worker anyway, cuts the lifeline. pyspark.daemon dying alone does not: a worker's socket goes to
-the JVM directly, so its task can still finish. The abort goes through the slot's own producer: it
-ends only this producer's transaction (its epoch); a newer instance of the slot that already took
-the transactional id over is untouched. (Fencing from here with a fresh producer would fence that
-newer, healthy instance.) The abort is logged, but the worker's stdout/stderr are pipes to the dead
-JVM: the trace of a cut lifeline is the worker's exit code and an unblocked target.
-
-Why not prctl(PR_SET_PDEATHSIG): it only covers the direct parent, which is pyspark.daemon (and it
-fires when the parent *thread* that forked us exits), not the JVM; and it delivers a signal, not
-an abort: SIGKILL leaves the transaction open, and a catchable signal is handled by the main thread
-only, which may be blocked inside librdkafka.
+"""A slot dies with its run: in a Spark Python worker, a watchdog cuts the slot's lifeline when the JVM that asked
+for the slot is gone (or SIGHUP, or a served run's lease ends), aborts the slot's open transaction with its own
+producer and exits the worker. Why and how: docs/architecture.md, "How a slot dies with its run".
 """
 
 from __future__ import annotations

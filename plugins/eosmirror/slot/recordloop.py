@@ -33,11 +33,10 @@ log = logging.getLogger(__name__)
 PARTITION_EOF = -191
 CONSUME_BATCH = 5000
 # consume(n, timeout) returns when n messages are there OR the timeout passed: at the fetch frontier
-# (a follow round, the tail of a range) every call with fewer than n waits the whole timeout. 0.2 s
-# made each follow transaction last >= 200 ms (measured: 65 of 65 consume calls that returned data
-# took 200 ms; follow time lag p50 0.55 s at 2,000 records/s). 20 ms keeps a backlog's batches
-# large (5,000 records arrive in about 25 ms at a slot's copy rate) and costs an idle wait 50 cheap
-# calls a second.
+# (a follow round, the tail of a range) every call with fewer than n waits the whole timeout, so the timeout
+# is a floor under every follow transaction. Short enough not to add to a follower's time lag, long enough
+# that a backlog's batches stay large and an idle wait costs few calls (figures:
+# docs/testing-and-benchmarks.md, "Figures behind the code").
 CONSUME_TIMEOUT = 0.02
 # Up to this many topics a slot asks their metadata one by one before its first assign; more: the
 # whole cluster's in one request.
@@ -69,8 +68,7 @@ class RecordLoop:
         if work and assigned and {(tp.topic, tp.partition) for tp in work} <= assigned:
             # Partitions already assigned (a follow round, a rewind): resume and seek each to its
             # progress. seek() drops what was fetched before it (librdkafka versions its fetches);
-            # unassign() + assign() did the same but made a round's first fetch wait up to 0.5 s
-            # (measured: 20 of 65 follow rounds at 2,000 records/s).
+            # unassign() + assign() did the same but could make a round's first fetch wait up to 0.5 s.
             try:
                 self.consumer.resume(work)
                 for tp in work:
@@ -95,9 +93,9 @@ class RecordLoop:
 
     def _learn_leaders(self, work: list[Any]) -> None:
         """Ask the source for the metadata of the slot's topics before the first assign. Assigned
-        partitions of topics the consumer held no metadata for started fetching after 0.7 s in about
-        half the tries (measured on the local brokers: first record after 7 or 706 ms; 18 to 77 ms
-        with this). A failure here only costs that delay: the fetcher looks the leaders up itself."""
+        partitions of topics the consumer held no metadata for often started fetching only after the
+        metadata refresh (figures: docs/testing-and-benchmarks.md, "Figures behind the code"). A failure here only costs
+        that delay: the fetcher looks the leaders up itself."""
         from confluent_kafka import KafkaException
 
         topics = sorted({tp.topic for tp in work})

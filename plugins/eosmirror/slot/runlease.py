@@ -1,21 +1,9 @@
 """A served run's lease, as a slot holds it (the run server's side: spark/leases.py).
 
-Why. A run served by the run server (spark/server.py) outlives nothing of its own: the Spark JVM
-and its executors stay when the run's client dies. The client is a process on the server's host;
-a slot on another host cannot see it. So the server lends each run a lease, and each of the run's
-slots holds it as one TCP connection to the server's driver:
-  1. At the slot's start, connect to (host, port) of ``SlotTask.lease`` and send the run's token;
-     the server answers ``held`` while the run's client lives, and anything else (or nothing) once
-     it is gone: the slot then starts nothing.
-  2. The server keeps the connection open while the client lives, and closes it when the client
-     ends (or the run ends, or the server ends). The slot's lifeline sees the connection readable
-     (closed, or a last word) and aborts the slot's transaction, as when a spark-submit run's JVM
-     ends (lifeline.py).
-
-Never a false alarm on a live run: the server closes a lease only for those reasons, and a TCP
-connection does not close on a brief network fault. A partition long enough to reset the
-connection does cut the slot, which then aborts: a run that can no longer be stopped by its owner
-must not keep a transaction open either.
+At its start the slot connects to ``SlotTask.lease`` and sends the run's token: ``held`` lets it start, anything
+else (or nothing) stops it. The connection then stays open while the run's client lives; once it is readable
+(closed, or a last word) the slot's lifeline aborts the slot's transaction. Why: docs/run-server.md, "How a run
+is served, and how it ends".
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 Every run starts a fresh Spark JVM (spark-submit), and most of its start-up is loading and
 verifying the same few thousand classes (SparkContext, Netty, Jetty, Scala). Java 17 can dump the
 classes a JVM loaded into a file (``-XX:ArchiveClassesAtExit``) and map them into the next JVM
-(``-XX:SharedArchiveFile``). Measured on this project's 2-core machine, spark-submit of a one-task
-PySpark job: wall 4.88 -> 3.97 s, CPU 4.37 -> 3.39 s, peak RSS 273 -> 228 MB (median of 6 pairs).
+(``-XX:SharedArchiveFile``); figures: docs/testing-and-benchmarks.md, "Figures behind the code".
 
 Invariants:
 1. Never a correctness dependency. A missing archive is silently ignored by the JVM; one made by

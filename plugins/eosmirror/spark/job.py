@@ -15,6 +15,7 @@ from typing import Any
 from eosmirror.core import config
 from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.driver.lag import record_run
 from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
 from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     runner = run_on_spark if args.runner == "spark" else run_in_process
     # EOSMIRROR_SPARK_EARLY_START=0: start Spark only when the slots need it (the A/B of the bench;

@@ -1,24 +1,9 @@
 """The run server's leases: a served run's slots end when its client does, on any Spark master.
 
-The client of a served run is a process on the server's host (it reached the server's Unix
-socket); its slots may run on other hosts, where that process cannot be seen. So:
-  1. Per run, ``grant`` makes a random token bound to the client process (pid and start time) and
-     returns (host, port, token) for ``SlotTask.lease``. Host is the driver's address the executors
-     already reach (``spark.driver.host``); port is ``--lease-port`` (0: any free port).
-  2. A slot connects and sends its token (slot/runlease.py). A granted token is answered ``held``
-     and the connection is kept; any other token is answered ``gone`` and closed.
-  3. Every CHECK_SECONDS the server's lease thread looks at each granted run's client. Once it is
-     gone (exited, or its pid reused: another start time), the run's lease is revoked: its token
-     is dropped and its slots' connections closed; each slot's lifeline then aborts its own
-     transaction and ends its worker (lifeline.py).
-  4. A run's end revokes its lease too: by then every slot has closed its producer, and a slot
-     still running (a task Spark did not stop) is a zombie that must not keep a transaction open.
-  5. If the server itself ends, every connection closes: every served slot aborts.
-
-The lease only tells a slot to stop; it never commits or fences anything. What keeps the copy
-exactly-once is the transaction protocol (slot/copier.py); the lease bounds how long a dead run's
-transactions block read_committed consumers (LSO < HW) to about a second instead of the
-transaction timeout.
+Per run, ``grant`` binds a random token to the client process (pid and start time); each slot holds it as one
+TCP connection (slot/runlease.py); the lease thread revokes it once the client is gone, the run ends or the
+server ends, and each slot's lifeline then aborts its own transaction. The lease never commits or fences
+anything. How a run is served and how it ends: docs/run-server.md.
 """
 
 from __future__ import annotations

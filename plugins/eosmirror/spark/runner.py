@@ -38,7 +38,7 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
                 "error_type": "SparkTaskFailed"}
 
 
-def _warm_worker(_: int) -> int:
+def warm_worker(_: int) -> int:
     """Runs in a Python worker: import what a slot imports, so the slot that reuses this worker
     starts copying at once."""
     import eosmirror.slot.copier  # noqa: F401 - the import is the point
@@ -60,7 +60,7 @@ def _start_spark(workers: int) -> None:
             workers = 0
         if workers:
             sc.setJobGroup("eosmirror-warm-up", "eosmirror: start the Python workers the slots will reuse")
-            sc.parallelize(range(workers), workers).map(_warm_worker).collect()
+            sc.parallelize(range(workers), workers).map(warm_worker).collect()
         log.info("Spark started while the driver planned: context %.2f s, %d Python worker(s) warm %.2f s later",
                  ready - started, workers, time.monotonic() - ready)
     except Exception as exc:  # noqa: BLE001 - the slots' own start reports any real problem
@@ -109,10 +109,3 @@ def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
     # Named after the calling thread: the run server routes a run's log lines by thread name.
     with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix=threading.current_thread().name) as pool:
         return list(pool.map(lambda t: _slot_job(sc, t, len(tasks)), tasks))
-
-
-def executor_environment() -> dict[str, str]:
-    """Environment an executor's Python worker sees (used by tests to prove the interpreter)."""
-    import sys
-
-    return {"python": sys.executable, "pid": str(os.getpid())}

@@ -47,6 +47,7 @@ from typing import Any
 from eosmirror import paths
 from eosmirror.core import steptimes
 from eosmirror.core.errors import EXIT_CONFIG
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.kafka import connections
 from eosmirror.slot import lifeline
 from eosmirror.spark.leases import LeaseServer
@@ -113,7 +114,7 @@ class _RunLog(logging.Handler):
     def __init__(self, thread_name: str, deliver: Any) -> None:
         super().__init__(logging.INFO)
         self.thread_name, self.deliver = thread_name, deliver
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(logging.Formatter(LOG_FORMAT))
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.threadName == self.thread_name or record.threadName.startswith(self.thread_name + "_")
@@ -254,11 +255,11 @@ def _warn_own_spark_conf(args: argparse.Namespace) -> None:
 
 
 def _warm(sc: Any, workers: int) -> None:
-    from eosmirror.spark.runner import _warm_worker
+    from eosmirror.spark.runner import warm_worker
 
     if workers:
         sc.setJobGroup("eosmirror-warm-up", "eosmirror run server: start the Python workers runs will reuse")
-        sc.parallelize(range(workers), workers).map(_warm_worker).collect()
+        sc.parallelize(range(workers), workers).map(warm_worker).collect()
 
 
 def bind(path: Path) -> socket.socket:

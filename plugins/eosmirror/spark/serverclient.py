@@ -16,6 +16,7 @@ from typing import Any
 
 from eosmirror import paths
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, ConfigError, EosMirrorError
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.spark import runargs, server, submit
 
 START_BUDGET_SECONDS = 180.0   # spark-submit, the context and the warm workers; seconds on a quiet machine
@@ -124,7 +125,7 @@ def main_run(argv: list[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+                        format=LOG_FORMAT, stream=sys.stderr)
     try:
         return run_command(args)
     except EosMirrorError as exc:

@@ -131,8 +131,7 @@ def base_conf(app_name: str) -> dict[str, str]:
         "spark.log.level": "WARN",
         "spark.driver.bindAddress": "127.0.0.1",
         # Spark's JVMs schedule a few tasks and move no record (the slots' Python workers do): the
-        # JIT's second tier and G1's threads only burn CPU there. Measured on a 1 M-record, 2-slot
-        # run: the Spark JVM used 4.65 CPU s with the defaults, 2.54 with these (whole run 10.1 -> 8.2).
+        # JIT's second tier and G1's threads only burn CPU there (figures: docs/testing-and-benchmarks.md).
         "spark.driver.extraJavaOptions": JVM_OPTIONS,
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
     }
@@ -161,17 +160,6 @@ def with_class_archive(conf: dict[str, str]) -> dict[str, str]:
 def build_class_archive() -> tuple[Path, float]:
     """Build (or rebuild) this host's Spark class archive: ``eosmirror setup`` and ``eosmirror spark-archive``."""
     return classarchive.build(spark_submit_binary(), process_env(), JVM_OPTIONS)
-
-
-def local_session(app_name: str = "eosmirror", master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession on this machine whose workers run the project's interpreter."""
-    os.environ.update(process_env())
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master(master)
-    for key, value in {**base_conf(app_name), "spark.ui.enabled": "false", **(conf or {})}.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
 
 
 def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,

@@ -34,6 +34,7 @@ import signal
 import sys
 from pathlib import Path
 
+from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror_tools.bench.settings import DEFAULT_RECORDS, KINDS, QUICK_RECORDS, BenchSettings, records_from_env
 
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     # librdkafka and the clients log through Python logging; keep the progress lines readable.
-    logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.ERROR, format=LOG_FORMAT)
     from eosmirror_tools.bench import suite
 
     try:

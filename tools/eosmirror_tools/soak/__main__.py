@@ -63,9 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in SOAK_PORTS.items():
         os.environ.setdefault(key, value)
     from eosmirror.airflow import home
+    from eosmirror.core.logformat import LOG_FORMAT
 
     home.apply()      # before anything imports airflow
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     home.migrate()
     from eosmirror_tools.local import cluster
     from eosmirror_tools.soak import harness, report

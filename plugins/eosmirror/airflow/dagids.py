@@ -1,0 +1,13 @@
+"""The ids of eosmirror's DAGs: the DAG factories name their DAGs with them, tasks and pages find them by them."""
+
+FENCE_DAG_ID = "eosmirror_fence"
+LAG_DAG_ID = "eosmirror_lag"
+MIGRATE_DAG_ID = "eosmirror_migrate"
+
+
+def mirror_dag_id(name: str) -> str:
+    return f"eosmirror__{name}"
+
+
+def groups_dag_id(name: str) -> str:
+    return f"eosmirror_groups__{name}"
