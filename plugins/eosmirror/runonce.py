@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror.airflow import home
+from eosmirror.airflow import dagids, home
 from eosmirror.core.errors import EosMirrorError
 
 
@@ -38,7 +38,7 @@ def pause_dags(mirror: str) -> list[str]:
     the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
     per DAG (paused, or why not: the state check stands either way)."""
     lines, env = [], _airflow_env()
-    for dag_id in (f"eosmirror__{mirror}", f"eosmirror_groups__{mirror}"):
+    for dag_id in (dagids.mirror_dag_id(mirror), dagids.groups_dag_id(mirror)):
         try:
             done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
                                   env=env, capture_output=True, text=True,

@@ -11,3 +11,11 @@ def mirror_dag_id(name: str) -> str:
 
 def groups_dag_id(name: str) -> str:
     return f"eosmirror_groups__{name}"
+
+
+def switchover_dag_id(name: str) -> str:
+    return f"eosmirror_switchover__{name}"
+
+
+def promote_dag_id(name: str) -> str:
+    return f"eosmirror_promote__{name}"

@@ -10,7 +10,15 @@ from typing import Any
 
 from eosmirror.airflow import copytask, drdags, grouptasks, lagtasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
-from eosmirror.airflow.dagids import FENCE_DAG_ID, LAG_DAG_ID, MIGRATE_DAG_ID, groups_dag_id, mirror_dag_id
+from eosmirror.airflow.dagids import (
+    FENCE_DAG_ID,
+    LAG_DAG_ID,
+    MIGRATE_DAG_ID,
+    groups_dag_id,
+    mirror_dag_id,
+    promote_dag_id,
+    switchover_dag_id,
+)
 from eosmirror.core import config
 from eosmirror.spark import submit
 
@@ -243,8 +251,8 @@ def build_all(config_path: str | None = None) -> dict[str, Any]:
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     for m in mirrors.mirrors:   # the disaster-recovery DAGs: manual only
-        dags[drdags.switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
-        dags[drdags.promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
+        dags[switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
+        dags[promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from eosmirror import runonce
+from eosmirror.airflow.dagids import promote_dag_id, switchover_dag_id
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config
 from eosmirror.core.errors import ConfigError, EosMirrorError
@@ -24,14 +25,6 @@ log = logging.getLogger(__name__)
 # A transient fault (a broker restarting) is retried: every step is idempotent and a retry continues
 # where the transition stopped. Refusals, bad Params, "not safe" and "may be lost" are never retried.
 _DEFAULT_ARGS: dict[str, Any] = {"retries": 1, "retry_delay": dt.timedelta(seconds=30)}
-
-
-def switchover_dag_id(name: str) -> str:
-    return f"eosmirror_switchover__{name}"
-
-
-def promote_dag_id(name: str) -> str:
-    return f"eosmirror_promote__{name}"
 
 
 def _who(context: dict[str, Any]) -> str:
