@@ -33,6 +33,11 @@ def final_run_command(mirror: str, config: str | None) -> Callable[[], dict[str,
     return run
 
 
+# Airflow 3 gives a task no metadata-database access (its CLI fails there), so a DAG can pause no
+# other DAG: the operator pauses it in the UI; meanwhile the mirror's state refuses its runs at preflight.
+_NOT_PAUSED = "not paused: pause it in the Airflow UI; until then its runs fail at preflight, refused by the mirror's state"
+
+
 def pause_dags(mirror: str) -> list[str]:
     """Best effort: pause the mirror's DAG and its group DAG with the Airflow CLI of this home, so
     the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
@@ -43,11 +48,10 @@ def pause_dags(mirror: str) -> list[str]:
             done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
                                   env=env, capture_output=True, text=True,
                                   timeout=120, stdin=subprocess.DEVNULL)
-            lines.append(f"{dag_id}: paused" if done.returncode == 0 else
-                         f"{dag_id}: not paused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); "
-                         f"runs of it are refused by the mirror's state")
+            why = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
+            lines.append(f"{dag_id}: paused" if done.returncode == 0 else f"{dag_id}: {_NOT_PAUSED} ({why[:200]})")
         except (OSError, subprocess.TimeoutExpired) as exc:
-            lines.append(f"{dag_id}: not paused ({exc}); runs of it are refused by the mirror's state")
+            lines.append(f"{dag_id}: {_NOT_PAUSED} ({exc})")
     return lines
 
 

@@ -271,7 +271,7 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     assert again["records"] == 0 and again["status"] == "ok"
 
     # Disaster recovery through the REST API: the manual mirror's switchover DAG proves zero loss (its
-    # producers are idle) and pauses the mirror's DAG; its promotion DAG is then refused, not retried.
+    # producers are idle); the mirror's next run and its promotion DAG are then refused, not retried.
     switch_id, promote_id = f"eosmirror_switchover__{manual}", f"eosmirror_promote__{manual}"
     for dag_id in (switch_id, promote_id):
         api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
@@ -287,7 +287,14 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     outcome = report["value"] if isinstance(report["value"], dict) else json.loads(report["value"])
     assert run_state(switch_id, switched) == "success", outcome
     assert outcome["verdict"] == "zero loss: safe to switch" and outcome["recovery_seconds"] > 0, outcome
-    assert api.call("GET", f"/api/v2/dags/{manual_id}")["is_paused"], "the switchover did not pause the mirror's DAG"
+    # An Airflow 3 task cannot pause another DAG: the state refuses the mirror's next run at preflight, at once.
+    after = api.call("POST", f"/api/v2/dags/{manual_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+    wait_for(lambda: run_state(manual_id, after) in ("success", "failed"), 120, "the refused mirror run", state,
+             budget, seen=lambda: run_state(manual_id, after))
+    pre = api.call("GET", f"/api/v2/dags/{manual_id}/dagRuns/{after}/taskInstances/preflight")
+    assert (run_state(manual_id, after), pre["state"], pre["try_number"]) == ("failed", "failed", 1), pre
+    pre_log = json.dumps(api.call("GET", f"/api/v2/dags/{manual_id}/dagRuns/{after}/taskInstances/preflight/logs/1"))
+    assert "switched-over since" in pre_log and "refused" in pre_log, pre_log[-2000:]
     refused = api.call("POST", f"/api/v2/dags/{promote_id}/dagRuns", {"logical_date": None})["dag_run_id"]
     wait_for(lambda: run_state(promote_id, refused) in ("success", "failed"), 120, "the refused promotion", state,
              budget, seen=lambda: run_state(promote_id, refused))

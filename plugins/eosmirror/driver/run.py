@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import generation, naming, planning
+from eosmirror.core import generation, mirrorstate, naming, planning
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import SlotPlan
@@ -86,6 +86,9 @@ class MirrorRun:
         """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
         m = self.mirror
         pairs, existing = self.resolve()
+        # A switched-over or promoted mirror's DAG run stops here, before Spark, naming the state (the
+        # planner refuses a run outside Airflow the same way, before any slot starts).
+        mirrorstate.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name)
         report = topics.sync_targets(m, pairs, self.source, self.target, existing)
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
