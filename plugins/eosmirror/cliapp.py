@@ -102,11 +102,10 @@ def _plan(args: argparse.Namespace) -> int:
     mirror_run = driver.MirrorRun(cliops.load_mirror(args), job.options_from(args))
     prepared = mirror_run.prepare(plan_only=True)
     result = driver.build_report(prepared, [], mirror_run.source.label, mirror_run.target.label)
-    print(report.plan_table(result))
-    pending = sum(p["pending"] for p in result["plan"])
-    print(f"\n{len(result['plan'])} partitions in {prepared.mirror.slots} slots, {pending} offsets to read; "
-          f"topics: {result['topic_sync']}; generation {result['generation']}"
-          + (" (slot count changes: the old generation will be fenced)" if result["generation_changed"] else ""))
+    print(report.plan_table(result.plan))
+    print(f"\n{len(result.plan)} partitions in {prepared.mirror.slots} slots, {result.pending} offsets to read; "
+          f"topics: {result.topic_sync}; generation {result.generation}"
+          + (" (slot count changes: the old generation will be fenced)" if result.generation_changed else ""))
     return EXIT_OK
 
 
@@ -121,10 +120,9 @@ def _run(args: argparse.Namespace) -> int:
         here, planned = job.plan_without_spark(mirror, args)
     if here:
         code, result = job.run(args.mirror, args, run_in_process, planned)
-        if result:
-            print(report.summary(result))
-            if args.result_json:
-                report.write_json(result, args.result_json)
+        print(report.summary(result))
+        if args.result_json:
+            report.write_json(result.to_dict(), args.result_json)
         return code
     cmd = submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),

@@ -58,8 +58,8 @@ def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observ
     assert here and planned is not None
     seed_sequence(source_conf, topic, 1, 1, prefix="after-the-plan-")
     code, result = job.run(m.name, args, run_in_process, planned)
-    assert code == 0 and result is not None and result["records"] == 0
-    assert result["run_id"] == planned[0].options.run_id
+    assert code == 0 and result.ok and result.records == 0
+    assert result.run_id == planned[0].options.run_id
     # With a record pending, the plan says Spark (and hands over no plan); a run that plans copies it.
     assert job.plan_without_spark(m, args) == (False, None)
     assert run(m)["records"] == 1
@@ -72,6 +72,7 @@ def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_s
     from types import SimpleNamespace
 
     from eosmirror.airflow import copytask
+    from eosmirror.core.runreport import SlotStatus
 
     m, _ = copied
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
@@ -79,7 +80,7 @@ def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_s
                                application_args=["--mirror", m.name, "--config", str(config_file)])
     with caplog.at_level(logging.INFO, logger="copy-task"):
         result = copytask._run_here_when_nothing_to_copy(operator)
-    assert result is not None and result["status"] == "ok" and result["records"] == 0
-    assert {s["status"] for s in result["slots"]} == {"nothing-to-do"}
+    assert result is not None and result.ok and result.records == 0
+    assert {s.status for s in result.slots} == {SlotStatus.NOTHING_TO_DO}
     assert any("nothing to copy: the slots refresh their progress in this task, without Spark" in r.getMessage()
                for r in caplog.records)

@@ -2,9 +2,11 @@
 it, and reports without a version (older releases, still in XCom) read as they are."""
 
 import copy
+import json
 
 import pytest
 
+from eosmirror.core import report as reports
 from eosmirror.core import runreport
 from eosmirror.core.runreport import FollowEnd, RunFailure, RunReport, RunStatus, SlotResult, SlotStatus
 from tests.run_reports import OLD_FAILURE, OLD_PLACEHOLDER_SLOTS, OLD_REPORT
@@ -31,6 +33,16 @@ def test_old_placeholder_slots_and_an_old_failure_read():
     failure = runreport.from_dict(OLD_FAILURE)
     assert isinstance(failure, RunFailure) and not failure.ok and failure.exit_code == 2
     assert {k: v for k, v in failure.to_dict().items() if k != "report_version"} == OLD_FAILURE
+
+
+def test_a_report_crosses_a_process_boundary_as_a_versioned_result_line():
+    found = RunReport.from_dict(OLD_REPORT)
+    found.slots[1].status, found.slots[1].follow_end = SlotStatus.HANDED_OVER, FollowEnd.HANDED_OVER
+    line = reports.result_line(found)
+    assert json.loads(line[len(reports.RESULT_MARKER):])["report_version"] == 1
+    assert '"status":"handed-over"' in line and '"follow_end":"handed-over"' in line   # the same strings
+    assert reports.parse_result_line(line) == found
+    assert reports.parse_result_line("a log line") is None
 
 
 def test_a_newer_report_version_is_refused_not_misread():

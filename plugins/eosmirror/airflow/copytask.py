@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 from eosmirror.airflow import lineage, sparkadapter
 from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
-from eosmirror.core import config, report
+from eosmirror.core import config, report, runreport
 from eosmirror.core.errors import EXIT_CONFIG, ConfigError
+from eosmirror.core.runreport import RunFailure, RunReport
 from eosmirror.driver import fencing
 from eosmirror.driver.run import run_in_process
 from eosmirror.kafka import connections
@@ -176,7 +177,7 @@ def _served_command(operator: Any) -> list[str] | None:
     return serverclient.client_command(operator.application_args)
 
 
-def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
+def _run_here_when_nothing_to_copy(operator: Any) -> RunReport | None:
     """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
     in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
     always. None: there is work, so Spark runs it."""
@@ -195,7 +196,7 @@ def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
         raise fail_without_retry(exc) from None
     operator.log.info("%s", report.summary(result))
     if code:
-        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.get('errors', []))}")
+        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.errors)}")
     return result
 
 
@@ -218,7 +219,7 @@ def operator_class() -> type:
             super().__init__(**kwargs)
             self.mirror = mirror
             self.config_path = config_path
-            self.run_report: dict[str, Any] | None = None
+            self.run_report: runreport.Report | None = None
             self.served_command: list[str] | None = None
 
         def _get_hook(self) -> Any:
@@ -234,7 +235,7 @@ def operator_class() -> type:
             self.application_args = _job_arguments(self, context)
             here = _run_here_when_nothing_to_copy(self)
             if here is not None:
-                return here
+                return here.to_dict()   # XCom: the report's JSON
             self.served_command = _served_command(self)
             self.py_files = str(submit.package_zip())
             # This worker's Spark class archive (the driver runs here in client mode; in cluster mode
@@ -242,19 +243,20 @@ def operator_class() -> type:
             self.conf = submit.with_class_archive(dict(self.conf or {}))
             try:
                 _submit_with_secrets_file(self, context, super().execute)
-            except Exception as exc:
-                if (self.run_report or {}).get("exit_code") == EXIT_CONFIG:   # exit 2: never retried
-                    raise fail_without_retry(RuntimeError(self.run_report.get("error", str(exc)))) from None
+            except Exception:
+                failure = self.run_report if isinstance(self.run_report, RunFailure) else None
+                if failure is not None and failure.exit_code == EXIT_CONFIG:   # exit 2: never retried
+                    raise fail_without_retry(RuntimeError(failure.error)) from None
                 raise
             if self.run_report is None:
                 raise RuntimeError(f"mirror {self.mirror}: the Spark job ended without printing its run report")
-            return self.run_report
+            return self.run_report.to_dict()   # XCom: the report's JSON
 
         def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
             """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
 
-            report = self.run_report or {}
-            return lineage.operator_lineage(report, lineage.source_bootstrap(self.mirror, self.config_path),
-                                            report.get("target_bootstrap", ""))
+            found = self.run_report if isinstance(self.run_report, RunReport) else None
+            return lineage.operator_lineage(found, lineage.source_bootstrap(self.mirror, self.config_path),
+                                            found.target_bootstrap if found else "")
 
     return MirrorSparkSubmitOperator

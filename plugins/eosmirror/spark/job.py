@@ -15,6 +15,7 @@ from typing import Any
 from eosmirror.core import config
 from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.runreport import Report, RunFailure, RunReport
 from eosmirror.driver.lag import record_run
 from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
 from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
@@ -46,7 +47,7 @@ def check_follow(mirror: Any, options: Any) -> None:
 
 
 def run(mirror_name: str, args: argparse.Namespace, runner: Any,
-        planned: tuple[MirrorRun, Planned] | None = None) -> tuple[int, dict[str, Any] | None]:
+        planned: tuple[MirrorRun, Planned] | None = None) -> tuple[int, RunReport]:
     """One run. ``planned``: the run and plan that ``plan_without_spark`` decided on; the run completes
     that plan (target sync, generation, slots) instead of observing every partition a second time."""
     if planned is not None:
@@ -61,13 +62,13 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any,
         result = mirror_run.execute(prepared, runner)
     except EosMirrorError as exc:
         if not args.dry_run:   # the lag reports say ERROR until a run succeeds again
-            record_run(mirror, {"run_id": mirror_run.options.run_id, "status": "failed", "error": str(exc)})
+            record_run(mirror, RunFailure.of(mirror.name, exc, run_id=mirror_run.options.run_id))
         raise
-    if not result.get("dry_run"):
+    if not result.dry_run:
         with mirror_run.steps.step("lag record"):
             record_run(mirror, result)
-        result["steps"] = mirror_run.steps.as_dict()
-    return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
+        result.steps = mirror_run.steps.as_dict()
+    return (EXIT_OK if result.ok else EXIT_FAILED), result
 
 
 def plan_without_spark(mirror: Any, args: argparse.Namespace) -> tuple[bool, tuple[MirrorRun, Planned] | None]:
@@ -113,24 +114,22 @@ def execute(args: argparse.Namespace, runner: Any, out: Any = None, err: Any = N
     """One run from the job's parsed arguments; the report goes to ``out`` (the copy task's log and
     XCom line), a failure's one line to ``err``. The exit code: 0 ok, 1 failed, 2 configuration."""
     out, err = out or sys.stdout, err or sys.stderr
-    result: dict[str, Any] | None = None
+    result: Report
     try:
         code, result = run(args.mirror, args, runner)
     except EosMirrorError as exc:
         log.error("%s", exc)
         print(f"eosmirror: {exc}", file=err)
         code = exc.exit_code
-        result = {"mirror": args.mirror, "status": "failed", "error": str(exc), "error_type": type(exc).__name__,
-                  "exit_code": code}
-    if result is not None:
-        if "slots" in result:
-            print(reports.summary(result), file=out, flush=True)
-            rows = reports.partitions(result)
-            if rows:   # the copy log's last lines: what was copied and what is left, per partition
-                print(reports.partitions_table(rows), file=out, flush=True)
-        print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
-        if args.result_json:
-            reports.write_json(result, args.result_json)
+        result = RunFailure.of(args.mirror, exc)
+    if isinstance(result, RunReport):
+        print(reports.summary(result), file=out, flush=True)
+        rows = reports.partitions(result)
+        if rows:   # the copy log's last lines: what was copied and what is left, per partition
+            print(reports.partitions_table(rows), file=out, flush=True)
+    print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
+    if args.result_json:
+        reports.write_json(result.to_dict(), args.result_json)
     return code
 
 

@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eosmirror.core.runreport import SlotResult, SlotStatus
 from eosmirror.driver.run import run_in_process
 from eosmirror.slot.copier import run_slot
 from eosmirror.slot.slotstate import SlotTask
@@ -22,7 +23,7 @@ from eosmirror.slot.slotstate import SlotTask
 log = logging.getLogger(__name__)
 
 
-def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
+def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> SlotResult:
     # On the executor, run_slot arms the slot's lifeline (abort + exit once this run's JVM is gone).
     pending = sum(max(0, p.end - p.start) for p in task.partitions)
     sc.setJobGroup(f"eosmirror-{task.mirror}-slot-{task.slot}",
@@ -33,9 +34,8 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the task failed after Spark's retries
         text = str(exc).strip().splitlines()
         reason = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
-        return {"slot": task.slot, "transactional_id": task.transactional_id, "status": "failed", "records": 0,
-                "bytes": 0, "partitions": [], "error": f"Spark task failed: {reason[:500]}",
-                "error_type": "SparkTaskFailed"}
+        return SlotResult.not_started(task.slot, task.transactional_id, SlotStatus.FAILED,
+                                      f"Spark task failed: {reason[:500]}", "SparkTaskFailed")
 
 
 def _warm_worker(_: int) -> int:
@@ -84,7 +84,7 @@ def runs_on_driver(tasks: list[SlotTask]) -> bool:
         p.end > p.start for t in tasks for p in t.partitions)
 
 
-def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
+def run_on_spark(tasks: list[SlotTask]) -> list[SlotResult]:
     """Runner for ``MirrorRun.execute``: uses the context spark-submit configured.
 
     A run with nothing to copy still commits every slot's progress (idle partitions' keep-alive),
