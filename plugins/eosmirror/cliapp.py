@@ -33,7 +33,7 @@ from eosmirror.core import report
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.driver import fencing, verify
 from eosmirror.driver.run import run_in_process
-from eosmirror.spark import classarchive, job, runargs, server, serverclient, submit
+from eosmirror.spark import classarchive, job, launch, runargs, server, serverclient, submit
 
 
 def _tools(module: str):  # noqa: ANN202
@@ -111,15 +111,13 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
-    job.check_follow(mirror, job.options_from(args))
-    following = args.follow_seconds is not None or bool(args.follow_until)
-    here, planned = bool(args.inprocess or args.dry_run), None
-    if args.server and not here:
+    options = job.options_from(args)
+    job.check_follow(mirror, options)
+    how = launch.decide(mirror, args, options, inprocess=args.inprocess, served=args.server)
+    if how.way is launch.Way.RUN_SERVER:
         return serverclient.run_command(args)
-    if not here and not following:   # nothing to copy: no Spark, and the run completes this plan
-        here, planned = job.plan_without_spark(mirror, args)
-    if here:
-        code, result = job.run(args.mirror, args, run_in_process, planned)
+    if how.way is launch.Way.IN_PROCESS:
+        code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
         print(report.summary(result))
         if args.result_json:
             report.write_json(result.to_dict(), args.result_json)

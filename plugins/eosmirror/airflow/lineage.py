@@ -64,8 +64,12 @@ def bootstraps(mirror: str, config_path: str | None) -> tuple[str, str]:
     """The mirror's source and target ``bootstrap.servers``; only this key leaves the resolved settings,
     which hold secrets."""
 
-    m = config.load(config_path).get(mirror)
-    return tuple(str(connections.resolve(ref, f"mirror {mirror}: {side}").get("bootstrap.servers", ""))
+    return bootstraps_of(config.load(config_path).get(mirror))
+
+
+def bootstraps_of(m: config.MirrorConfig) -> tuple[str, str]:
+    """``bootstraps`` of a mirror already read."""
+    return tuple(str(connections.resolve(ref, f"mirror {m.name}: {side}").get("bootstrap.servers", ""))
                  for ref, side in ((m.source, "source"), (m.target, "target")))
 
 

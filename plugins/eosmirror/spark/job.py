@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
@@ -17,9 +16,9 @@ from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.runreport import Report, RunFailure, RunReport
 from eosmirror.driver.lag import record_run
-from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
+from eosmirror.driver.run import MirrorRun, Planned, RunOptions
+from eosmirror.spark import launch
 from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
-from eosmirror.spark.runner import run_on_spark, start_spark_early
 
 log = logging.getLogger("eosmirror.spark.job")
 
@@ -47,14 +46,15 @@ def check_follow(mirror: Any, options: Any) -> None:
 
 
 def run(mirror_name: str, args: argparse.Namespace, runner: Any,
-        planned: tuple[MirrorRun, Planned] | None = None) -> tuple[int, RunReport]:
-    """One run. ``planned``: the run and plan that ``plan_without_spark`` decided on; the run completes
-    that plan (target sync, generation, slots) instead of observing every partition a second time."""
+        planned: tuple[MirrorRun, Planned] | None = None, mirror: Any = None) -> tuple[int, RunReport]:
+    """One run. ``planned``: the run and plan that ``launch.decide`` ran in this process on; the run
+    completes that plan (target sync, generation, slots) instead of observing every partition a
+    second time. ``mirror``: the mirror's definition when the caller read it already."""
     if planned is not None:
         mirror_run, plan = planned
         mirror, options = mirror_run.mirror, mirror_run.options
     else:
-        mirror, options = config.load(args.config).get(mirror_name), options_from(args)
+        mirror, options = mirror or config.load(args.config).get(mirror_name), options_from(args)
         check_follow(mirror, options)
         mirror_run, plan = MirrorRun(mirror, options), None
     try:
@@ -69,36 +69,6 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any,
             record_run(mirror, result)
         result.steps = mirror_run.steps.as_dict()
     return (EXIT_OK if result.ok else EXIT_FAILED), result
-
-
-def plan_without_spark(mirror: Any, args: argparse.Namespace) -> tuple[bool, tuple[MirrorRun, Planned] | None]:
-    """(whether the run needs no Spark, the plan it then completes): a plan (it writes nothing) that
-    finds no record to copy, for a run that does not follow. Such a run needs no Spark, whose start
-    alone (spark-submit's JVM, then the Python driver) costs about 3 s; it runs its slots in the
-    caller's process and completes this plan (``run(..., planned=)``) instead of planning again:
-    reading every partition's offsets and progress twice was a quarter of an empty run at 5,000
-    partitions. A plan that fails says (True, None): the run in the caller's process plans again,
-    meets the same error at once and records it for the lag reports."""
-
-    if follow_until(args) is not None:
-        return False, None
-    mirror_run = MirrorRun(mirror, options_from(args))
-    try:
-        plan = mirror_run.plan()
-    except EosMirrorError:
-        return True, None
-    if any(slot.pending for slot in plan.slots):
-        return False, None
-    return True, (mirror_run, plan)
-
-
-def warm_workers(args: argparse.Namespace) -> int:
-    """How many Python workers to start ahead: one per slot (a bad name or file: none; the run
-    itself reports it)."""
-    try:
-        return int(config.load(args.config).get(args.mirror).slots)
-    except (ConfigError, OSError):
-        return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -140,12 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    runner = run_on_spark if args.runner == "spark" else run_in_process
-    # EOSMIRROR_SPARK_EARLY_START=0: start Spark only when the slots need it (the A/B of the bench;
-    # an escape hatch should a cluster manager dislike an application's warm-up job).
-    if args.runner == "spark" and not args.dry_run and os.environ.get("EOSMIRROR_SPARK_EARLY_START", "1") != "0":
-        start_spark_early(warm_workers(args))
-    return execute(args, runner)
+    return execute(args, launch.job_runner(args))
 
 
 __all__ = ["main", "execute", "run", "add_run_arguments", "follow_until", "parse_timestamp", "options_from",

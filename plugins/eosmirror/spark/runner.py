@@ -78,10 +78,16 @@ def start_spark_early(workers: int) -> threading.Thread:
     return thread
 
 
+def slots_need_spark(pending: bool, follows: bool) -> bool:
+    """Whether a run's slots need Spark executors: only to copy records, or to follow (the rule of
+    spark/launch.py, which also decides that a run with nothing to copy needs no Spark at all)."""
+    return pending or follows
+
+
 def runs_on_driver(tasks: list[SlotTask]) -> bool:
     """Nothing to copy and no slot follows: the slots' progress keep-alive runs on the driver."""
-    return not any(t.follow_until is not None for t in tasks) and not any(
-        p.end > p.start for t in tasks for p in t.partitions)
+    return not slots_need_spark(pending=any(p.end > p.start for t in tasks for p in t.partitions),
+                                follows=any(t.follow_until is not None for t in tasks))
 
 
 def run_on_spark(tasks: list[SlotTask]) -> list[SlotResult]:
