@@ -51,11 +51,12 @@ def mirrors_file(path: Path, mirrors: list[dict[str, Any]]) -> Path:
 
 
 def run(m: config.MirrorConfig, **options: Any) -> dict[str, Any]:
-    """One mirror run with the slots in this process (the same SlotCopier a Spark task runs)."""
+    """One mirror run with the slots in this process (the same SlotCopier a Spark task runs): its
+    report's JSON, the keys XCom consumers, tools and the docs read."""
     from eosmirror import driver
 
     mirror_run = driver.MirrorRun(m, driver.RunOptions(**options))
-    return mirror_run.execute(mirror_run.prepare(), driver.run_in_process)
+    return mirror_run.execute(mirror_run.prepare(), driver.run_in_process).to_dict()
 
 
 def progress_of(target_conf: dict[str, Any], m: config.MirrorConfig, topic: str, partitions: int) -> dict[int, Any]:

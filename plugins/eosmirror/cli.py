@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from eosmirror.spark import runargs
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["run"] and "--server" in args and "--dry-run" not in args and "--inprocess" not in args:
+    if runargs.served_command_line(args):
         from eosmirror.spark import serverclient
 
         return serverclient.main_run(args[1:])

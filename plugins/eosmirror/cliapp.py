@@ -37,7 +37,7 @@ from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError
 from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.driver import fencing, verify
 from eosmirror.driver.run import run_in_process
-from eosmirror.spark import classarchive, job, runargs, server, serverclient, submit
+from eosmirror.spark import classarchive, job, launch, runargs, server, serverclient, submit
 
 
 def _tools(module: str):  # noqa: ANN202
@@ -106,29 +106,25 @@ def _plan(args: argparse.Namespace) -> int:
     mirror_run = driver.MirrorRun(cliops.load_mirror(args), job.options_from(args))
     prepared = mirror_run.prepare(plan_only=True)
     result = driver.build_report(prepared, [], mirror_run.source.label, mirror_run.target.label)
-    print(report.plan_table(result))
-    pending = sum(p["pending"] for p in result["plan"])
-    print(f"\n{len(result['plan'])} partitions in {prepared.mirror.slots} slots, {pending} offsets to read; "
-          f"topics: {result['topic_sync']}; generation {result['generation']}"
-          + (" (slot count changes: the old generation will be fenced)" if result["generation_changed"] else ""))
+    print(report.plan_table(result.plan))
+    print(f"\n{len(result.plan)} partitions in {prepared.mirror.slots} slots, {result.pending} offsets to read; "
+          f"topics: {result.topic_sync}; generation {result.generation}"
+          + (" (slot count changes: the old generation will be fenced)" if result.generation_changed else ""))
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
-    job.check_follow(mirror, job.options_from(args))
-    following = args.follow_seconds is not None or bool(args.follow_until)
-    here, planned = bool(args.inprocess or args.dry_run), None
-    if args.server and not here:
+    options = job.options_from(args)
+    job.check_follow(mirror, options)
+    how = launch.decide(mirror, args, options, inprocess=args.inprocess, served=args.server)
+    if how.way is launch.Way.RUN_SERVER:
         return serverclient.run_command(args)
-    if not here and not following:   # nothing to copy: no Spark, and the run completes this plan
-        here, planned = job.plan_without_spark(mirror, args)
-    if here:
-        code, result = job.run(args.mirror, args, run_in_process, planned)
-        if result:
-            print(report.summary(result))
-            if args.result_json:
-                report.write_json(result, args.result_json)
+    if how.way is launch.Way.IN_PROCESS:
+        code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
+        print(report.summary(result))
+        if args.result_json:
+            report.write_json(result.to_dict(), args.result_json)
         return code
     cmd = submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),

@@ -63,10 +63,12 @@ def test_a_dry_run_shows_its_plan_in_xcom(source_conf, unique, tmp_path, monkeyp
 
     # the same plan `eosmirror plan` prints for the same bound (now: nothing was produced since)
     from eosmirror.core import report
+    from tests.run_reports import report as run_report
 
     printed = cli("plan", name, "--config", str(path))
     assert printed.returncode == 0, printed.stderr
-    assert report.plan_table({"plan": published["plan"]}) in printed.stdout, (published["plan"], printed.stdout)
+    plan = run_report(plan=published["plan"]).plan   # the XCom's plan (JSON), typed
+    assert report.plan_table(plan) in printed.stdout, (published["plan"], printed.stdout)
 
 
 def test_an_unreachable_cluster_fails_preflight_as_a_transient_fault_that_keeps_its_retries(unique, tmp_path,

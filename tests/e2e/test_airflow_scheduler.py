@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from eosmirror.airflow import reports
+from eosmirror.core.runreport import RunReport
 from eosmirror_tools import waits
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
 
@@ -169,7 +170,7 @@ def healthy(api: Api) -> bool:
 
 def result_of(dag_id, run_id):
     found = reports.run_report(dag_id, run_id)
-    assert found is not None, f"no run report (copy task XCom) for {dag_id} {run_id}"
+    assert isinstance(found, RunReport), f"no run report (copy task XCom) for {dag_id} {run_id}: {found}"
     return found
 
 
@@ -251,8 +252,8 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         for i, r in enumerate(done):
             result = result_of(dag_id, r["dag_run_id"])
             end = starts[i] + dt.timedelta(hours=1)
-            assert dt.datetime.fromisoformat(result["until"]) == end
-            assert result["records"] == per_interval[i], (i, result["records"])   # exactly its interval, in order
+            assert dt.datetime.fromisoformat(result.until) == end
+            assert result.records == per_interval[i], (i, result.records)   # exactly its interval, in order
         for k in range(2):
             got = [r.value.decode() for r in read_all(target_conf, topic, k)]
             assert got == [f"i{i}-{k}-{n}" for i in range(3) for n in range(3 + i)]   # "now" records not copied
@@ -261,14 +262,14 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     # that is already complete is not picked up again by Airflow 3.3's scheduler, so the scheduled
     # DAG's run is the one re-run here.)
     middle = sorted(api.runs(sched_id), key=lambda r: r["logical_date"])[1]
-    before = result_of(sched_id, middle["dag_run_id"])["run_id"]
+    before = result_of(sched_id, middle["dag_run_id"]).run_id
     airflow_cli(state["env"], "tasks", "clear", sched_id, "--start-date", middle["logical_date"], "--end-date",
                 middle["logical_date"], "--yes")
-    wait_for(lambda: (reports.run_report(sched_id, middle["dag_run_id"]) or {}).get("run_id", before) != before and
+    wait_for(lambda: getattr(reports.run_report(sched_id, middle["dag_run_id"]), "run_id", before) != before and
              any(r["dag_run_id"] == middle["dag_run_id"] and r["state"] == "success" for r in api.runs(sched_id)),
              240, "the cleared interval to run again", state, budget, seen=states)
     again = result_of(sched_id, middle["dag_run_id"])
-    assert again["records"] == 0 and again["status"] == "ok"
+    assert again.records == 0 and again.ok
 
     # Disaster recovery through the REST API: the manual mirror's switchover DAG proves zero loss (its
     # producers are idle); the mirror's next run and its promotion DAG are then refused, not retried.

@@ -50,18 +50,19 @@ def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observ
     observe the partitions again: it completes the plan it was handed (nothing to copy), and the
     record is left for the next run."""
     from eosmirror.driver.run import run_in_process
-    from eosmirror.spark import job
+    from eosmirror.spark import job, launch
 
     m, topic = copied
     args = job.parser().parse_args(["--mirror", m.name, "--config", str(write_mirror_file(tmp_path / "m.yaml", m))])
-    here, planned = job.plan_without_spark(m, args)
-    assert here and planned is not None
+    how = launch.decide(m, args, job.options_from(args))
+    planned = how.planned
+    assert how.way is launch.Way.IN_PROCESS and planned is not None
     seed_sequence(source_conf, topic, 1, 1, prefix="after-the-plan-")
     code, result = job.run(m.name, args, run_in_process, planned)
-    assert code == 0 and result is not None and result["records"] == 0
-    assert result["run_id"] == planned[0].options.run_id
+    assert code == 0 and result.ok and result.records == 0
+    assert result.run_id == planned[0].options.run_id
     # With a record pending, the plan says Spark (and hands over no plan); a run that plans copies it.
-    assert job.plan_without_spark(m, args) == (False, None)
+    assert launch.decide(m, args, job.options_from(args)).way is launch.Way.SPARK_SUBMIT
     assert run(m)["records"] == 1
 
 
@@ -72,14 +73,19 @@ def test_the_airflow_copy_task_runs_an_empty_run_here_on_the_plan_that_decided_s
     from types import SimpleNamespace
 
     from eosmirror.airflow import copytask
+    from eosmirror.core.runreport import SlotStatus
+    from eosmirror.spark import launch
 
     m, _ = copied
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
-    operator = SimpleNamespace(mirror=m.name, log=logging.getLogger("copy-task"),
+    operator = SimpleNamespace(mirror=m.name, log=logging.getLogger("copy-task"), config_path=str(config_file),
                                application_args=["--mirror", m.name, "--config", str(config_file)])
     with caplog.at_level(logging.INFO, logger="copy-task"):
-        result = copytask._run_here_when_nothing_to_copy(operator)
-    assert result is not None and result["status"] == "ok" and result["records"] == 0
-    assert {s["status"] for s in result["slots"]} == {"nothing-to-do"}
-    assert any("nothing to copy: the slots refresh their progress in this task, without Spark" in r.getMessage()
+        mirror, _ = copytask._read_mirror(operator)
+        how, args = copytask._decide(operator, mirror)
+        assert how.way is launch.Way.IN_PROCESS and how.planned is not None
+        result = copytask._run_here(operator, mirror, how, args)
+    assert result.ok and result.records == 0
+    assert {s.status for s in result.slots} == {SlotStatus.NOTHING_TO_DO}
+    assert any("nothing to copy: the slots refresh their progress in this process, without Spark" in r.getMessage()
                for r in caplog.records)

@@ -150,7 +150,7 @@ def fresh_mirror(secure, monkeypatch, **fields):
 
 def run(m):
     mirror_run = driver.MirrorRun(m)
-    return mirror_run.execute(mirror_run.prepare(), driver.run_in_process)
+    return mirror_run.execute(mirror_run.prepare(), driver.run_in_process).to_dict()
 
 
 def nothing_written(secure, m, topic):

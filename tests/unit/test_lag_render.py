@@ -58,9 +58,13 @@ def test_groups_and_the_last_runs_transactions_on_the_page_in_the_table_and_in_m
     from eosmirror.core import lagview
 
     status, samples = status_and_samples()
-    run = lag.RunOutcome.of_result({"run_id": "r1", "status": "ok", "records": 30, "seconds": 4.0, "slots": [
-        {"transactions": 2, "transaction_seconds": 1.0, "max_transaction_seconds": 0.75},
-        {"transactions": 2, "transaction_seconds": 0.2, "max_transaction_seconds": 0.125}]}, T0 + 800_000)
+    from tests.run_reports import report
+
+    run = lag.RunOutcome.of_result(report(run_id="r1", records=30, seconds=4.0, slots=[
+        {"slot": 0, "transactional_id": "x.0", "transactions": 2, "transaction_seconds": 1.0,
+         "max_transaction_seconds": 0.75},
+        {"slot": 1, "transactional_id": "x.1", "transactions": 2, "transaction_seconds": 0.2,
+         "max_transaction_seconds": 0.125}]), T0 + 800_000)
     assert (run.transactions, run.mean_transaction_seconds, run.max_transaction_seconds) == (4, 0.3, 0.75)
     assert lag.RunOutcome.decode(run.encode()) == run
     status = dataclasses.replace(status, last_run=run, groups=(lag.GroupLag("app<1>", "EMPTY", 3, 30),))

@@ -6,13 +6,18 @@ operator's get_openlineage_facets_on_complete hands to it."""
 import pytest
 
 from eosmirror.airflow import lineage
+from tests import run_reports
 
-REPORT = {"target_bootstrap": "dst-1:9093", "slots": [
-    {"slot": 0, "partitions": [
-        {"source_topic": "orders", "target_topic": "src.orders", "partition": 0, "records": 7},
-        {"source_topic": "payments", "target_topic": "src.payments", "partition": 1, "records": 0}]},
-    {"slot": 1, "partitions": [
-        {"source_topic": "orders", "target_topic": "src.orders", "partition": 1, "records": 5}]}]}
+
+def _part(source: str, target: str, partition: int, records: int) -> dict:
+    return {"source_topic": source, "target_topic": target, "partition": partition, "records": records,
+            "start": 0, "end": records, "planned_end": records}
+
+
+REPORT = run_reports.report(target_bootstrap="dst-1:9093", slots=[
+    {"slot": 0, "transactional_id": "x.0", "partitions": [_part("orders", "src.orders", 0, 7),
+                                                          _part("payments", "src.payments", 1, 0)]},
+    {"slot": 1, "transactional_id": "x.1", "partitions": [_part("orders", "src.orders", 1, 5)]}])
 
 
 def test_each_source_topic_is_an_input_and_each_target_topic_an_output_with_record_counts():
@@ -31,7 +36,7 @@ def test_namespace_is_the_first_bootstrap_server_without_a_listener_prefix():
 
 
 def test_a_run_with_no_partitions_has_no_datasets():
-    assert lineage.datasets({"slots": []}, "s:1", "t:2") == {"inputs": [], "outputs": []}
+    assert lineage.datasets(run_reports.report(slots=[]), "s:1", "t:2") == {"inputs": [], "outputs": []}
 
 
 def test_without_the_openlineage_provider_the_operator_reports_nothing_and_does_not_fail():

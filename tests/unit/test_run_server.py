@@ -550,7 +550,7 @@ def test_no_slot_starts_when_the_client_is_gone(monkeypatch, leases):
     monkeypatch.setitem(sys.modules, "pyspark", None)   # importing pyspark now fails
     gone = dead_process()
     results = server.owned_runner((gone.pid, gone.start), leases, "run-1")([slot_task(0), slot_task(1)])
-    assert [(r["slot"], r["transactional_id"], r["status"], r["error_type"]) for r in results] == [
+    assert [(r.slot, r.transactional_id, r.status, r.error_type) for r in results] == [
         (0, "eosmirror.m1.0", "failed", "ClientGone"), (1, "eosmirror.m1.1", "failed", "ClientGone")], results
     assert not leases.grants
 

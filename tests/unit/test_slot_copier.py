@@ -337,7 +337,7 @@ def test_every_record_is_committed_once_with_exact_offset_syncs_and_progress(clo
     assert io.target.progress == {TGT: 9}
     # The report's target range covers the three transactions: records at 0-2, 4-6, 8-10, markers between.
     (part,) = result.partitions
-    assert (part["target_from"], part["target_to"], part["records"]) == (0, 11, 9)
+    assert (part.target_from, part.target_to, part.records) == (0, 11, 9)
     assert io.progress_reads == [([TGT], True)]
     assert io.published == [{SRC: 9}]
     assert io.producer.calls[0] == "init_transactions" and io.producer.aborted == []

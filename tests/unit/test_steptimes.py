@@ -4,6 +4,7 @@ import time
 
 from eosmirror.core import report
 from eosmirror.core.steptimes import StepTimes, process_age, timing_line
+from tests import run_reports
 
 
 def test_steps_keep_their_order_and_a_repeated_step_adds_up():
@@ -23,8 +24,5 @@ def test_a_process_knows_its_age():
 
 
 def test_the_summary_prints_the_timing_line():
-    result = {"mirror": "m", "run_id": "r", "status": "ok", "records": 0, "bytes": 0, "seconds": 0.4,
-              "records_per_second": 0.0, "mb_per_second": 0.0, "source": "S", "target": "T", "topic_sync": "-",
-              "generation": 1, "fenced_transactional_ids": [], "slots": [],
-              "steps": {"process start": 0.9, "resolve": 0.05, "slots": 0.2}}
+    result = run_reports.report(steps={"process start": 0.9, "resolve": 0.05, "slots": 0.2})
     assert "steps: process start 0.90 s, resolve 0.05 s, slots 0.20 s" in report.summary(result)

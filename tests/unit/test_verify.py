@@ -211,14 +211,16 @@ def test_an_error_other_than_offset_out_of_range_is_not_retried(monkeypatch):
 
 def test_the_run_report_says_per_partition_what_was_copied_and_what_is_left():
     from eosmirror.core import report
+    from tests.run_reports import report as run_report
 
-    run = {"plan": [{"source_topic": "t", "partition": 0, "available": 20},
-                    {"source_topic": "t", "partition": 1, "available": 5}],
-           "slots": [{"slot": 0, "partitions": [
-               {"source_topic": "t", "target_topic": "s.t", "partition": 0, "start": 3, "end": 10, "records": 7,
-                "record_age_ms": 1500, "target_from": 40, "target_to": 48},
-               {"source_topic": "t", "target_topic": "s.t", "partition": 1, "start": 5, "end": 5, "records": 0,
-                "record_age_ms": None}]}]}
+    plan = {"target_topic": "s.t", "start": 3, "end": 10, "origin": "progress", "slot": 0}
+    run = run_report(plan=[{**plan, "source_topic": "t", "partition": 0, "available": 20},
+                           {**plan, "source_topic": "t", "partition": 1, "available": 5}],
+                     slots=[{"slot": 0, "transactional_id": "x.0", "partitions": [
+                         {"source_topic": "t", "target_topic": "s.t", "partition": 0, "start": 3, "end": 10,
+                          "planned_end": 10, "records": 7, "record_age_ms": 1500, "target_from": 40, "target_to": 48},
+                         {"source_topic": "t", "target_topic": "s.t", "partition": 1, "start": 5, "end": 5,
+                          "planned_end": 5, "records": 0, "record_age_ms": None}]}])
     rows = report.partitions(run)
     assert [(r["partition"], r["from"], r["to"], r["records"], r["left"]) for r in rows] == [(0, 3, 10, 7, 10),
                                                                                           (1, 5, 5, 0, 0)]

@@ -44,7 +44,8 @@ def _dag_run(log_file: Path) -> tuple[bool, dict, float]:
     wall = time.monotonic() - started
     runs = reports.latest_runs(dag_id)
     fresh = runs and runs != before
-    result = (reports.run_report(dag_id, runs[0][0]) if fresh else None) or {}
+    found = reports.run_report(dag_id, runs[0][0]) if fresh else None
+    result = found.to_dict() if found else {}   # the report's JSON, as it is written beside the log
     write_json(result, log_file.with_suffix(".json"))
     ok = done.returncode == 0 and bool(fresh) and runs[0][1] == "success" and result.get("status") == "ok"
     return ok, result, wall

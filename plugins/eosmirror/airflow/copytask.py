@@ -9,6 +9,7 @@ argument), deleted when the job ends. Nothing with a secret goes to argv, logs, 
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import tempfile
@@ -19,12 +20,13 @@ from typing import Any, Callable
 
 from eosmirror.airflow import lineage, sparkadapter
 from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
-from eosmirror.core import config, report
+from eosmirror.core import config, report, runreport
 from eosmirror.core.errors import EXIT_CONFIG, ConfigError
+from eosmirror.core.runreport import RunFailure, RunReport
 from eosmirror.driver import fencing
 from eosmirror.driver.run import run_in_process
 from eosmirror.kafka import connections
-from eosmirror.spark import job, submit
+from eosmirror.spark import job, launch, serverclient, submit
 
 
 def _resolved_clusters(mirror: config.MirrorConfig) -> dict[str, dict[str, Any]]:
@@ -86,7 +88,7 @@ def stop_copy(operator: Any, provider_on_kill: Callable[[], None]) -> None:
                     getattr(process, "pid", "not started"), time.monotonic() - started)
 
     def fence() -> None:
-        mirror = config.load(operator.config_path).get(operator.mirror)
+        mirror = getattr(operator, "mirror_config", None) or config.load(operator.config_path).get(operator.mirror)
         outcome = fencing.fence_mirror(
             mirror, all_generations=False, settle_seconds=ON_KILL_FENCE_SECONDS / 2, timeout=ON_KILL_FENCE_SECONDS / 2,
             on_fenced=lambda ids: logger.info("on_kill: mirror %s: fenced %s in %.1f s", operator.mirror,
@@ -117,25 +119,29 @@ def _capture_report(operator: Any, lines: Any) -> Any:
             operator.run_report = found
 
 
-def _job_arguments(operator: Any, context: Any) -> list[str]:
+def _read_mirror(operator: Any) -> tuple[config.MirrorConfig, str]:
+    """(the mirror, the absolute path of its file): the copy task's one read of the mirrors file.
+    Always an absolute --config: with --py-files the job imports eosmirror from the zip, whose
+    location says nothing about where the mirror definitions are."""
+    config_file = str(Path(operator.config_path or config.default_config_path()).resolve())
+    return config.load(config_file).get(operator.mirror), config_file
+
+
+def _job_arguments(operator: Any, context: Any, mirror: config.MirrorConfig, config_file: str) -> list[str]:
     """The packaged job's arguments for this run: the copy bound and the manual Params."""
     params = context.get("params") or {}
     until, why = resolve_until(context)
     operator.log.info("mirror %s: copying what lies below the source offsets of %s (%s)", operator.mirror, until, why)
-    # Always an absolute --config: with --py-files the job imports eosmirror from the zip,
-    # whose location says nothing about where the mirror definitions are.
-    config_file = str(Path(operator.config_path or config.default_config_path()).resolve())
-    follow_until, why = resolve_follow_until(config.load(config_file).get(operator.mirror), context)
+    follow_until, why = resolve_follow_until(mirror, context)
     operator.log.info("mirror %s: %s", operator.mirror, why)
     return submit.job_arguments(operator.mirror, config_file, until=until, follow_until=follow_until,
                                 max_records_per_partition=params.get("max_records_per_partition"),
                                 topics=list(params.get("topics") or []) or None, dry_run=bool(params.get("dry_run")))
 
 
-def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> None:
+def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any, mirror: config.MirrorConfig) -> None:
     """Run ``submit_job`` with the resolved cluster settings in a 0600 file named by an environment
     variable of spark-submit (never its argv); the file is deleted afterwards."""
-    mirror = config.load(operator.config_path).get(operator.mirror)
     env = {k: v for k, v in submit.process_env({}).items()
            if k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "SPARK_LOCAL_IP")}
     if operator.config_path:
@@ -156,47 +162,62 @@ def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any) -> N
             os.rmdir(secrets_dir)
 
 
-def _served_command(operator: Any) -> list[str] | None:
-    """With ``airflow.run_server`` and a run server of the same code answering on this worker: the
-    `eosmirror run --server` command that the hook runs instead of spark-submit (same output, exit
-    code, secrets file and on_kill: killing the client ends its slots, docs/run-server.md step 4).
-    None: spark-submit, as without the setting."""
-    from eosmirror.spark import server, serverclient
-
-    if not config.load(operator.config_path).get(operator.mirror).airflow.run_server:
-        return None
-    answer = serverclient.status()
-    if answer is None or answer["fingerprint"] != server.fingerprint():
-        operator.log.warning("mirror %s: airflow.run_server is set, but %s; this run goes through spark-submit",
-                             operator.mirror, "no run server answers on this worker (`eosmirror server start`)"
-                             if answer is None else "the run server runs other eosmirror code (restart it)")
-        return None
-    operator.log.info("mirror %s: the run goes to the run server (pid %s, master %s)", operator.mirror,
-                      answer["pid"], answer["master"])
-    return serverclient.client_command(operator.application_args)
-
-
-def _run_here_when_nothing_to_copy(operator: Any) -> dict[str, Any] | None:
-    """With no record pending and no follow, the run needs no Spark: its slots' keep-alive commits run
-    in this task's process (as ``eosmirror run`` does), and the report is the copy task's XCom as
-    always. None: there is work, so Spark runs it."""
-
-    args = job.parser().parse_args(operator.application_args)
-    mirror = config.load(args.config).get(args.mirror)
-    here, planned = job.plan_without_spark(mirror, args)
-    if not here:
-        return None
-    operator.log.info("mirror %s: nothing to copy: the slots refresh their progress in this task, without Spark",
-                      operator.mirror)
+def _decide(operator: Any, mirror: config.MirrorConfig) -> tuple[launch.Launch, argparse.Namespace]:
+    """How this run executes (spark/launch.py): in this task's process when there is nothing to copy
+    (or a dry run), in the run server with ``airflow.run_server`` and a server of this code answering
+    on this worker, else spark-submit. A bad Param fails at once, without retries."""
     try:
-        code, result = job.run(args.mirror, args, run_in_process, planned)
+        args = job.parser().parse_args(operator.application_args)
+        how = launch.decide(mirror, args, job.options_from(args), run_server=mirror.airflow.run_server)
+    except ConfigError as exc:
+        operator.log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    (operator.log.warning if how.warning else operator.log.info)("mirror %s: %s", operator.mirror, how.why)
+    return how, args
+
+
+def _run_here(operator: Any, mirror: config.MirrorConfig, how: launch.Launch, args: argparse.Namespace) -> RunReport:
+    """The run in this task's process (``how.planned``: the plan that found nothing to copy, which the
+    run completes); its report is the copy task's XCom as always."""
+    try:
+        code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
     except ConfigError as exc:
         operator.log.error("%s", exc)
         raise fail_without_retry(exc) from None
     operator.log.info("%s", report.summary(result))
     if code:
-        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.get('errors', []))}")
+        raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.errors)}")
     return result
+
+
+def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> dict[str, Any]:
+    """The copy task: read the mirror (once), build the job's arguments, let the launcher decide how
+    the run executes, run it; the run report's JSON is the task's XCom."""
+    operator.run_report = None
+    operator.mirror_config, config_file = _read_mirror(operator)
+    mirror = operator.mirror_config
+    operator.application_args = _job_arguments(operator, context, mirror, config_file)
+    how, args = _decide(operator, mirror)
+    if how.way is launch.Way.IN_PROCESS:
+        return _run_here(operator, mirror, how, args).to_dict()
+    # The run server: the hook runs `eosmirror run --server` instead of spark-submit (same output,
+    # exit code, secrets file and on_kill: killing the client ends its slots, docs/run-server.md).
+    operator.served_command = (serverclient.client_command(operator.application_args)
+                               if how.way is launch.Way.RUN_SERVER else None)
+    operator.py_files = str(submit.package_zip())
+    # This worker's Spark class archive (the driver runs here in client mode; in cluster mode the
+    # path is absent on the driver's host and the JVM ignores it).
+    operator.conf = submit.with_class_archive(dict(operator.conf or {}))
+    try:
+        _submit_with_secrets_file(operator, context, submit_job, mirror)
+    except Exception:
+        failure = operator.run_report if isinstance(operator.run_report, RunFailure) else None
+        if failure is not None and failure.exit_code == EXIT_CONFIG:   # exit 2: never retried
+            raise fail_without_retry(RuntimeError(failure.error)) from None
+        raise
+    if operator.run_report is None:
+        raise RuntimeError(f"mirror {operator.mirror}: the Spark job ended without printing its run report")
+    return operator.run_report.to_dict()
 
 
 @functools.cache
@@ -218,8 +239,9 @@ def operator_class() -> type:
             super().__init__(**kwargs)
             self.mirror = mirror
             self.config_path = config_path
-            self.run_report: dict[str, Any] | None = None
+            self.run_report: runreport.Report | None = None
             self.served_command: list[str] | None = None
+            self.mirror_config: config.MirrorConfig | None = None   # read once per execute
 
         def _get_hook(self) -> Any:
             """The provider's hook, reading the run report off spark-submit's output as it streams by
@@ -230,31 +252,14 @@ def operator_class() -> type:
             return hook
 
         def execute(self, context: Any) -> dict[str, Any]:
-            self.run_report = None
-            self.application_args = _job_arguments(self, context)
-            here = _run_here_when_nothing_to_copy(self)
-            if here is not None:
-                return here
-            self.served_command = _served_command(self)
-            self.py_files = str(submit.package_zip())
-            # This worker's Spark class archive (the driver runs here in client mode; in cluster mode
-            # the path is absent on the driver's host and the JVM ignores it).
-            self.conf = submit.with_class_archive(dict(self.conf or {}))
-            try:
-                _submit_with_secrets_file(self, context, super().execute)
-            except Exception as exc:
-                if (self.run_report or {}).get("exit_code") == EXIT_CONFIG:   # exit 2: never retried
-                    raise fail_without_retry(RuntimeError(self.run_report.get("error", str(exc)))) from None
-                raise
-            if self.run_report is None:
-                raise RuntimeError(f"mirror {self.mirror}: the Spark job ended without printing its run report")
-            return self.run_report
+            return execute(self, context, super().execute)
 
         def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
             """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
 
-            report = self.run_report or {}
-            return lineage.operator_lineage(report, lineage.source_bootstrap(self.mirror, self.config_path),
-                                            report.get("target_bootstrap", ""))
+            found = self.run_report if isinstance(self.run_report, RunReport) else None
+            source = (lineage.bootstraps_of(self.mirror_config)[0] if self.mirror_config
+                      else lineage.source_bootstrap(self.mirror, self.config_path))
+            return lineage.operator_lineage(found, source, found.target_bootstrap if found else "")
 
     return MirrorSparkSubmitOperator

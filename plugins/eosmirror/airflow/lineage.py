@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from eosmirror.core import config
+from eosmirror.core.runreport import RunReport
 from eosmirror.kafka import connections
 
 log = logging.getLogger(__name__)
@@ -29,16 +30,16 @@ def kafka_namespace(bootstrap_servers: str) -> str:
     return f"kafka://{first}"
 
 
-def datasets(report: dict[str, Any], source_bootstrap: str, target_bootstrap: str) -> dict[str, list[dict[str, Any]]]:
+def datasets(report: RunReport, source_bootstrap: str, target_bootstrap: str) -> dict[str, list[dict[str, Any]]]:
     """``{"inputs": [...], "outputs": [...]}``, each ``{"namespace", "name", "records"}``, sorted by name:
     one input per source topic and one output per target topic of the run's partitions (0 records
     included: the run still read and wrote there)."""
     read: dict[str, int] = {}
     written: dict[str, int] = {}
-    for slot in report.get("slots") or []:
-        for part in slot.get("partitions") or []:
-            read[part["source_topic"]] = read.get(part["source_topic"], 0) + int(part.get("records") or 0)
-            written[part["target_topic"]] = written.get(part["target_topic"], 0) + int(part.get("records") or 0)
+    for slot in report.slots:
+        for part in slot.partitions:
+            read[part.source_topic] = read.get(part.source_topic, 0) + part.records
+            written[part.target_topic] = written.get(part.target_topic, 0) + part.records
     source, target = kafka_namespace(source_bootstrap), kafka_namespace(target_bootstrap)
     return {"inputs": [{"namespace": source, "name": t, "records": n} for t, n in sorted(read.items())],
             "outputs": [{"namespace": target, "name": t, "records": n} for t, n in sorted(written.items())]}
@@ -63,8 +64,12 @@ def bootstraps(mirror: str, config_path: str | None) -> tuple[str, str]:
     """The mirror's source and target ``bootstrap.servers``; only this key leaves the resolved settings,
     which hold secrets."""
 
-    m = config.load(config_path).get(mirror)
-    return tuple(str(connections.resolve(ref, f"mirror {mirror}: {side}").get("bootstrap.servers", ""))
+    return bootstraps_of(config.load(config_path).get(mirror))
+
+
+def bootstraps_of(m: config.MirrorConfig) -> tuple[str, str]:
+    """``bootstraps`` of a mirror already read."""
+    return tuple(str(connections.resolve(ref, f"mirror {m.name}: {side}").get("bootstrap.servers", ""))
                  for ref, side in ((m.source, "source"), (m.target, "target")))
 
 
@@ -89,7 +94,7 @@ def group_lineage(report: dict[str, Any] | None, mirror: str, config_path: str |
                            outputs=[OutputDataset(namespace=d["namespace"], name=d["name"]) for d in found["outputs"]])
 
 
-def operator_lineage(report: dict[str, Any] | None, source_bootstrap: str, target_bootstrap: str) -> Any:
+def operator_lineage(report: RunReport | None, source_bootstrap: str, target_bootstrap: str) -> Any:
     """The provider's ``OperatorLineage`` for ``datasets``; None without the OpenLineage provider or a report."""
     try:
         from airflow.providers.openlineage.extractors import OperatorLineage

@@ -6,11 +6,12 @@ process); Airflow is imported inside the functions.
 
 from __future__ import annotations
 
-from typing import Any
+from eosmirror.core import runreport
 
 
-def run_report(dag_id: str, run_id: str) -> dict[str, Any] | None:
-    """The run report the `copy` task of one DAG run returned, or None."""
+def run_report(dag_id: str, run_id: str) -> runreport.Report | None:
+    """The run report the `copy` task of one DAG run returned (typed; one of an older release, without
+    a version, reads the same), or None."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
@@ -18,7 +19,8 @@ def run_report(dag_id: str, run_id: str) -> dict[str, Any] | None:
         rows = session.scalars(XComModel.get_many(run_id=run_id, dag_ids=dag_id, task_ids="copy",
                                                   key="return_value")).all()
         values = [XComModel.deserialize_value(row) for row in rows]
-    return next((v for v in values if isinstance(v, dict)), None)
+    found = next((v for v in values if isinstance(v, dict)), None)
+    return runreport.from_dict(found) if found is not None else None
 
 
 def latest_runs(dag_id: str, limit: int = 1) -> list[tuple[str, str]]:

@@ -23,8 +23,9 @@ from typing import Any
 
 from eosmirror.airflow.compat import fail_exception
 from eosmirror.airflow.dagids import MIGRATE_DAG_ID
-from eosmirror.core import config, report
+from eosmirror.core import config, report, runreport
 from eosmirror.core.errors import ConfigError
+from eosmirror.core.runreport import RunReport
 from eosmirror.driver import fencing, takeover
 from eosmirror.driver.migrate import RefusedError
 from eosmirror.driver.run import MirrorRun, RunOptions
@@ -121,46 +122,56 @@ def preflight(mirror_name: str, config_path: str | None = None, context: dict[st
     return outcome
 
 
-def written_per_topic(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def written_per_topic(result: RunReport) -> dict[str, dict[str, Any]]:
     """Per target topic: records written and, per partition, the target offsets [from, to) this run's
     transactions occupy, so a downstream DAG reads exactly the new records (read_committed: the
     range also holds transaction markers, which consumers never see)."""
     out: dict[str, dict[str, Any]] = {}
-    for slot in result.get("slots", []):
-        for part in slot.get("partitions", []):
-            topic = out.setdefault(part["target_topic"], {"records": 0, "partitions": []})
-            topic["records"] += part["records"]
-            if part["records"] and part.get("target_from") is not None:
-                topic["partitions"].append({"partition": part["partition"], "from": part["target_from"],
-                                            "to": part["target_to"], "records": part["records"]})
+    for slot in result.slots:
+        for part in slot.partitions:
+            topic = out.setdefault(part.target_topic, {"records": 0, "partitions": []})
+            topic["records"] += part.records
+            if part.records and part.target_from is not None:
+                topic["partitions"].append({"partition": part.partition, "from": part.target_from,
+                                            "to": part.target_to, "records": part.records})
     for topic in out.values():
         topic["partitions"].sort(key=lambda p: p["partition"])
     return out
 
 
+def copy_report(mirror_name: str, context: dict[str, Any]) -> runreport.Report:
+    """The run report that ``copy`` returned (XCom: its JSON, versioned or from an older release)."""
+    value = context["ti"].xcom_pull(task_ids="copy")
+    if not isinstance(value, dict):
+        raise RuntimeError(f"mirror {mirror_name}: the copy task returned no run report (got "
+                           f"{type(value).__name__}); see the copy task's log")
+    return runreport.from_dict(value)
+
+
 def publish(mirror_name: str, context: dict[str, Any]) -> dict[str, Any]:
-    """Summarise the run report that ``copy`` returned (XCom) and emit one Asset event per target topic."""
+    """Summarise the run report that ``copy`` returned (XCom) and emit one Asset event per target topic.
+    The summary (XCom) keeps the keys it always had; a failure report (the run stopped before its
+    slots) has no slots, plan or records."""
     from airflow.sdk import Asset, AssetAlias
 
-    result = context["ti"].xcom_pull(task_ids="copy")
-    if not isinstance(result, dict):
-        raise RuntimeError(f"mirror {mirror_name}: the copy task returned no run report (got "
-                           f"{type(result).__name__}); see the copy task's log")
-    per_topic = written_per_topic(result)
-    bootstrap = result.get("target_bootstrap", "")
+    result = copy_report(mirror_name, context)
+    full = result if isinstance(result, RunReport) else None
+    per_topic = written_per_topic(full) if full else {}
+    bootstrap = full.target_bootstrap if full else ""
     alias = AssetAlias(asset_alias(mirror_name))
     for topic, written in sorted(per_topic.items()):
         if written["records"] and bootstrap:
             context["outlet_events"][alias].add(Asset(uri=f"kafka://{bootstrap}/{topic}"),
-                                                extra={**written, "run_id": result.get("run_id")})
-    per_topic = {topic: written["records"] for topic, written in per_topic.items()}
-    summary = {"mirror": mirror_name, "status": result.get("status"), "records": result.get("records", 0),
-               "bytes": result.get("bytes", 0), "until": result.get("until"), "generation": result.get("generation"),
-               "records_per_topic": per_topic, "errors": result.get("errors", []),
-               "slots": [{"slot": s["slot"], "status": s["status"], "records": s.get("records", 0)}
-                         for s in result.get("slots", [])]}
-    log.info("%s", report.summary(result) if "slots" in result else summary)
-    rows = report.partitions(result)
+                                                extra={**written, "run_id": result.run_id})
+    records = {topic: written["records"] for topic, written in per_topic.items()}
+    summary = {"mirror": mirror_name, "status": result.status.value, "records": full.records if full else 0,
+               "bytes": full.bytes if full else 0, "until": full.until if full else None,
+               "generation": full.generation if full else None, "records_per_topic": records,
+               "errors": full.errors if full else [],
+               "slots": [{"slot": s.slot, "status": s.status.value, "records": s.records}
+                         for s in (full.slots if full else [])]}
+    log.info("%s", report.summary(full) if full else summary)
+    rows = report.partitions(full) if full else []
     left = sum(r["left"] for r in rows)
     summary["partitions"], summary["left"] = rows, left
     if rows:
@@ -169,11 +180,11 @@ def publish(mirror_name: str, context: dict[str, Any]) -> dict[str, Any]:
         log.warning("%d offsets are left below this run's bound (a record cap or a failed slot); the next "
                     "run continues from there: %s", left,
                     ", ".join(f"{r['source_topic']}[{r['partition']}] {r['left']}" for r in rows if r["left"]))
-    if result.get("dry_run"):   # a dry run's whole point is its plan: show it, in the log and in XCom
-        summary["plan"] = result.get("plan", [])
-        summary["pending"] = sum(p.get("pending", 0) for p in summary["plan"])
+    if full and full.dry_run:   # a dry run's whole point is its plan: show it, in the log and in XCom
+        summary["plan"] = [runreport.plan_dict(p) for p in full.plan]
+        summary["pending"] = full.pending
         log.info("dry run: the plan (%d offsets to read; nothing was written)\n%s", summary["pending"],
-                 report.plan_table(result))
+                 report.plan_table(full.plan))
     return summary
 
 

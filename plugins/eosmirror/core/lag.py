@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from eosmirror.core.config import CRON_PRESETS
+from eosmirror.core.runreport import Report, RunFailure
 
 OK, LAGGING, STALLED, STOPPED, ERROR = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR"
 SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
@@ -71,19 +72,17 @@ class RunOutcome:
                    max_transaction_seconds=float(value.get("max_transaction_seconds", 0.0)))
 
     @classmethod
-    def of_result(cls, result: Mapping[str, Any], finished_ms: int) -> "RunOutcome":
-        """The outcome of a run from its report (the JSON `eosmirror run` prints)."""
-        slots = [s for s in result.get("slots") or [] if isinstance(s, Mapping)]
-        transactions = sum(int(s.get("transactions", 0)) for s in slots)
-        total = sum(float(s.get("transaction_seconds", 0.0)) for s in slots)
-        return cls(run_id=str(result.get("run_id") or "?"), status="ok" if result.get("status") == "ok" else "failed",
-                   finished_ms=finished_ms, records=int(result.get("records", 0)),
-                   seconds=float(result.get("seconds", 0.0)),
-                   error=(result.get("error") or "; ".join(result.get("errors", [])) or None),
+    def of_result(cls, result: Report, finished_ms: int) -> "RunOutcome":
+        """The outcome of a run from its report (a run that stopped before its slots: its failure)."""
+        if isinstance(result, RunFailure):
+            return cls(run_id=result.run_id or "?", status="failed", finished_ms=finished_ms, error=result.error)
+        transactions = sum(s.transactions for s in result.slots)
+        total = sum(s.transaction_seconds for s in result.slots)
+        return cls(run_id=result.run_id or "?", status="ok" if result.ok else "failed", finished_ms=finished_ms,
+                   records=result.records, seconds=result.seconds, error="; ".join(result.errors) or None,
                    transactions=transactions,
                    mean_transaction_seconds=round(total / transactions, 3) if transactions else 0.0,
-                   max_transaction_seconds=max((float(s.get("max_transaction_seconds", 0.0)) for s in slots),
-                                               default=0.0))
+                   max_transaction_seconds=max((s.max_transaction_seconds for s in result.slots), default=0.0))
 
 
 @dataclass(frozen=True)

@@ -5,62 +5,62 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from eosmirror.core import runreport
+from eosmirror.core.planning import PartitionPlan
+from eosmirror.core.runreport import RunReport
 from eosmirror.core.steptimes import timing_line
 from eosmirror.core.texttable import table
 
 
-def plan_table(report: dict[str, Any]) -> str:
-    rows = [[f"{p['source_topic']}[{p['partition']}] -> {p['target_topic']}", p["start"], p["end"], p["pending"],
-             p["slot"], p["origin"]] for p in report["plan"]]
+def plantable(plan: Sequence[PartitionPlan]) -> str:
+    rows = [[f"{p.source_topic}[{p.partition}] -> {p.target_topic}", p.start, p.end, p.pending, p.slot, p.origin]
+            for p in plan]
     return table(["partition", "progress", "end", "to copy", "slot", "start from"], rows)
 
 
-def summary(report: dict[str, Any]) -> str:
-    head = (f"mirror {report['mirror']} run {report['run_id']}: {report['status'].upper()}"
-            f"{' (dry run)' if report.get('dry_run') else ''} - {report['records']} records, "
-            f"{report['bytes'] / 1e6:.2f} MB in {report['seconds']:.1f} s "
-            f"({report['records_per_second']:.0f} records/s, {report['mb_per_second']:.2f} MB/s inside the slots)")
-    lines = [head, f"  source: {report['source']}", f"  target: {report['target']}",
-             f"  topics: {report['topic_sync']}",
-             f"  generation {report['generation']}" + (" (new: fenced " + ", ".join(report["fenced_transactional_ids"])
-                                                         + ")" if report["fenced_transactional_ids"] else "")]
-    if report.get("until"):
-        lines.append(f"  bounded by until={report['until']}")
-    if report.get("steps"):
-        lines.append("  " + timing_line(report["steps"]))
+def summary(report: RunReport) -> str:
+    r = report
+    head = (f"mirror {r.mirror} run {r.run_id}: {r.status.value.upper()}{' (dry run)' if r.dry_run else ''} - "
+            f"{r.records} records, {r.bytes / 1e6:.2f} MB in {r.seconds:.1f} s "
+            f"({r.records_per_second:.0f} records/s, {r.mb_per_second:.2f} MB/s inside the slots)")
+    lines = [head, f"  source: {r.source}", f"  target: {r.target}", f"  topics: {r.topic_sync}",
+             f"  generation {r.generation}" + (" (new: fenced " + ", ".join(r.fenced_transactional_ids) + ")"
+                                               if r.fenced_transactional_ids else "")]
+    if r.until:
+        lines.append(f"  bounded by until={r.until}")
+    if r.steps:
+        lines.append("  " + timing_line(r.steps))
     rows = []
-    for slot in report["slots"]:
-        parts = slot.get("partitions") or []
-        ages = [p["record_age_ms"] for p in parts if p.get("record_age_ms") is not None]
-        rows.append([slot["slot"], slot["status"], slot.get("records", 0), slot.get("bytes", 0),
-                     slot.get("transactions", 0), slot.get("aborts", 0), slot.get("seconds", 0.0),
-                     f"{min(ages) / 1000:.1f} s" if ages else "-"])
+    for slot in r.slots:
+        ages = [p.record_age_ms for p in slot.partitions if p.record_age_ms is not None]
+        rows.append([slot.slot, slot.status.value, slot.records, slot.bytes, slot.transactions, slot.aborts,
+                     slot.seconds, f"{min(ages) / 1000:.1f} s" if ages else "-"])
     lines.append(table(["slot", "status", "records", "bytes", "txns", "aborts", "seconds", "newest age"], rows))
-    for error in report.get("errors", []):
+    for error in r.errors:
         lines.append(f"  ERROR {error}")
     return "\n".join(lines)
 
 
-def partitions(report: dict[str, Any]) -> list[dict[str, Any]]:
+def partitions(report: RunReport) -> list[dict[str, Any]]:
     """Per partition: what this run copied and what it left for the next run.
 
     ``left`` counts offsets below the run's bound (source end, or `until`) that a record cap
     (max_records_per_partition, max_bytes_per_slot) or a failure left uncopied; markers and aborted
     records occupy offsets too, so it is an upper bound on records.
     """
-    plan = {(p["source_topic"], p["partition"]): p for p in report.get("plan", [])}
+    plan = {(p.source_topic, p.partition): p for p in report.plan}
     rows = []
-    for slot in report.get("slots", []):
-        for part in slot.get("partitions") or []:
-            planned = plan.get((part["source_topic"], part["partition"]), {})
-            available = planned.get("available", part.get("planned_end", part["end"]))
-            rows.append({"source_topic": part["source_topic"], "target_topic": part["target_topic"],
-                         "partition": part["partition"], "slot": slot["slot"], "from": part["start"],
-                         "to": part["end"], "records": part["records"], "left": max(0, available - part["end"]),
-                         "newest_record_age_ms": part.get("record_age_ms"),
-                         "target_from": part.get("target_from"), "target_to": part.get("target_to")})
+    for slot in report.slots:
+        for part in slot.partitions:
+            planned = plan.get((part.source_topic, part.partition))
+            available = planned.available if planned is not None else part.planned_end
+            rows.append({"source_topic": part.source_topic, "target_topic": part.target_topic,
+                         "partition": part.partition, "slot": slot.slot, "from": part.start,
+                         "to": part.end, "records": part.records, "left": max(0, available - part.end),
+                         "newest_record_age_ms": part.record_age_ms,
+                         "target_from": part.target_from, "target_to": part.target_to})
     return sorted(rows, key=lambda r: (r["source_topic"], r["partition"]))
 
 
@@ -89,20 +89,20 @@ def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 RESULT_MARKER = "EOSMIRROR-RUN-REPORT "
 
 
-def result_line(report: dict[str, Any]) -> str:
-    return RESULT_MARKER + json.dumps(report, sort_keys=True, separators=(",", ":"))
+def result_line(report: runreport.Report) -> str:
+    return RESULT_MARKER + json.dumps(report.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
-def parse_result_line(line: str) -> dict[str, Any] | None:
+def parse_result_line(line: str) -> runreport.Report | None:
     """The report in a line of the job's output, or None when the line is something else."""
     text = line.strip()
     if not text.startswith(RESULT_MARKER):
         return None
     try:
         value = json.loads(text[len(RESULT_MARKER):])
-    except ValueError:
+        return runreport.from_dict(value) if isinstance(value, dict) else None
+    except (ValueError, KeyError, TypeError):   # not a report: the line is printed as it is
         return None
-    return value if isinstance(value, dict) else None
 
 
 _LEFT_REASONS = {

@@ -15,6 +15,7 @@ from typing import Any
 from eosmirror.core import groupsync, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
+from eosmirror.core.runreport import Report
 from eosmirror.driver import topics
 from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers
@@ -203,7 +204,7 @@ def history(mirror: MirrorConfig, since_ms: int, clusters: Clusters | None = Non
     return samples
 
 
-def record_run(mirror: MirrorConfig, result: dict[str, Any]) -> None:
+def record_run(mirror: MirrorConfig, result: Report) -> None:
     """Best effort: the run's outcome on the mirror's lag topic (created when missing). Never raises:
     a committed run must not fail because its outcome could not be recorded (e.g. a least-privilege
     principal without Create/Write on the lag topic: then ERROR is not detected, STOPPED still is,

@@ -18,6 +18,7 @@ from eosmirror.core import generation, mirrorstate, naming, planning
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import SlotPlan
+from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
 from eosmirror.driver import observe, permissions, topics
 from eosmirror.kafka import state, syncstore
@@ -27,9 +28,7 @@ from eosmirror.slot.slotstate import PartitionTask, SlotTask
 
 log = logging.getLogger(__name__)
 
-SlotRunner = Callable[[list[SlotTask]], list[dict[str, Any]]]
-# handed-over / follow-bound: how a follow run's slot ends well (slot/follow.py).
-OK_STATUSES = ("committed", "nothing-to-do", "dry-run", "handed-over", "follow-bound")
+SlotRunner = Callable[[list[SlotTask]], list[SlotResult]]
 
 
 @dataclass(frozen=True)
@@ -200,59 +199,53 @@ class MirrorRun:
             log.error("%s: the offset-sync snapshot was not refreshed (progress recovery and group syncs will "
                       "read more of the sync history until it is): %s", self.mirror.name, exc)
 
-    def execute(self, prepared: Prepared, runner: SlotRunner) -> dict[str, Any]:
+    def execute(self, prepared: Prepared, runner: SlotRunner) -> RunReport:
         if prepared.options.dry_run:
-            results = [{"slot": s.slot, "transactional_id": s.transactional_id, "status": "dry-run", "records": 0,
-                        "bytes": 0, "partitions": [], "error": None} for s in prepared.slots]
+            results = [SlotResult.not_started(s.slot, s.transactional_id, SlotStatus.DRY_RUN) for s in prepared.slots]
         else:
             tasks = [t for t in self.slot_tasks(prepared) if t.partitions]
             with prepared.steps.step("slots"):   # Spark start (when there is work), fencing, copy, commits
                 results = runner(tasks) if tasks else []
-            missing = {s.slot for s in prepared.slots} - {r["slot"] for r in results}
-            results += [{"slot": k, "transactional_id": naming.slot_transactional_id(
-                prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), "status": "nothing-to-do",
-                "records": 0, "bytes": 0, "partitions": [], "error": None} for k in sorted(missing)]
+            missing = {s.slot for s in prepared.slots} - {r.slot for r in results}
+            results += [SlotResult.not_started(k, naming.slot_transactional_id(
+                prepared.mirror.transactional_id_prefix, prepared.mirror.name, k), SlotStatus.NOTHING_TO_DO)
+                for k in sorted(missing)]
             # A run with nothing pending moved no progress, so it wrote no offset sync: nothing to fold.
             if any(p.pending for s in prepared.slots for p in s.partitions):
                 with prepared.steps.step("snapshot"):
                     self.refresh_sync_snapshot()
-        return build_report(prepared, sorted(results, key=lambda r: r["slot"]), self.source.label, self.target.label,
+        return build_report(prepared, sorted(results, key=lambda r: r.slot), self.source.label, self.target.label,
                             self.target.first_bootstrap)
 
 
-def build_report(prepared: Prepared, results: list[dict[str, Any]], source_label: str,
-                 target_label: str, target_bootstrap: str = "") -> dict[str, Any]:
+def build_report(prepared: Prepared, results: list[SlotResult], source_label: str,
+                 target_label: str, target_bootstrap: str = "") -> RunReport:
     """The run report. ``target_bootstrap`` (first bootstrap server) names the target in asset URIs."""
     m = prepared.mirror
     seconds = time.monotonic() - prepared.started
-    records = sum(r.get("records", 0) for r in results)
-    size = sum(r.get("bytes", 0) for r in results)
-    copy_seconds = max([r.get("seconds", 0.0) for r in results] or [0.0])
-    ok = all(r.get("status") in OK_STATUSES for r in results)
-    return {
-        "mirror": m.name, "run_id": prepared.options.run_id, "status": "ok" if ok else "failed",
-        "dry_run": prepared.options.dry_run, "delivery": m.delivery,
-        "started_at": prepared.started_at, "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-        "until": prepared.options.until.isoformat() if prepared.options.until else None,
-        "follow_until": prepared.options.follow_until.isoformat() if prepared.options.follow_until else None,
-        "source": source_label, "target": target_label, "target_bootstrap": target_bootstrap,
-        "generation": prepared.generation, "generation_changed": prepared.generation_changed,
-        "fenced_transactional_ids": prepared.fenced, "topic_sync": prepared.topic_sync,
-        "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in prepared.pairs],
-        "records": records, "bytes": size, "seconds": round(seconds, 3),
-        "slot_seconds_max": copy_seconds,
-        "records_per_second": round(records / copy_seconds, 1) if copy_seconds else 0.0,
-        "mb_per_second": round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
-        "plan": [{"source_topic": p.source_topic, "target_topic": p.target_topic, "partition": p.partition,
-                  "start": p.start, "end": p.end, "pending": p.pending, "origin": p.origin, "slot": p.slot,
-                  "lost": p.lost, "available": p.available} for s in prepared.slots for p in s.partitions],
-        "slots": results,
-        "errors": [f"slot {r['slot']}: {r['error']}" for r in results if r.get("error")],
-        "steps": prepared.steps.as_dict(),
-    }
+    records = sum(r.records for r in results)
+    size = sum(r.bytes for r in results)
+    copy_seconds = max([r.seconds for r in results] or [0.0])
+    ok = all(r.status.ok for r in results)
+    return RunReport(
+        mirror=m.name, run_id=prepared.options.run_id, status=RunStatus.OK if ok else RunStatus.FAILED,
+        dry_run=prepared.options.dry_run, delivery=m.delivery,
+        started_at=prepared.started_at, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+        until=prepared.options.until.isoformat() if prepared.options.until else None,
+        follow_until=prepared.options.follow_until.isoformat() if prepared.options.follow_until else None,
+        source=source_label, target=target_label, target_bootstrap=target_bootstrap,
+        generation=prepared.generation, generation_changed=prepared.generation_changed,
+        fenced_transactional_ids=list(prepared.fenced), topic_sync=prepared.topic_sync,
+        topics=[ReportTopic(p.source, p.target, p.partitions) for p in prepared.pairs],
+        records=records, bytes=size, seconds=round(seconds, 3), slot_seconds_max=copy_seconds,
+        records_per_second=round(records / copy_seconds, 1) if copy_seconds else 0.0,
+        mb_per_second=round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
+        plan=[p for s in prepared.slots for p in s.partitions], slots=results,
+        errors=[f"slot {r.slot}: {r.error}" for r in results if r.error],
+        steps=prepared.steps.as_dict())
 
 
-def run_in_process(tasks: list[SlotTask]) -> list[dict[str, Any]]:
+def run_in_process(tasks: list[SlotTask]) -> list[SlotResult]:
     """Runner without Spark: slots in threads of this process (tests, and `--runner inprocess`)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor

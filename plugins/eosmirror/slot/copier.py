@@ -46,13 +46,12 @@ All I/O goes through a ``SlotIO`` (slotio.py): the real clients by default, scri
 from __future__ import annotations
 
 import logging
-import os
 import time
-from dataclasses import asdict
 from typing import Any
 
 from eosmirror.core.errors import EosMirrorError, FencedError
 from eosmirror.core.logformat import LOG_FORMAT
+from eosmirror.core.runreport import FollowEnd, SlotResult, SlotStatus
 from eosmirror.kafka import calls
 from eosmirror.slot import follow, lifeline
 from eosmirror.slot.atleastonce import AtLeastOnce
@@ -60,7 +59,7 @@ from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, trans
 from eosmirror.slot.faults import Faults, InjectedAbort
 from eosmirror.slot.recordloop import RecordLoop, stall_seconds
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
-from eosmirror.slot.slotstate import PartitionCopy, SlotResult, SlotTask, start_states, steps_text
+from eosmirror.slot.slotstate import PartitionCopy, SlotTask, slot_result, start_states, steps_text
 from eosmirror.slot.syncwrites import now_ms, produce_syncs, progress_offsets
 
 log = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ class SlotCopier:
         self.faults = faults or Faults.from_env()
         self.io: SlotIO = io if io is not None else KafkaSlotIO(task)
         self.exactly_once = task.delivery == "exactly_once"
-        self.result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, attempt_pid=os.getpid())
+        self.result = slot_result(task)
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.at_least_once = None if self.exactly_once else AtLeastOnce(task, self.io, self.faults)
         self.bytes_copied = 0
@@ -117,21 +116,21 @@ class SlotCopier:
                 self._copy_until_finished()                                       # 4 (loop)
             if follows and not self._budget_spent():
                 self._follow()                                                    # F
-            self.result.status = "follow-bound" if self.result.follow_end else "committed"
+            self.result.status = SlotStatus.FOLLOW_BOUND if self.result.follow_end else SlotStatus.COMMITTED
             self._publish_to_source()                                             # 5
         except FencedError as exc:
-            self.result.status, self.result.error, self.result.error_type = "fenced", str(exc), "FencedError"
+            self.result.status, self.result.error, self.result.error_type = SlotStatus.FENCED, str(exc), "FencedError"
             self._handed_over()
         except EosMirrorError as exc:
             self._abort_quietly()
-            self.result.status, self.result.error, self.result.error_type = "failed", str(exc), type(exc).__name__
+            self.result.status, self.result.error, self.result.error_type = SlotStatus.FAILED, str(exc), type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - report, never crash the Spark task with a secret in it
             self._report_unexpected(exc)
         finally:
             self._report(started)
             self.close()
-        if self.result.status == "committed" and self.result.records == 0:
-            self.result.status = "nothing-to-do"
+        if self.result.status is SlotStatus.COMMITTED and self.result.records == 0:
+            self.result.status = SlotStatus.NOTHING_TO_DO
         return self.result
 
     def _start(self) -> None:
@@ -195,7 +194,7 @@ class SlotCopier:
     def _handed_over(self) -> None:
         """Fenced in a follow run by the next run of the same generation: the normal end (follow.py)."""
         if follow.is_hand_over(self.task, self.io, self.exactly_once):
-            self.result.status, self.result.follow_end = follow.HANDED_OVER, follow.HANDED_OVER
+            self.result.status, self.result.follow_end = SlotStatus.HANDED_OVER, FollowEnd.HANDED_OVER
             self.result.error = self.result.error_type = None
             log.info("slot %d: handed over to the next run (its slot fenced %s)", self.task.slot,
                      self.task.transactional_id)
@@ -247,21 +246,21 @@ class SlotCopier:
         t = self.task
         # Fenced while producing (not in a transactional call), or while a follower flushed.
         if is_fenced(exc) or follow.fenced_while_flushing(t, self.producer, self.exactly_once):
-            self.result.status, self.result.error_type = "fenced", "FencedError"
+            self.result.status, self.result.error_type = SlotStatus.FENCED, "FencedError"
             self.result.error = (f"slot {t.slot}: a newer instance of transactional id {t.transactional_id} took "
                                  f"over ({calls.error_text(exc)}); this attempt stops")
             self._handed_over()
         else:
             self._abort_quietly()
             error = calls.translate(exc, "copy", f"slot {t.slot}")
-            self.result.status, self.result.error = "failed", str(error)
+            self.result.status, self.result.error = SlotStatus.FAILED, str(error)
             self.result.error_type = type(error).__name__
 
     def _report(self, started: float) -> None:
         now = now_ms()
         self.result.partitions = [s.report(now) for s in self.states.values()]
-        self.result.records = sum(p["records"] for p in self.result.partitions)
-        self.result.bytes = sum(p["bytes"] for p in self.result.partitions)
+        self.result.records = sum(p.records for p in self.result.partitions)
+        self.result.bytes = sum(p.bytes for p in self.result.partitions)
         self.result.seconds = round(time.monotonic() - started, 3)
 
     def _finished(self) -> bool:
@@ -383,9 +382,9 @@ class SlotCopier:
                         self.task.slot, self.task.progress_group, error)
 
 
-def run_slot(task: SlotTask) -> dict[str, Any]:
-    """Copy one slot and return its result as a plain dict: the Spark task entry (``spark/runner.py``
-    maps it) and what ``run_in_process`` runs in threads of the driver.
+def run_slot(task: SlotTask) -> SlotResult:
+    """Copy one slot and return its result (pickled back to the driver): the Spark task entry
+    (``spark/runner.py`` maps it) and what ``run_in_process`` runs in threads of the driver.
 
     Then ``lifeline.check()``: a slot that ended while its lifeline was being cut must not hand
     control back to pyspark's worker loop, which would exit the process (writing to the dead JVM
@@ -393,9 +392,8 @@ def run_slot(task: SlotTask) -> dict[str, Any]:
     check returns at once."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if not task.partitions:
-        result = SlotResult(slot=task.slot, transactional_id=task.transactional_id, status="nothing-to-do",
-                            attempt_pid=os.getpid())
+        result = slot_result(task, SlotStatus.NOTHING_TO_DO)
     else:
         result = SlotCopier(task).run()
     lifeline.check()
-    return asdict(result)
+    return result

@@ -28,14 +28,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
+from eosmirror.core.runreport import FollowEnd
 from eosmirror.slot.classify import is_fenced
 from eosmirror.slot.slotstate import PartitionCopy, SlotTask, steps_text
 
 log = logging.getLogger(__name__)
 
-HANDED_OVER = "handed-over"
-FOLLOW_BOUND = "follow-bound"
-BYTE_BUDGET = "byte-budget"
 # A range end no offset reaches: a follow transaction ends at its deadline, never at an end.
 OPEN_END = 2**63 - 1
 # A follow transaction slower than this many max_transaction_seconds (+ 0.5 s) is logged with its steps.
@@ -48,12 +46,12 @@ FIRST_TRANSACTIONS_LOGGED = 3
 SOURCE_CHECK_SECONDS = 5.0
 
 
-def stop_reason(now: float, follow_until: float, bytes_copied: int, max_bytes: int | None) -> str | None:
+def stop_reason(now: float, follow_until: float, bytes_copied: int, max_bytes: int | None) -> FollowEnd | None:
     """Why following stops before the next round (None: follow on). ``now``/``follow_until``: epoch s."""
     if now >= follow_until:
-        return FOLLOW_BOUND
+        return FollowEnd.FOLLOW_BOUND
     if max_bytes is not None and bytes_copied >= max_bytes:
-        return BYTE_BUDGET
+        return FollowEnd.BYTE_BUDGET
     return None
 
 

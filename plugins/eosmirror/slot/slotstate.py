@@ -1,12 +1,13 @@
 """What a slot knows about each of its partitions while it copies, and what it reports.
 
 Picklable plain data: ``PartitionTask``/``SlotTask`` travel from the driver to a Spark executor,
-``SlotResult`` travels back.
+``SlotResult`` (core/runreport.py) travels back.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 import eosmirror
 from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
+from eosmirror.core.runreport import PartitionResult, SlotResult, SlotStatus
 
 log = logging.getLogger(__name__)
 
@@ -143,46 +145,23 @@ class PartitionCopy:
             f"transaction's {self.count} records start at {self.base}: another producer writes to the target "
             f"topic. eosmirror must be the only writer of its target topics; the transaction was aborted")
 
-    def report(self, now_ms: int) -> dict[str, Any]:
-        return {"source_topic": self.task.source_topic, "target_topic": self.task.target_topic,
-                "partition": self.task.partition, "start": self.copy_start, "end": self.committed,
-                "planned_end": self.task.end, "records": self.records_total, "bytes": self.bytes_total,
-                "complete": self.committed >= self.end,
-                "target_from": self.target_from, "target_to": self.target_to,
-                "record_age_ms": (now_ms - self.newest_ts) if self.newest_ts >= 0 else None}
-
-
-@dataclass
-class SlotResult:
-    slot: int
-    transactional_id: str
-    status: str = "pending"          # committed | nothing-to-do | dry-run | handed-over | follow-bound | failed | fenced
-    records: int = 0
-    bytes: int = 0
-    transactions: int = 0
-    aborts: int = 0
-    transaction_seconds: float = 0.0
-    max_transaction_seconds: float = 0.0
-    seconds: float = 0.0
-    copy_seconds: float = 0.0
-    partitions: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    error_type: str | None = None
-    source_commit_error: str | None = None
-    follow_seconds: float = 0.0      # how long the slot followed after its bounded ranges (follow runs)
-    follow_end: str | None = None    # handed-over | follow-bound | byte-budget (follow runs)
-    attempt_pid: int = 0
-    executor: dict[str, str] = field(default_factory=lambda: executor_info())
-
-    def count_transaction(self, elapsed: float) -> None:
-        self.transactions += 1
-        self.transaction_seconds = round(self.transaction_seconds + elapsed, 3)
-        self.max_transaction_seconds = round(max(self.max_transaction_seconds, elapsed), 3)
+    def report(self, now_ms: int) -> PartitionResult:
+        return PartitionResult(
+            source_topic=self.task.source_topic, target_topic=self.task.target_topic, partition=self.task.partition,
+            start=self.copy_start, end=self.committed, planned_end=self.task.end, records=self.records_total,
+            bytes=self.bytes_total, complete=self.committed >= self.end, target_from=self.target_from,
+            target_to=self.target_to, record_age_ms=(now_ms - self.newest_ts) if self.newest_ts >= 0 else None)
 
 
 def executor_info() -> dict[str, str]:
     """Where a slot ran: host, interpreter, and where eosmirror came from."""
     return {"host": socket.gethostname(), "python": sys.executable, "eosmirror": str(eosmirror.__file__)}
+
+
+def slot_result(task: SlotTask, status: SlotStatus = SlotStatus.PENDING) -> SlotResult:
+    """The result of a slot that runs in this process (attempt_pid, executor: where it ran)."""
+    return SlotResult(slot=task.slot, transactional_id=task.transactional_id, status=status, attempt_pid=os.getpid(),
+                      executor=executor_info())
 
 
 def start_states(t: SlotTask, committed: dict[tuple[str, int], Any],

@@ -16,8 +16,9 @@ from eosmirror.core import config
 from eosmirror.core import report as reports
 from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.logformat import LOG_FORMAT
+from eosmirror.core.runreport import Report, RunFailure, RunReport
 from eosmirror.driver.lag import record_run
-from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
+from eosmirror.driver.run import MirrorRun, Planned, RunOptions, SlotRunner, run_in_process
 from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
 from eosmirror.spark.runner import run_on_spark, start_spark_early
 
@@ -47,14 +48,15 @@ def check_follow(mirror: Any, options: Any) -> None:
 
 
 def run(mirror_name: str, args: argparse.Namespace, runner: Any,
-        planned: tuple[MirrorRun, Planned] | None = None) -> tuple[int, dict[str, Any] | None]:
-    """One run. ``planned``: the run and plan that ``plan_without_spark`` decided on; the run completes
-    that plan (target sync, generation, slots) instead of observing every partition a second time."""
+        planned: tuple[MirrorRun, Planned] | None = None, mirror: Any = None) -> tuple[int, RunReport]:
+    """One run. ``planned``: the run and plan that ``launch.decide`` ran in this process on; the run
+    completes that plan (target sync, generation, slots) instead of observing every partition a
+    second time. ``mirror``: the mirror's definition when the caller read it already."""
     if planned is not None:
         mirror_run, plan = planned
         mirror, options = mirror_run.mirror, mirror_run.options
     else:
-        mirror, options = config.load(args.config).get(mirror_name), options_from(args)
+        mirror, options = mirror or config.load(args.config).get(mirror_name), options_from(args)
         check_follow(mirror, options)
         mirror_run, plan = MirrorRun(mirror, options), None
     try:
@@ -62,43 +64,13 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any,
         result = mirror_run.execute(prepared, runner)
     except EosMirrorError as exc:
         if not args.dry_run:   # the lag reports say ERROR until a run succeeds again
-            record_run(mirror, {"run_id": mirror_run.options.run_id, "status": "failed", "error": str(exc)})
+            record_run(mirror, RunFailure.of(mirror.name, exc, run_id=mirror_run.options.run_id))
         raise
-    if not result.get("dry_run"):
+    if not result.dry_run:
         with mirror_run.steps.step("lag record"):
             record_run(mirror, result)
-        result["steps"] = mirror_run.steps.as_dict()
-    return (EXIT_OK if result["status"] == "ok" else EXIT_FAILED), result
-
-
-def plan_without_spark(mirror: Any, args: argparse.Namespace) -> tuple[bool, tuple[MirrorRun, Planned] | None]:
-    """(whether the run needs no Spark, the plan it then completes): a plan (it writes nothing) that
-    finds no record to copy, for a run that does not follow. Such a run needs no Spark, whose start
-    alone (spark-submit's JVM, then the Python driver) costs about 3 s; it runs its slots in the
-    caller's process and completes this plan (``run(..., planned=)``) instead of planning again:
-    reading every partition's offsets and progress twice was a quarter of an empty run at 5,000
-    partitions. A plan that fails says (True, None): the run in the caller's process plans again,
-    meets the same error at once and records it for the lag reports."""
-
-    if follow_until(args) is not None:
-        return False, None
-    mirror_run = MirrorRun(mirror, options_from(args))
-    try:
-        plan = mirror_run.plan()
-    except EosMirrorError:
-        return True, None
-    if any(slot.pending for slot in plan.slots):
-        return False, None
-    return True, (mirror_run, plan)
-
-
-def warm_workers(args: argparse.Namespace) -> int:
-    """How many Python workers to start ahead: one per slot (a bad name or file: none; the run
-    itself reports it)."""
-    try:
-        return int(config.load(args.config).get(args.mirror).slots)
-    except (ConfigError, OSError):
-        return 0
+        result.steps = mirror_run.steps.as_dict()
+    return (EXIT_OK if result.ok else EXIT_FAILED), result
 
 
 def parser() -> argparse.ArgumentParser:
@@ -114,24 +86,22 @@ def execute(args: argparse.Namespace, runner: Any, out: Any = None, err: Any = N
     """One run from the job's parsed arguments; the report goes to ``out`` (the copy task's log and
     XCom line), a failure's one line to ``err``. The exit code: 0 ok, 1 failed, 2 configuration."""
     out, err = out or sys.stdout, err or sys.stderr
-    result: dict[str, Any] | None = None
+    result: Report
     try:
         code, result = run(args.mirror, args, runner)
     except EosMirrorError as exc:
         log.error("%s", exc)
         print(f"eosmirror: {exc}", file=err)
         code = exc.exit_code
-        result = {"mirror": args.mirror, "status": "failed", "error": str(exc), "error_type": type(exc).__name__,
-                  "exit_code": code}
-    if result is not None:
-        if "slots" in result:
-            print(reports.summary(result), file=out, flush=True)
-            rows = reports.partitions(result)
-            if rows:   # the copy log's last lines: what was copied and what is left, per partition
-                print(reports.partitions_table(rows), file=out, flush=True)
-        print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
-        if args.result_json:
-            reports.write_json(result, args.result_json)
+        result = RunFailure.of(args.mirror, exc)
+    if isinstance(result, RunReport):
+        print(reports.summary(result), file=out, flush=True)
+        rows = reports.partitions(result)
+        if rows:   # the copy log's last lines: what was copied and what is left, per partition
+            print(reports.partitions_table(rows), file=out, flush=True)
+    print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
+    if args.result_json:
+        reports.write_json(result.to_dict(), args.result_json)
     return code
 
 
@@ -142,12 +112,29 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    runner = run_on_spark if args.runner == "spark" else run_in_process
+    return execute(args, job_runner(args))
+
+
+def job_runner(args: argparse.Namespace) -> SlotRunner:
+    """The slot runner of the job spark-submit runs: Spark (started early, while the driver plans,
+    unless EOSMIRROR_SPARK_EARLY_START=0 or a dry run, whose slots never run), or this process for
+    ``--runner inprocess``. Whether a run's slots then use executors is ``slots_need_spark``."""
+    if args.runner != "spark":
+        return run_in_process
     # EOSMIRROR_SPARK_EARLY_START=0: start Spark only when the slots need it (the A/B of the bench;
     # an escape hatch should a cluster manager dislike an application's warm-up job).
-    if args.runner == "spark" and not args.dry_run and os.environ.get("EOSMIRROR_SPARK_EARLY_START", "1") != "0":
-        start_spark_early(warm_workers(args))
-    return execute(args, runner)
+    if not args.dry_run and os.environ.get("EOSMIRROR_SPARK_EARLY_START", "1") != "0":
+        start_spark_early(_warm_workers(args))
+    return run_on_spark
+
+
+def _warm_workers(args: argparse.Namespace) -> int:
+    """How many Python workers to start ahead: one per slot (a bad name or file: none; the run
+    itself reports it)."""
+    try:
+        return int(config.load(args.config).get(args.mirror).slots)
+    except (ConfigError, OSError):
+        return 0
 
 
 __all__ = ["main", "execute", "run", "add_run_arguments", "follow_until", "parse_timestamp", "options_from",

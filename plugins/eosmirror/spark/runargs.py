@@ -44,6 +44,12 @@ def follow_until(args: argparse.Namespace) -> dt.datetime | None:
     return parse_timestamp(until, "--follow-until") if until else None
 
 
+def served_command_line(argv: list[str]) -> bool:
+    """`eosmirror run ... --server` that ``launch.decide`` sends to the run server (its first rules,
+    read off the command line): ``eosmirror.cli`` then takes its lean path, without the full CLI."""
+    return argv[:1] == ["run"] and "--server" in argv and "--dry-run" not in argv and "--inprocess" not in argv
+
+
 def add_run_command(run: argparse.ArgumentParser) -> None:
     """Everything `eosmirror run` takes (the CLI's `run` subcommand and the lean `run --server` path)."""
     run.add_argument("mirror")

@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eosmirror.core.runreport import SlotResult, SlotStatus
 from eosmirror.driver.run import run_in_process
 from eosmirror.slot.copier import run_slot
 from eosmirror.slot.slotstate import SlotTask
@@ -22,7 +23,7 @@ from eosmirror.slot.slotstate import SlotTask
 log = logging.getLogger(__name__)
 
 
-def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
+def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> SlotResult:
     # On the executor, run_slot arms the slot's lifeline (abort + exit once this run's JVM is gone).
     pending = sum(max(0, p.end - p.start) for p in task.partitions)
     sc.setJobGroup(f"eosmirror-{task.mirror}-slot-{task.slot}",
@@ -33,9 +34,8 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the task failed after Spark's retries
         text = str(exc).strip().splitlines()
         reason = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
-        return {"slot": task.slot, "transactional_id": task.transactional_id, "status": "failed", "records": 0,
-                "bytes": 0, "partitions": [], "error": f"Spark task failed: {reason[:500]}",
-                "error_type": "SparkTaskFailed"}
+        return SlotResult.not_started(task.slot, task.transactional_id, SlotStatus.FAILED,
+                                      f"Spark task failed: {reason[:500]}", "SparkTaskFailed")
 
 
 def warm_worker(_: int) -> int:
@@ -78,13 +78,19 @@ def start_spark_early(workers: int) -> threading.Thread:
     return thread
 
 
+def slots_need_spark(pending: bool, follows: bool) -> bool:
+    """Whether a run's slots need Spark executors: only to copy records, or to follow (the rule of
+    spark/launch.py, which also decides that a run with nothing to copy needs no Spark at all)."""
+    return pending or follows
+
+
 def runs_on_driver(tasks: list[SlotTask]) -> bool:
     """Nothing to copy and no slot follows: the slots' progress keep-alive runs on the driver."""
-    return not any(t.follow_until is not None for t in tasks) and not any(
-        p.end > p.start for t in tasks for p in t.partitions)
+    return not slots_need_spark(pending=any(p.end > p.start for t in tasks for p in t.partitions),
+                                follows=any(t.follow_until is not None for t in tasks))
 
 
-def run_on_spark(tasks: list[SlotTask]) -> list[dict[str, Any]]:
+def run_on_spark(tasks: list[SlotTask]) -> list[SlotResult]:
     """Runner for ``MirrorRun.execute``: uses the context spark-submit configured.
 
     A run with nothing to copy still commits every slot's progress (idle partitions' keep-alive),

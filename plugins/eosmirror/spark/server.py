@@ -48,6 +48,7 @@ from eosmirror import paths
 from eosmirror.core import steptimes
 from eosmirror.core.errors import EXIT_CONFIG
 from eosmirror.core.logformat import LOG_FORMAT
+from eosmirror.core.runreport import SlotResult, SlotStatus
 from eosmirror.kafka import connections
 from eosmirror.slot import lifeline
 from eosmirror.spark.leases import LeaseServer
@@ -136,13 +137,12 @@ def owned_runner(owner: tuple[int, int], leases: LeaseServer, run: str) -> Any:
     """``run_on_spark`` for slots that end with ``owner`` (step 4): they hold a lease bound to it."""
     from eosmirror.spark.runner import run_on_spark
 
-    def runner(tasks: list[Any]) -> list[dict[str, Any]]:
+    def runner(tasks: list[Any]) -> list[SlotResult]:
         client = lifeline.Process(owner[0], owner[1], "client")
         if not client.alive():
             log.error("the client (pid %d) is gone before the slots started: no slot starts", owner[0])
-            return [{"slot": t.slot, "transactional_id": t.transactional_id, "status": "failed", "records": 0,
-                     "bytes": 0, "partitions": [], "error": "the client of the run server is gone",
-                     "error_type": "ClientGone"} for t in tasks]
+            return [SlotResult.not_started(t.slot, t.transactional_id, SlotStatus.FAILED,
+                                           "the client of the run server is gone", "ClientGone") for t in tasks]
         lease = leases.grant(client, run)
         try:
             return run_on_spark([dataclasses.replace(t, lease=lease) for t in tasks])

@@ -67,12 +67,12 @@ def profile_copy(ctx: Context, records: int) -> dict[str, Any]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(profiler.output_text(unicode=False, color=False, show_all=False))
         session = profiler.last_session
-        rate = result["records"] / result["seconds"] if result.get("seconds") else None
-        ctx.say(f"copy loop: {result['records']:,} records in {result['seconds']:.2f} s under the profiler "
+        rate = result.records / result.seconds if result.seconds else None
+        ctx.say(f"copy loop: {result.records:,} records in {result.seconds:.2f} s under the profiler "
                 f"({rate or 0:,.0f} records/s); {path}")
-        return {"path": str(path), "records": result["records"], "slot_seconds": result["seconds"],
-                "status": result["status"], "profiled_duration": round(session.duration, 3),
-                "summary": f"one slot, {result['records']:,} records, {rate or 0:,.0f} records/s under the profiler",
+        return {"path": str(path), "records": result.records, "slot_seconds": result.seconds,
+                "status": result.status.value, "profiled_duration": round(session.duration, 3),
+                "summary": f"one slot, {result.records:,} records, {rate or 0:,.0f} records/s under the profiler",
                 "self_time_by_function": _self_time_by_function(session.root_frame())}
     finally:
         if not ctx.settings.keep_topics:

@@ -186,7 +186,7 @@ def run_eosmirror(source_conf: dict[str, Any], target_conf: dict[str, Any], topi
     mirror = config.parse({"mirrors": [raw]}, Path("bench-rereads.yaml")).mirrors[0]
     started = time.monotonic()
     mirror_run = driver.MirrorRun(mirror, driver.RunOptions())
-    status = mirror_run.execute(mirror_run.prepare(), driver.run_in_process)["status"]
+    status = mirror_run.execute(mirror_run.prepare(), driver.run_in_process).status.value
     copied = time.monotonic() - started
     report = sync_groups(mirror, GroupSyncOptions())
     say(f"eosmirror: run {status} in {copied:.1f} s, group sync of {len(report['groups'])} groups in "

@@ -59,10 +59,10 @@ def _recover(config_file: Path, name: str, ctx: scenarios.RoundContext) -> int:
             ctx.note(f"recovery run {attempt} failed: {exc}"[:300])
             time.sleep(3)
             continue
-        if result["status"] == "ok" and result["records"] == 0:
+        if result.ok and result.records == 0:
             return attempt
-        if result["status"] != "ok":
-            ctx.note(f"recovery run {attempt}: {result['errors'][:2]}")
+        if not result.ok:
+            ctx.note(f"recovery run {attempt}: {result.errors[:2]}")
     return 0
 
 

@@ -86,6 +86,7 @@ def runs(dag_id: str, since: float) -> list[dict[str, Any]]:
     from sqlalchemy import select
 
     from eosmirror.airflow import reports
+    from eosmirror.core.runreport import RunReport
 
     out = []
     with create_session() as session:
@@ -96,13 +97,14 @@ def runs(dag_id: str, since: float) -> list[dict[str, Any]]:
     for run_id, run_type, state, started, ended in rows:
         if started is None or started.timestamp() < since:
             continue
-        report = reports.run_report(dag_id, run_id) or {}
+        found = reports.run_report(dag_id, run_id)
+        report = found if isinstance(found, RunReport) else None
         out.append({"run_id": run_id, "run_type": str(getattr(run_type, "value", run_type)),
                     "state": str(getattr(state, "value", state)),
                     "started": started.timestamp(), "ended": ended.timestamp() if ended else None,
                     "seconds": round(ended.timestamp() - started.timestamp(), 1) if ended else None,
-                    "copy_tries": tries.get(run_id), "records": report.get("records"),
-                    "slot_statuses": sorted({s.get("status") for s in report.get("slots", [])} - {None})})
+                    "copy_tries": tries.get(run_id), "records": report.records if report else None,
+                    "slot_statuses": sorted({s.status.value for s in report.slots} if report else ())})
     return out
 
 
