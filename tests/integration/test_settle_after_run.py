@@ -24,13 +24,20 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import Consumer, TopicPartition
 
 from eosmirror import driver
 from eosmirror.core import naming, planning
-from eosmirror.core.errors import ProgressUnavailableError
-from tests.helpers import cli, create_topic, faults_env, mirror, run, seed_sequence, write_mirror_file
+from tests.helpers import (
+    cli,
+    create_topic,
+    faults_env,
+    mirror,
+    plan_refused_while_held,
+    run,
+    seed_sequence,
+    write_mirror_file,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -174,24 +181,10 @@ def test_a_transaction_held_open_with_the_slot_id_is_refused_naming_it(source_co
     seed_sequence(source_conf, topic, 2, RECORDS)
     m = mirror(unique("m"), [topic], slots=1, max_transaction_seconds=60)
     assert run(m)["records"] == 2 * RECORDS
-    for conf in (source_conf, target_conf):   # the topic grows; partitions 2 and 3 have no progress yet
-        admin = AdminClient(conf)     # held: a collected admin client cancels its futures
-        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
     slot_id = naming.slot_transactional_id(m.transactional_id_prefix, m.name, 0)
-    zombie = Producer({**target_conf, "transactional.id": slot_id, "transaction.timeout.ms": 120000})
-    zombie.init_transactions(30)
-    zombie.begin_transaction()
-    group = Consumer({**target_conf, "group.id": m.progress_group}).consumer_group_metadata()
-    zombie.send_offsets_to_transaction([TopicPartition(topic, 2, 1), TopicPartition(topic, 3, 1)], group, 30)
     lower_settle_window(monkeypatch, 4.0)
-    try:
-        started = time.monotonic()
-        with pytest.raises(ProgressUnavailableError) as refused:
-            driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
-        waited = time.monotonic() - started
-    finally:
-        zombie.abort_transaction(30)
-    text = str(refused.value)
+    # The topic grows; partitions 2 and 3 have no progress yet, and the slot's id holds their first one.
+    text, waited = plan_refused_while_held(source_conf, target_conf, m, topic, slot_id)
     assert "none settled in the last 4 s" in text and f"eosmirror fence {m.name}" in text, text
     assert slot_id in text and text.index(slot_id) < text.index("eosmirror fence"), text
     from eosmirror.kafka import transactions
