@@ -84,3 +84,22 @@ def test_transactions_describe_table_is_parsed():
     assert transactions.summary(row) == "Ongoing, open for 41 s, producer 1000 epoch 3"
     assert transactions.summary({**row, "TransactionState": "Empty"}) == "Empty, producer 1000 epoch 3"
     assert transactions.parse("Error: something") == {}
+
+
+def test_messages_count_partitions_where_the_decision_counts_signs_of_progress():
+    """The progress read counts a partition twice while both its data marker and its progress are
+    pending (finer progress); the messages say partitions."""
+    now = {"t": 0.0}
+    answers = iter([(8, 4), (6, 4), (4, 2), (0, 0)])
+
+    def probe(round_seconds: float) -> tuple[int, int]:
+        now["t"] += 3.0
+        return next(answers)
+
+    said: list[str] = []
+    outcome = settle.wait(probe, 4.0, 60.0, on_wait=settle.reporter(said.append, "progress", every=5.0),
+                          clock=lambda: now["t"], sleep=lambda s: None)
+    assert outcome.verdict == settle.SETTLED and [look.pending for look in outcome.looks] == [8, 6, 4, 0]
+    assert said == ["progress of 2 partitions still settling (was 4 6 s ago): the last run's commit markers "
+                    "are being written"]
+    assert outcome.explain() == "settled after 9.0 s (was 4 pending)"

@@ -33,10 +33,17 @@ SETTLED, WAIT, STUCK, BOUND = "settled", "wait", "stuck", "bound"
 
 @dataclass(frozen=True)
 class Look:
-    """One round: when (monotonic seconds) and how many partitions were still pending."""
+    """One round: when (monotonic seconds) and how much was still pending. ``pending`` is what the
+    decision compares (it may count a partition once per sign of progress it is still missing);
+    ``partitions``, when given, is how many partitions that is, for the messages."""
 
     at: float
     pending: int
+    partitions: int | None = None
+
+    @property
+    def shown(self) -> int:
+        return self.pending if self.partitions is None else self.partitions
 
 
 def last_progress(looks: Sequence[Look]) -> float:
@@ -75,8 +82,8 @@ class Outcome:
         """Why the wait ended, in figures (for refusals and warnings)."""
         first, last = self.looks[0], self.looks[-1]
         if self.verdict == SETTLED:
-            return f"settled after {self.waited:.1f} s (was {first.pending:,} pending)"
-        trend = f"{last.pending:,} still pending after {self.waited:.0f} s (was {first.pending:,})"
+            return f"settled after {self.waited:.1f} s (was {first.shown:,} pending)"
+        trend = f"{last.shown:,} still pending after {self.waited:.0f} s (was {first.shown:,})"
         if self.verdict == BOUND:
             return (f"{trend}: the wait reached the mirror's transaction timeout "
                     f"({self.bound_seconds:.0f} s), by which the broker aborts an abandoned transaction")
@@ -86,7 +93,7 @@ class Outcome:
 def progress_line(what: str, looks: Sequence[Look]) -> str:
     """"progress of 3,750 partitions still settling (was 4,469 12 s ago): ..." for a log line."""
     first, last = looks[0], looks[-1]
-    return (f"{what} of {last.pending:,} partitions still settling (was {first.pending:,} "
+    return (f"{what} of {last.shown:,} partitions still settling (was {first.shown:,} "
             f"{last.at - first.at:.0f} s ago): the last run's commit markers are being written")
 
 
@@ -105,17 +112,19 @@ def reporter(say: Callable[[str], None], what: str, every: float = LOG_EVERY_SEC
     return on_wait
 
 
-def wait(probe: Callable[[float], int], stuck_seconds: float, bound_seconds: float,
+def wait(probe: Callable[[float], int | tuple[int, int]], stuck_seconds: float, bound_seconds: float,
          on_wait: Callable[[list[Look]], None] | None = None, pause: float = 0.5,
          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Outcome:
-    """Ask ``probe(round_seconds)`` (the pending count now; it may block up to round_seconds) until
-    :func:`decide` says anything but WAIT. ``on_wait`` sees the looks after each WAIT (to log)."""
+    """Ask ``probe(round_seconds)`` (the pending count now, or (count, partitions); it may block up to
+    round_seconds) until :func:`decide` says anything but WAIT. ``on_wait`` sees the looks after each
+    WAIT (to log)."""
     round_seconds = max(0.5, min(3.0, stuck_seconds / 3))
     looks: list[Look] = []
     while True:
         started = clock()
-        pending = probe(round_seconds)
-        looks.append(Look(clock(), pending))
+        answer = probe(round_seconds)
+        pending, partitions = answer if isinstance(answer, tuple) else (answer, None)
+        looks.append(Look(clock(), pending, partitions))
         verdict = decide(looks, stuck_seconds, bound_seconds)
         if verdict != WAIT:
             return Outcome(verdict, looks, stuck_seconds, bound_seconds)

@@ -141,11 +141,11 @@ def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: 
     if not missing:
         return found, set(), None
 
-    def probe(round_seconds: float) -> int:
+    def probe(round_seconds: float) -> tuple[int, int]:
         nonlocal missing
         try:
             found.update(read(target, missing, group, stable=True, timeout=round_seconds))
-            return 0
+            return 0, 0
         except ProgressUnavailableError:   # still pending (one answer for the whole request)
             pass
         # What moves between rounds: a pending first progress appears in the plain read once its
@@ -154,7 +154,7 @@ def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: 
         landed = read(target, missing, group, stable=False)
         found.update(landed)
         missing = [tp for tp in missing if tp not in landed]
-        return len(missing) + len(offsets.marking(target, missing))
+        return len(missing) + len(offsets.marking(target, missing)), len(missing)
 
     outcome = settle.wait(probe, settle_seconds, bound_seconds if bound_seconds is not None else settle_seconds,
                           on_wait=settle.reporter(lambda line: log.info("%s: %s", target.label, line), what))
