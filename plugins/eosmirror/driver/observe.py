@@ -16,13 +16,13 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from eosmirror.core import settle
+from eosmirror.core import naming, settle
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import DataLossError, ProgressUnavailableError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
-from eosmirror.kafka import progress, syncstore
+from eosmirror.kafka import progress, state, syncstore, transactions
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
@@ -103,9 +103,6 @@ def settle_bound_seconds(mirror: MirrorConfig) -> float:
 def holders(mirror: MirrorConfig, target: Cluster) -> str:
     """The mirror's transactional ids that can hold its progress group's transaction, with their
     state where a describer is available (kafka/transactions.py): for a refusal only."""
-    from eosmirror.core import naming
-    from eosmirror.kafka import state, transactions
-
     try:
         current = state.read_generation(target, mirror.name, mirror.progress_group)
     except Exception as exc:  # noqa: BLE001 - the refusal must still be said
