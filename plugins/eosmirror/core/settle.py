@@ -97,7 +97,8 @@ def progress_line(what: str, looks: Sequence[Look]) -> str:
             f"{last.at - first.at:.0f} s ago): the last run's commit markers are being written")
 
 
-# A waiting reader says how far it got this often.
+# A waiting reader says how far it got this often (at WARNING, the CLI's default level: the operator
+# of a command that waits half a minute sees why, and that it moves).
 LOG_EVERY_SECONDS = 5.0
 
 

@@ -103,10 +103,10 @@ def settle_ends(cluster: Cluster, partitions: list[tuple[str, int]], stuck_secon
         return len(pending)
 
     outcome = settle.wait(probe, stuck_seconds, bound_seconds,
-                          on_wait=settle.reporter(lambda line: log.info("%s: %s", cluster.label, line), what))
+                          on_wait=settle.reporter(lambda line: log.warning("%s: %s", cluster.label, line), what))
     if outcome.verdict != settle.SETTLED:
         log.warning("%s: %s of %d partition(s) (e.g. %s) did not settle: %s", cluster.label, what, len(pending),
                     ", ".join(f"{t}[{p}]" for t, p in pending[:3]), outcome.explain())
     elif outcome.waited >= settle.LOG_EVERY_SECONDS:
-        log.info("%s: %s %s", cluster.label, what, outcome.explain())
+        log.warning("%s: %s %s", cluster.label, what, outcome.explain())
     return outcome

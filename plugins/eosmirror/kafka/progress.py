@@ -157,10 +157,10 @@ def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: 
         return len(missing) + len(offsets.marking(target, missing)), len(missing)
 
     outcome = settle.wait(probe, settle_seconds, bound_seconds if bound_seconds is not None else settle_seconds,
-                          on_wait=settle.reporter(lambda line: log.info("%s: %s", target.label, line), what))
+                          on_wait=settle.reporter(lambda line: log.warning("%s: %s", target.label, line), what))
     if outcome.verdict == settle.SETTLED:
         if outcome.waited >= settle.LOG_EVERY_SECONDS:
-            log.info("%s: %s of %d partitions %s", target.label, what, len(wanted), outcome.explain())
+            log.warning("%s: %s of %d partitions %s", target.label, what, len(wanted), outcome.explain())
         return found, set(), outcome
     return found, set(missing), outcome
 
