@@ -120,3 +120,35 @@ def faults_env(*rules: dict[str, Any]) -> dict[str, str]:
     import json
 
     return {"EOSMIRROR_FAULTS": json.dumps(list(rules))}
+
+
+def plan_refused_while_held(source_conf: dict[str, Any], target_conf: dict[str, Any], m: config.MirrorConfig,
+                            topic: str, transactional_id: str) -> tuple[str, float]:
+    """A copied 2-partition ``topic`` grows to 4 on both sides, and a transaction of
+    ``transactional_id`` holds the first progress of partitions 2 and 3 in the mirror's group, open
+    (a slot killed in its commit). Returns the plan's refusal text and how long it took to refuse;
+    the transaction is aborted afterwards."""
+    import time
+
+    import pytest
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    from eosmirror import driver
+    from eosmirror.core.errors import ProgressUnavailableError
+
+    for conf in (source_conf, target_conf):
+        admin = AdminClient(conf)     # held: a collected admin client cancels its futures
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+    zombie = Producer({**target_conf, "transactional.id": transactional_id, "transaction.timeout.ms": 120000})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    group = Consumer({**target_conf, "group.id": m.progress_group}).consumer_group_metadata()
+    zombie.send_offsets_to_transaction([TopicPartition(topic, 2, 1), TopicPartition(topic, 3, 1)], group, 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ProgressUnavailableError) as refused:
+            driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
+        return str(refused.value), time.monotonic() - started
+    finally:
+        zombie.abort_transaction(30)

@@ -13,13 +13,20 @@ import logging
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import Consumer, TopicPartition
 
 from eosmirror import driver
 from eosmirror.core import planning
-from eosmirror.core.errors import ProgressUnavailableError
-from tests.helpers import cli, create_topic, faults_env, mirror, run, seed_sequence, write_mirror_file
+from tests.helpers import (
+    cli,
+    create_topic,
+    faults_env,
+    mirror,
+    plan_refused_while_held,
+    run,
+    seed_sequence,
+    write_mirror_file,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -124,23 +131,10 @@ def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source
     seed_sequence(source_conf, topic, 2, RECORDS)
     m = mirror(unique("m"), [topic], slots=1, max_transaction_seconds=60)
     assert run(m)["records"] == 2 * RECORDS
-    for conf in (source_conf, target_conf):   # the topic grows; partitions 2 and 3 have no progress yet
-        admin = AdminClient(conf)
-        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
-    zombie = Producer({**target_conf, "transactional.id": unique("zombie-txn"), "transaction.timeout.ms": 120000})
-    zombie.init_transactions(30)
-    zombie.begin_transaction()
-    group = Consumer({**target_conf, "group.id": m.progress_group}).consumer_group_metadata()
-    zombie.send_offsets_to_transaction([TopicPartition(topic, 2, 1), TopicPartition(topic, 3, 1)], group, 30)
     caplog.set_level(logging.WARNING, logger="eosmirror")
-    try:
-        started = time.monotonic()
-        with pytest.raises(ProgressUnavailableError) as refused:
-            driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
-        waited = time.monotonic() - started
-    finally:
-        zombie.abort_transaction(30)
-    assert "not stable" in str(refused.value) and f"eosmirror fence {m.name}" in str(refused.value), refused.value
+    # The topic grows; partitions 2 and 3 have no progress yet, and a transaction holds their first one.
+    text, waited = plan_refused_while_held(source_conf, target_conf, m, topic, unique("zombie-txn"))
+    assert "not stable" in text and f"eosmirror fence {m.name}" in text, text
     assert waited < 60, f"the plan waited {waited:.0f} s before refusing"
     assert not new_partition_warnings(caplog)
     # Once the transaction is gone the answer is "no progress", and they are new partitions indeed.

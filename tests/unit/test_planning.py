@@ -137,20 +137,27 @@ def test_a_topic_counts_as_mirrored_when_any_partition_has_progress_or_an_offset
     assert mirrored_topics(pairs, {}, {}) == set()
 
 
-def test_an_unsettled_answer_in_a_mirrored_topic_stops_the_plan_and_names_the_fence(caplog):
+def test_an_unsettled_answer_in_a_mirrored_topic_stops_the_plan_and_names_the_fence(caplog, monkeypatch):
+    from eosmirror.core import settle
     from eosmirror.core.errors import ProgressUnavailableError
     from eosmirror.driver import observe
     from tests.unit.test_config import one
 
     m = one()
-    observe._refuse_unsettled(m, set(), {"a.x"}, "target")   # nothing pending: nothing to say
+    target = type("Target", (), {"label": "target"})()
+    monkeypatch.setattr(observe, "holders", lambda mirror, cluster: "eos.m1.0 (Ongoing, open for 20 s)")
+    stuck = settle.Outcome(settle.STUCK, [settle.Look(0.0, 2), settle.Look(16.0, 2)], 15.0, 60.0)
+    observe._refuse_unsettled(m, set(), {"a.x"}, target)   # nothing pending: nothing to say
     with pytest.raises(ProgressUnavailableError) as refused:
-        observe._refuse_unsettled(m, {("a.x", 3), ("a.y", 0)}, {"a.x"}, "target")
+        observe._refuse_unsettled(m, {("a.x", 3), ("a.y", 0)}, {"a.x"}, target, stuck)
     text = str(refused.value)
     assert "1 partition(s)" in text and "a.x[3]" in text and "eosmirror fence m1" in text and "not offset 0" in text
+    # The refusal says why it stopped waiting and who can hold the transaction, before "fence".
+    assert "none settled in the last 15 s" in text
+    assert text.index("eos.m1.0 (Ongoing") < text.index("eosmirror fence m1")
     # A topic's first mirroring goes on (the slots read the settled start after fencing), and says so once.
     caplog.set_level("WARNING", logger="eosmirror")
-    observe._refuse_unsettled(m, {("a.y", 0), ("a.y", 1)}, {"a.x"}, "target")
+    observe._refuse_unsettled(m, {("a.y", 0), ("a.y", 1)}, {"a.x"}, target, stuck)
     assert [r.getMessage().count("not stable") for r in caplog.records] == [1]
 
 
@@ -175,10 +182,10 @@ def test_a_follower_committing_beside_the_plan_is_not_mistaken_for_a_truncated_s
             value = 0 if "earliest" in kind else lso["now"]
         return dict.fromkeys(specs, value)
 
-    def read_settled(target, partitions, group, settle_seconds):
+    def read_settled(target, partitions, group, settle_seconds, bound_seconds):
         with lock:
             lso["now"] = 738_200        # the follower read on and committed 738,124 meanwhile
-        return {("t", 0): Progress(offset=738_124, source_topic="t", source_topic_id="id")}, set()
+        return {("t", 0): Progress(offset=738_124, source_topic="t", source_topic_id="id")}, set(), None
 
     monkeypatch.setattr(observe, "list_offsets_of", list_offsets_of)
     monkeypatch.setattr(observe.progress, "read_settled", read_settled)

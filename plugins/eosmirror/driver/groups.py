@@ -25,7 +25,9 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, Config
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
 from eosmirror.driver import topics
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
 from eosmirror.kafka import groups as kafka_groups
+from eosmirror.kafka import offsets as kafka_offsets
 from eosmirror.kafka import readers, syncstore
 from eosmirror.kafka.cluster import Cluster
 
@@ -146,6 +148,12 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     sides = _sides(mirror, options.direction, source, target)
+    # Right after a run the broker may still be writing its commit markers (issue #44): the syncs and
+    # target records read next are read_committed, so wait while those land, as the planner does.
+    on_target = ([(sides.topic_map[t], p) for t, n in sides.partitions.items() for p in range(n)]
+                 if sides.write is target else [(t, p) for t, n in sides.partitions.items() for p in range(n)])
+    kafka_offsets.settle_ends(target, on_target + [(naming.offset_sync_topic(mirror.name), 0)], PROGRESS_SETTLE_SECONDS,
+                        settle_bound_seconds(mirror), "the target's end")
 
     def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
         return syncstore.load_needed(target, mirror.name, mirror.progress_group, needs)

@@ -17,7 +17,7 @@ from eosmirror.core.config import MirrorConfig, MirrorsFile
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
 from eosmirror.core.runreport import Report
 from eosmirror.driver import topics
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka.cluster import Cluster
@@ -60,15 +60,17 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
                  pool.submit(list_offsets_of, source, {k: OffsetSpec.latest() for k in keys})]
         # The planner's read (progress.read_settled): a plain read answers "no offset" while a partition's
         # first progress commit is pending, and the partition would count from its log start.
-        committed, unsettled = progress.read_settled(target, [(target_of[t], p) for t, p in keys],
-                                                     mirror.progress_group,
-                                                     settle_seconds=PROGRESS_SETTLE_SECONDS)
+        # It waits while the last run's markers are being written (core/settle.py), as the planner does.
+        committed, unsettled, outcome = progress.read_settled(target, [(target_of[t], p) for t, p in keys],
+                                                              mirror.progress_group,
+                                                              settle_seconds=PROGRESS_SETTLE_SECONDS,
+                                                              bound_seconds=settle_bound_seconds(mirror))
         starts, highs, stables = (future.result() for future in asked)
     if unsettled:   # an open transaction holds their first progress: nothing is committed for them yet
         example = ", ".join(f"{t}[{p}]" for t, p in sorted(unsettled)[:3])
         log.warning("mirror %s: the first progress of %d partition(s) (e.g. %s) is held by a transaction still open "
-                    "after %.0f s; they count from their log start", mirror.name, len(unsettled), example,
-                    PROGRESS_SETTLE_SECONDS)
+                    "(%s); they count from their log start", mirror.name, len(unsettled), example,
+                    outcome.explain() if outcome is not None and outcome.looks else "not stable")
     done = {k: committed.get((target_of[k[0]], k[1])) for k in keys}
     ranges = {k: (max(done[k].offset if done[k] else starts[k], starts[k]), stables[k]) for k in keys}
     oldest = readers.first_timestamps(source, ranges, f"eosmirror-{mirror.name}-lag",

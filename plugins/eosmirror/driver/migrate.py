@@ -33,8 +33,10 @@ from eosmirror.core.errors import EosMirrorError, ProgressUnavailableError
 from eosmirror.core.migration import AuditRecord, PartitionChange
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
 from eosmirror.driver.run import MirrorRun
 from eosmirror.kafka import calls, clients, progress, readers, state
+from eosmirror.kafka import offsets as kafka_offsets
 from eosmirror.kafka.offsets import list_offsets_of
 
 CHECK_WINDOW_SECONDS = 3.0
@@ -106,7 +108,11 @@ class Migration:
                     origin=origin_reader())
 
     def steady_look(self, origin_reader: Any, what: str) -> Look:
-        """Two looks ``window`` seconds apart; refuse if anything moved or a transaction is open."""
+        """Two looks ``window`` seconds apart; refuse if anything moved or a transaction is open.
+        Right after a run the broker may still be writing its commit markers (issue #44): the first
+        look waits while they visibly land, as the planner does; a transaction really open stays."""
+        kafka_offsets.settle_ends(self.target, [tp for tp in self.target_of.values() if tp[0] in self.existing],
+                            PROGRESS_SETTLE_SECONDS, settle_bound_seconds(self.mirror), "the target's end")
         first = self.look(origin_reader)
         open_now = {tp: (s, first.target_high[tp]) for tp, s in first.target_stable.items()
                     if s != first.target_high[tp]}

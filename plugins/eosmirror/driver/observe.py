@@ -16,12 +16,13 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eosmirror.core import naming, settle
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import DataLossError, ProgressUnavailableError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
-from eosmirror.kafka import progress, syncstore
+from eosmirror.kafka import progress, state, syncstore, transactions
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
@@ -85,19 +86,49 @@ def _recover(pair: TopicPair, p: int, history: PartitionSyncs, target_topic_ids:
     return history.progress  # type: ignore[return-value]
 
 
-# How long the planner waits for a pending first progress commit to settle (see progress.read_settled).
-# Markers normally land within milliseconds of a slot's commit; a slot still committing, or one under
-# a loaded broker, within seconds. Longer means an open transaction: a running or killed slot.
+# How long the planner waits without seeing any pending first progress settle (see progress.read_settled
+# and core/settle.py). Markers normally land within milliseconds of a slot's commit; on a loaded broker
+# writing the markers of thousands of partitions, the pending set keeps shrinking for tens of seconds,
+# and the wait goes on while it does (bounded by the mirror's transaction timeout). Nothing settling
+# for this long means an open transaction: a running or killed slot.
 PROGRESS_SETTLE_SECONDS = 15.0
 
 
+def settle_bound_seconds(mirror: MirrorConfig) -> float:
+    """The longest any settle wait of this mirror lasts: its transaction timeout, after which the
+    broker has aborted any transaction of the mirror that was left open."""
+    return max(PROGRESS_SETTLE_SECONDS, mirror.transaction_timeout_ms / 1000)
+
+
+def holders(mirror: MirrorConfig, target: Cluster) -> str:
+    """The mirror's transactional ids that can hold its progress group's transaction, with their
+    state where a describer is available (kafka/transactions.py): for a refusal only."""
+    try:
+        current = state.read_generation(target, mirror.name, mirror.progress_group)
+    except Exception as exc:  # noqa: BLE001 - the refusal must still be said
+        log.debug("the generation could not be read for the refusal: %s", exc)
+        current = None
+    slots = max(mirror.slots, current.max_slots if current else 0)
+    ids = naming.slot_transactional_ids(mirror.transactional_id_prefix, mirror.name, slots)
+    ids.append(naming.planner_transactional_id(mirror.transactional_id_prefix, mirror.name))
+    states, why = transactions.describe(target.settings, ids)
+    if not states:
+        return f"{', '.join(ids)} (their state was not described: {why})"
+    busy = [i for i in ids if states.get(i, "").split(",")[0] in ("Ongoing", "PrepareCommit", "PrepareAbort")]
+    named = [f"{i} ({states.get(i, 'not described')})" for i in busy + [i for i in ids if i not in busy]]
+    return "; ".join(named)
+
+
 def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mirrored: set[str],
-                      target_label: str) -> None:
+                      target: Cluster, outcome: settle.Outcome | None = None) -> None:
     """Partitions whose answer stayed "pending" are never planned as having no progress.
 
     In a topic the mirror already copies, "no progress" means "new partition, copy from offset 0":
     planning that from a pending answer would show (and, without the slots' re-read after fencing,
-    copy) records the mirror already copied, so the plan stops with what to do. In a topic's first
+    copy) records the mirror already copied, so the plan stops with what to do. It stops only once
+    the wait found a transaction really open (nothing settled for PROGRESS_SETTLE_SECONDS, or the
+    transaction timeout reached), never while the previous run's markers are still being written,
+    and it names the transactional ids that can hold it before it says "fence". In a topic's first
     mirroring the fallback is ``start_from`` and the slots' re-read after fencing decides the real
     start; refusing there would leave a run killed in its first commit unrecoverable by the next run
     until the broker times its transaction out, so the plan goes on and says so once.
@@ -106,18 +137,19 @@ def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mir
         return
     refused = sorted(tp for tp in unsettled if tp[0] in mirrored)
     example = ", ".join(f"{t}[{p}]" for t, p in (refused or sorted(unsettled))[:3])
+    how = outcome.explain() if outcome is not None and outcome.looks else f"not stable after {PROGRESS_SETTLE_SECONDS:.0f} s"
     if refused:
         raise ProgressUnavailableError(
-            f"{target_label}: {len(refused)} partition(s) of topics the mirror already copies show no progress "
-            f"(e.g. {example}), and that answer is not stable after {PROGRESS_SETTLE_SECONDS:.0f} s: a "
-            f"transaction of the mirror holding progress of the group is still open (a slot of a running run, "
-            f"or a killed one). Their start is unknown, not offset 0. Wait for that run to end (the broker "
-            f"aborts an abandoned transaction after {mirror.transaction_timeout_ms // 1000} s) or run "
-            f"`eosmirror fence {mirror.name}`, then plan again")
+            f"{target.label}: {len(refused)} partition(s) of topics the mirror already copies show no progress "
+            f"(e.g. {example}), and that answer is not stable ({how}): a transaction of the mirror holding "
+            f"progress of the group is still open (a slot of a running run, or a killed one). Their start is "
+            f"unknown, not offset 0. The transactional ids that can hold it: {holders(mirror, target)}. Wait "
+            f"for that run to end (the broker aborts an abandoned transaction after "
+            f"{mirror.transaction_timeout_ms // 1000} s) or run `eosmirror fence {mirror.name}`, then plan again")
     log.warning("%s: the first progress of %d partition(s) of topics mirrored for the first time (e.g. %s) is not "
-                "stable after %.0f s (an open transaction of the mirror: a running or killed slot); they are "
+                "stable (%s; an open transaction of the mirror: a running or killed slot); they are "
                 "planned from start_from, and the slots start from whatever that transaction left, read after "
-                "fencing", target_label, len(unsettled), example, PROGRESS_SETTLE_SECONDS)
+                "fencing", target.label, len(unsettled), example, how)
 
 
 def progress_beyond(stable: dict[tuple[str, int], int], committed: dict[tuple[str, int], Any],
@@ -140,9 +172,9 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
     with ThreadPoolExecutor(max_workers=len(specs)) as pool:
         asked = {name: pool.submit(list_offsets_of, source, dict.fromkeys(source_tps, spec))
                  for name, spec in specs.items()}
-        committed, unsettled = progress.read_settled(
+        committed, unsettled, outcome = progress.read_settled(
             target, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], mirror.progress_group,
-            settle_seconds=PROGRESS_SETTLE_SECONDS)
+            settle_seconds=PROGRESS_SETTLE_SECONDS, bound_seconds=settle_bound_seconds(mirror))
         earliest, stable = asked["earliest"].result(), asked["stable"].result()
         until_offsets = asked["until"].result() if "until" in asked else {}
     if progress_beyond(stable, committed, pairs):
@@ -157,7 +189,7 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
     newest = syncstore.latest(target, mirror.name, mirror.progress_group).newest if missing else {}
     syncs = {tp: PartitionSyncs([sync]) for tp, sync in newest.items()}
     mirrored = mirrored_topics(pairs, committed, syncs)
-    _refuse_unsettled(mirror, unsettled - set(syncs), mirrored, target.label)
+    _refuse_unsettled(mirror, unsettled - set(syncs), mirrored, target, outcome)
 
     observations = []
     for pair in pairs:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosmirror.core import migration
+from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver import topics, verifybatch
+from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
 from eosmirror.driver.partitioncheck import PartitionCheck, judge, settled
-from eosmirror.kafka import readers, state, syncstore
+from eosmirror.kafka import offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
@@ -55,6 +56,11 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     existing = topics.describe(target, [p.target for p in pairs])
     partitions = [(pair, k) for pair in pairs if pair.target in existing
                   for k in range(min(pair.partitions, existing[pair.target].partitions))]
+    # Right after a run the broker may still be writing its commit markers (issue #44): an end read
+    # now would leave the last copies "committed after verify read the target's end" (exit 3), and a
+    # copy whose sync is not visible yet would look foreign. Wait while they land, as the planner does.
+    offsets.settle_ends(target, [(pair.target, k) for pair, k in partitions] + [(naming.offset_sync_topic(mirror.name), 0)],
+                        PROGRESS_SETTLE_SECONDS, settle_bound_seconds(mirror), "the target's end")
     # The target's ends first, the offset syncs after: see the module docstring.
     ends = list_offsets_of(target, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions})
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from eosmirror.core import settle
 from eosmirror.kafka import calls
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -62,3 +64,49 @@ def _ask(admin: Any, specs: dict[tuple[str, int], Any], level: Any, out: dict[tu
             moving = moving or _LeadersMoving(exc, tp.topic, tp.partition)
     if moving is not None:
         raise moving
+
+
+log = logging.getLogger(__name__)
+
+
+def marking(cluster: Cluster, partitions: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    """Partitions whose last stable offset is below their high watermark: a transaction that wrote
+    to them is open or its marker is not written yet. Best effort (a count for a settle wait): an
+    error counts every partition as pending, so that it never looks like progress of the wait."""
+    from confluent_kafka import admin
+
+    if not partitions:
+        return set()
+    specs = dict.fromkeys(partitions, admin.OffsetSpec.latest())  # type: ignore[attr-defined,no-untyped-call]
+    try:
+        stable = list_offsets_of(cluster, specs, read_committed=True)
+        high = list_offsets_of(cluster, specs, read_committed=False)
+    except Exception as exc:  # noqa: BLE001 - best effort: counted as pending
+        log.debug("%s: the last stable offsets could not be read (%s)", cluster.label, exc)
+        return set(partitions)
+    return {tp for tp in partitions if tp in stable and tp in high and stable[tp] < high[tp]}
+
+
+def settle_ends(cluster: Cluster, partitions: list[tuple[str, int]], stuck_seconds: float, bound_seconds: float,
+                what: str) -> settle.Outcome | None:
+    """Wait while the markers of transactions already committed are being written into ``partitions``
+    (core/settle.py: the set whose last stable offset is below the high watermark shrinks), so that a
+    read_committed end read next includes them. None: nothing was pending. Only the partitions pending
+    at the first look are followed: a transaction begun since is a run now, not the last one."""
+    pending = sorted(marking(cluster, partitions))
+    if not pending:
+        return None
+
+    def probe(_round_seconds: float) -> int:
+        nonlocal pending
+        pending = sorted(marking(cluster, pending))
+        return len(pending)
+
+    outcome = settle.wait(probe, stuck_seconds, bound_seconds,
+                          on_wait=settle.reporter(lambda line: log.warning("%s: %s", cluster.label, line), what))
+    if outcome.verdict != settle.SETTLED:
+        log.warning("%s: %s of %d partition(s) (e.g. %s) did not settle: %s", cluster.label, what, len(pending),
+                    ", ".join(f"{t}[{p}]" for t, p in pending[:3]), outcome.explain())
+    elif outcome.waited >= settle.LOG_EVERY_SECONDS:
+        log.warning("%s: %s %s", cluster.label, what, outcome.explain())
+    return outcome

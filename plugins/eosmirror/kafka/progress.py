@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from eosmirror.core import settle
 from eosmirror.core.errors import AuthorizationError, ProgressUnavailableError
-from eosmirror.kafka import calls, clients
+from eosmirror.kafka import calls, clients, offsets
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
 
@@ -117,15 +118,19 @@ def read(cluster: Cluster, partitions: Iterable[tuple[str, int]], group: str, st
     return out
 
 
-def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: str,
-                 settle_seconds: float) -> tuple[dict[tuple[str, int], Progress], set[tuple[str, int]]]:
-    """The planner's read: (progress, unsettled). A partition absent from both has no progress.
+def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: str, settle_seconds: float,
+                 bound_seconds: float | None = None, what: str = "progress",
+                 ) -> tuple[dict[tuple[str, int], Progress], set[tuple[str, int]], settle.Outcome | None]:
+    """The planner's read: (progress, unsettled, how the wait ended or None when there was none). A
+    partition absent from both has no progress.
 
     A plain (non-stable) OffsetFetch answers "no offset" for a partition whose FIRST progress sits
     in a transaction that is committed but whose markers have not reached __consumer_offsets yet (a
     slot's commit_transaction() returns before they are written) or that is still open: the same
     answer as for a partition never copied. So every partition without progress is asked again with
-    require_stable, which waits while a commit is pending, for at most ``settle_seconds``. Those
+    require_stable, round after round, while the previous transactions' markers are visibly being
+    written (core/settle.py: the pending set shrinks; nothing settled for ``settle_seconds`` means
+    an open transaction), for at most ``bound_seconds`` (the mirror's transaction timeout). Those
     still pending then are returned as ``unsettled``, never as "no progress": the caller decides.
     Partitions WITH progress keep the plain answer: a pending commit only moves them forward, which
     the slots read after fencing; waiting on them would let one open transaction stall every plan.
@@ -134,12 +139,30 @@ def read_settled(target: Cluster, partitions: Iterable[tuple[str, int]], group: 
     found = read(target, wanted, group, stable=False)
     missing = [tp for tp in wanted if tp not in found]
     if not missing:
-        return found, set()
-    try:
-        found.update(read(target, missing, group, stable=True, timeout=settle_seconds))
-    except ProgressUnavailableError:   # still pending at the deadline (one answer for the whole request)
-        return found, set(missing)
-    return found, set()
+        return found, set(), None
+
+    def probe(round_seconds: float) -> tuple[int, int]:
+        nonlocal missing
+        try:
+            found.update(read(target, missing, group, stable=True, timeout=round_seconds))
+            return 0, 0
+        except ProgressUnavailableError:   # still pending (one answer for the whole request)
+            pass
+        # What moves between rounds: a pending first progress appears in the plain read once its
+        # marker reached the group's partition, and the marker of each data partition of the same
+        # transaction lifts its last stable offset to its high watermark (finer: per partition).
+        landed = read(target, missing, group, stable=False)
+        found.update(landed)
+        missing = [tp for tp in missing if tp not in landed]
+        return len(missing) + len(offsets.marking(target, missing)), len(missing)
+
+    outcome = settle.wait(probe, settle_seconds, bound_seconds if bound_seconds is not None else settle_seconds,
+                          on_wait=settle.reporter(lambda line: log.warning("%s: %s", target.label, line), what))
+    if outcome.verdict == settle.SETTLED:
+        if outcome.waited >= settle.LOG_EVERY_SECONDS:
+            log.warning("%s: %s of %d partitions %s", target.label, what, len(wanted), outcome.explain())
+        return found, set(), outcome
+    return found, set(missing), outcome
 
 
 def _raise_group_error(reader: Any, cluster_label: str, group: str, needs: str) -> None:
