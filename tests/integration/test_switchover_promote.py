@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from eosmirror.airflow import lagrender
 from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import lag
 from eosmirror.kafka import state
@@ -201,6 +202,11 @@ def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_
     assert outcome["may_be_lost"] > 0, outcome
     print(f"promotion with the source down took {took:.1f} s; may be lost: {outcome['may_be_lost']} "
           f"(per partition {[p['may_be_lost'] for p in outcome['partitions']]}); steps {outcome['steps']}")
+
+    # The lag report and page show the state, read from the target alone (the source is still down), no alert.
+    shown = lag.report(m)
+    assert (shown.status, shown.alerting) == ("PROMOTED", False) and "promoted since" in shown.reason, shown
+    assert "data-status='PROMOTED'" in lagrender.overview([shown], shown.time_ms)
 
     # The old source comes back: Kafka's reader finds what never reached the target.
     cluster.start(killable_source, timeout=waits.service_budget(90, cap_seconds=240))

@@ -11,7 +11,9 @@ from typing import Any
 from eosmirror.core import lagview, recoverypoint
 from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
 
-COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a"}
+COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a",
+           # a mirror's disaster-recovery states (docs/disaster-recovery.md): no alert, it copies no more
+           "SWITCHING-OVER": "#1565c0", "SWITCHED-OVER": "#1565c0", "PROMOTING": "#37474f", "PROMOTED": "#37474f"}
 RANGES = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
 MAX_POINTS = 400
 
@@ -167,7 +169,7 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
                         ["mirror"], registry=registry),
     }
     for s in statuses:
-        for status in SEVERITY:
+        for status in (*SEVERITY, *(() if s.status in SEVERITY else (s.status,))):   # or its DR state
             g["mirror"].labels(s.mirror, status).set(1 if s.status == status else 0)
         g["breach"].labels(s.mirror).set(1 if s.breached else 0)
         for group in s.groups:

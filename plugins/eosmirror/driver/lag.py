@@ -15,10 +15,11 @@ from typing import Any
 from eosmirror.core import groupsync, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
+from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.runreport import Report
 from eosmirror.driver import topics
 from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
-from eosmirror.kafka import groupoffsets, lagstore, progress, readers
+from eosmirror.kafka import groupoffsets, lagstore, progress, readers, state
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
@@ -147,6 +148,11 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     ``groups_read_seconds`` bounds the wait on a group whose offset commit is pending."""
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     clusters = clusters or Clusters.of(mirror)
+    # A switched-over or promoted mirror copies no more: its state, read from the target alone (the
+    # source may be gone), is what it reports, never an alert.
+    current = state.read_mirror_state(clusters.target, mirror.name, mirror.progress_group)
+    if current.phase is not Phase.MIRRORING:
+        return by_state(mirror, current, now_ms)
 
     policy = policy_of(mirror)
     # Records carry real timestamps; samples carry their (possibly injected) time: read generously,
@@ -169,6 +175,15 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
                               mirror.target_replication_factor)
         lagstore.append(clusters.target, mirror.name, lag.SAMPLE_KEY, [sample.encode()])
     return status
+
+
+def by_state(mirror: MirrorConfig, current: MirrorState, now_ms: int) -> lag.MirrorStatus:
+    """The status of a mirror that is not mirroring: its state (upper case: PROMOTED, ...), since when, by whom."""
+    return lag.MirrorStatus(mirror=mirror.name, time_ms=now_ms, status=current.phase.value.upper(),
+                            reason=f"{current.describe()}; it copies no more" + (f" ({current.note})" if current.note
+                                                                                  else ""),
+                            record_lag=0, time_lag_seconds=0.0, last_run=None, last_success_ms=None,
+                            last_commit_ms=None, max_lag_seconds=mirror.max_lag_seconds, samples_in_window=0)
 
 
 def unavailable(mirror: MirrorConfig, exc: BaseException, now_ms: int) -> lag.MirrorStatus:
