@@ -77,3 +77,21 @@ def test_switchover_options_out_of_range_are_refused_naming_the_fix():
         SwitchoverOptions(wait_s=5, quiet_s=10).check("m")
     with pytest.raises(ms.ConfigError, match="quiet seconds must be in"):
         SwitchoverOptions(wait_s=5, quiet_s=0).check("m")
+
+
+def test_a_run_records_the_source_ends_it_planned_against():
+    from eosmirror.core import lag
+    from eosmirror.core.planning import PartitionPlan
+    from eosmirror.core.runreport import RunFailure, RunReport, RunStatus
+
+    plan = [PartitionPlan("orders", "orders", k, start=10, end=20, origin="progress", slot=0, available=20,
+                          source_end=20 + k) for k in range(2)]
+    report = RunReport(mirror="m", run_id="r", status=RunStatus.OK, dry_run=False, delivery="exactly_once",
+                       started_at="2026-11-28T00:00:00+00:00", finished_at="2026-11-28T00:00:01+00:00", source="s",
+                       target="t", generation=1, generation_changed=False, topic_sync="", plan=plan)
+    assert RunReport.from_dict(report.to_dict()).plan == plan     # source_end travels with the report
+    observed = lag.SourceObservation.of_result(report)
+    assert observed is not None and observed.ends == (("orders", 0, 20), ("orders", 1, 21))
+    assert observed.time_ms == 1_795_824_000_000
+    assert lag.SourceObservation.decode(observed.encode()) == observed
+    assert lag.SourceObservation.of_result(RunFailure(mirror="m", run_id="r", error="boom")) is None

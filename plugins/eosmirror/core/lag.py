@@ -5,6 +5,7 @@ status (ERROR, STOPPED, STALLED, LAGGING, OK) and the SLO's breaches. Pure. The 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping
@@ -17,6 +18,7 @@ SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
 ALERTING = (STALLED, STOPPED, ERROR)
 SAMPLE_KEY = b"sample"
 RUN_KEY = b"run"
+OBSERVED_KEY = b"observed"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,35 @@ class RunOutcome:
                    transactions=transactions,
                    mean_transaction_seconds=round(total / transactions, 3) if transactions else 0.0,
                    max_transaction_seconds=max((s.max_transaction_seconds for s in result.slots), default=0.0))
+
+
+@dataclass(frozen=True)
+class SourceObservation:
+    """The source's last stable offsets a run observed when it planned (key ``observed`` on the lag
+    topic, one record per run): what a promotion reports as known to exist when the source is gone."""
+
+    time_ms: int
+    ends: tuple[tuple[str, int, int], ...]   # (source topic, partition, last stable offset)
+
+    def encode(self) -> bytes:
+        return json.dumps({"v": 1, "t": self.time_ms, "e": [list(e) for e in self.ends]},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "SourceObservation":
+        value = json.loads(raw)
+        return cls(time_ms=int(value["t"]), ends=tuple((str(t), int(p), int(e)) for t, p, e in value["e"]))
+
+    @classmethod
+    def of_result(cls, result: Report) -> "SourceObservation | None":
+        """From a run's plan (None: a run that stopped before planning, or a plan without source ends)."""
+        if isinstance(result, RunFailure):
+            return None
+        ends = tuple((p.source_topic, p.partition, p.source_end) for p in result.plan if p.source_end >= 0)
+        if not ends:
+            return None
+        started = dt.datetime.fromisoformat(result.started_at) if result.started_at else None
+        return cls(int(started.timestamp() * 1000) if started else 0, ends)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class PartitionPlan:
     slot: int
     lost: int = 0   # records skipped on purpose (on_truncation: skip_to_log_start)
     available: int = -1   # the bound before max_records: what a run without a record cap would reach
+    source_end: int = -1  # the source's last stable offset as observed for this plan (-1: not known)
 
     @property
     def pending(self) -> int:
@@ -135,7 +136,7 @@ def plan_partition(obs: PartitionObservation, slots: int, max_records: int | Non
     end = min(available, start + max_records) if max_records is not None else available
     return PartitionPlan(source_topic=obs.source_topic, target_topic=obs.target_topic, partition=obs.partition,
                          start=start, end=end, origin=origin, slot=slot_for(obs.target_topic, obs.partition, slots),
-                         lost=lost, available=available)
+                         lost=lost, available=available, source_end=obs.last_stable)
 
 
 def plan_run(observations: list[PartitionObservation], slots: int, prefix: str, mirror: str,

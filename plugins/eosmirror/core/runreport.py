@@ -153,9 +153,12 @@ class ReportTopic:
 
 
 def plan_dict(p: PartitionPlan) -> dict[str, Any]:
-    return {"source_topic": p.source_topic, "target_topic": p.target_topic, "partition": p.partition,
-            "start": p.start, "end": p.end, "pending": p.pending, "origin": p.origin, "slot": p.slot,
-            "lost": p.lost, "available": p.available}
+    entry = {"source_topic": p.source_topic, "target_topic": p.target_topic, "partition": p.partition,
+             "start": p.start, "end": p.end, "pending": p.pending, "origin": p.origin, "slot": p.slot,
+             "lost": p.lost, "available": p.available}
+    if p.source_end >= 0:   # reports of earlier releases have none: they read back key for key
+        entry["source_end"] = p.source_end
+    return entry
 
 
 @dataclass

@@ -227,11 +227,15 @@ def record_run(mirror: MirrorConfig, result: Report) -> None:
     principal without Create/Write on the lag topic: then ERROR is not detected, STOPPED still is,
     from the progress commit times)."""
     outcome = lag.RunOutcome.of_result(result, finished_ms=int(time.time() * 1000))
+    records = [(lag.RUN_KEY, outcome.encode())]
+    observed = lag.SourceObservation.of_result(result)
+    if observed is not None:   # what the run saw of the source: a promotion's "known to exist"
+        records.append((lag.OBSERVED_KEY, observed.encode()))
     try:
         target = Cluster.resolve("target", mirror.target, mirror.name)
         # Short timeouts: a run that failed because the target is unreachable must not wait long here.
         lagstore.ensure_topic(target, mirror.name, mirror.lag.history_days, mirror.target_replication_factor, timeout=5)
-        lagstore.append(target, mirror.name, lag.RUN_KEY, [outcome.encode()], timeout=5)
+        lagstore.append_keyed(target, mirror.name, records, timeout=5)
     except Exception as exc:  # noqa: BLE001 - best effort by design
         log.warning("mirror %s: could not record the run's outcome on %s (%s); lag reports will not show it",
                     mirror.name, f"eosmirror-lag.{mirror.name}.internal", exc)

@@ -35,7 +35,6 @@ from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 SOURCE_BUDGET_S = 10.0        # the longest any step waits on the source
-OBSERVATION_WINDOW_MS = 7 * 86_400_000   # the lag topic keeps samples `lag.history_days` (7 by default)
 
 
 @dataclass
@@ -80,12 +79,21 @@ def _bounded(fn: Callable[[], Any], budget_s: float, what: str) -> Any:
 
 
 def _last_observed(target: Cluster, mirror: MirrorConfig, now_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
-    """{(source topic, partition): (last stable end, when)} from the newest lag sample holding each."""
-    samples, _ = lagstore.read_since(target, mirror.name, now_ms - OBSERVATION_WINDOW_MS, mirror.progress_group)
+    """{(source topic, partition): (last stable end, when)}: the newest of each partition among the
+    runs' own observations (every run records what it planned against) and the lag samples."""
     seen: dict[tuple[str, int], tuple[int, int]] = {}
-    for sample in samples:   # oldest first: newer observations replace older ones
+
+    def offer(tp: tuple[str, int], end: int, at: int) -> None:
+        if tp not in seen or at >= seen[tp][1]:
+            seen[tp] = (end, at)
+
+    samples, observations = lagstore.newest_observations(target, mirror.name, now_ms, mirror.progress_group)
+    for observed in observations:
+        for topic, partition, end in observed.ends:
+            offer((topic, partition), end, observed.time_ms)
+    for sample in samples:
         for p in sample.partitions:
-            seen[(p.source_topic, p.partition)] = (p.last_stable, sample.time_ms)
+            offer((p.source_topic, p.partition), p.last_stable, sample.time_ms)
     return seen
 
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from eosmirror.core import naming
-from eosmirror.core.lag import RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome
+from eosmirror.core.lag import OBSERVED_KEY, RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome, SourceObservation
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -67,6 +67,11 @@ def _leader_or_raise(admin: Any, topic: str) -> None:
 
 def append(target: Cluster, mirror: str, key: bytes, values: list[bytes], timeout: float = 15.0) -> None:
     """Write records to the lag topic and wait until they are acknowledged."""
+    append_keyed(target, mirror, [(key, value) for value in values], timeout)
+
+
+def append_keyed(target: Cluster, mirror: str, records: list[tuple[bytes, bytes]], timeout: float = 15.0) -> None:
+    """Write (key, value) records to the lag topic in one flush and wait until they are acknowledged."""
     topic = naming.lag_topic(mirror)
     errors: list[str] = []
 
@@ -76,7 +81,7 @@ def append(target: Cluster, mirror: str, key: bytes, values: list[bytes], timeou
 
     producer = clients.observation_producer(target.settings, f"eosmirror-{mirror}-lag-writer",
                                             extra={"allow.auto.create.topics": False, "compression.type": "lz4"})
-    for value in values:
+    for key, value in records:
         producer.produce(topic, value=value, key=key, partition=0, on_delivery=on_delivery)
     left = producer.flush(timeout)
     if left or errors:
@@ -84,8 +89,8 @@ def append(target: Cluster, mirror: str, key: bytes, values: list[bytes], timeou
                               f"write to the lag topic {topic}", target.label, f"Write on topic {topic}")
 
 
-def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
-    """Samples and run outcomes recorded at or after ``since_ms`` (by record timestamp), oldest first."""
+def _records_since(target: Cluster, mirror: str, since_ms: int, group: str) -> list[Any]:
+    """The lag topic's records at or after ``since_ms`` (by record timestamp), oldest first."""
     from confluent_kafka import TopicPartition
 
     topic = naming.lag_topic(mirror)
@@ -95,15 +100,19 @@ def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15, cached=False)
     except Exception as exc:  # noqa: BLE001
         if calls.error_name(exc) in calls.MISSING_TOPIC:
-            return [], []
+            return []
         raise calls.translate(exc, f"read the lag topic {topic}", target.label, f"Read on topic {topic}") from None
     finally:
         consumer.close()
     start = found.offset if found.offset >= 0 else high   # -1: nothing that recent
-    records = readers.read_range(target, topic, 0, max(start, low), high,
-                                 client_id=f"eosmirror-{mirror}-lag-reader", group_id=group)
+    return list(readers.read_range(target, topic, 0, max(start, low), high,
+                                   client_id=f"eosmirror-{mirror}-lag-reader", group_id=group))
+
+
+def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple[list[MirrorSample], list[RunOutcome]]:
+    """Samples and run outcomes recorded at or after ``since_ms`` (by record timestamp), oldest first."""
     samples, runs = [], []
-    for record in records:
+    for record in _records_since(target, mirror, since_ms, group):
         try:
             if record.key == SAMPLE_KEY and record.value:
                 samples.append(MirrorSample.decode(record.value))
@@ -111,9 +120,26 @@ def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple
                 runs.append(RunOutcome.decode(record.value))
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("%s: skipped record %d of %s that is not a lag record (%s)", target.label, record.offset,
-                        topic, exc)
+                        naming.lag_topic(mirror), exc)
     return samples, runs
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def newest_observations(target: Cluster, mirror: str, now_ms: int, group: str
+                        ) -> tuple[list[MirrorSample], list[SourceObservation]]:
+    """The lag samples and the runs' source observations of the last hour, else of the last day,
+    else of the last week (the lag topic's default history): a promotion needs the newest, and reads
+    no more than it must (a week of samples of a large mirror is hundreds of megabytes)."""
+    for back_ms in (3_600_000, 86_400_000, 7 * 86_400_000):
+        samples, observed = [], []
+        for record in _records_since(target, mirror, now_ms - back_ms, group):
+            if record.key == OBSERVED_KEY and record.value:
+                observed.append(SourceObservation.decode(record.value))
+            elif record.key == SAMPLE_KEY and record.value:
+                samples.append(MirrorSample.decode(record.value))
+        if samples or observed:
+            return samples, observed
+    return [], []
