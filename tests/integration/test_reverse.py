@@ -22,7 +22,7 @@ from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools import waits
 from eosmirror_tools.local import cluster, runtime
-from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
+from tests.helpers import cli, create_topic, mirror, producer, read_all, run, seed_sequence, write_mirror_file
 from tests.integration.test_switchover_promote import (
     CLI_BUDGET,
     PARTITIONS,
@@ -108,8 +108,11 @@ def test_reverse_reports_and_copies_the_divergence_once_and_the_reverse_mirror_c
     assert {k: [r.value for r in read_all(target_conf, side, k)] for k in range(PARTITIONS)} == diverged  # still once
 
     before = {k: [r.value for r in read_all(source_conf, topic, k)] for k in range(PARTITIONS)}
+    started = time.monotonic()
     back = cli("run", naming.reverse_mirror_name(m.name), "--config", str(config), "--inprocess", timeout=CLI_BUDGET)
     assert back.returncode == 0, back.stdout + back.stderr
+    print(f"the reverse mirror's first run (CLI, in-process) took {time.monotonic() - started:.1f} s for "
+          f"{AFTER_PROMOTION * PARTITIONS} record(s)")
     assert run(m.reverse())["status"] == "ok"                   # a second run copies nothing more
     for k in range(PARTITIONS):
         now = [r.value for r in read_all(source_conf, topic, k)]
@@ -173,3 +176,30 @@ def test_reverse_is_refused_for_a_mirroring_mirror_and_a_prefix_mirror(source_co
     refused = cli("reverse", pm.name, "--config", str(prefixed), "--no-unpause", timeout=120)
     assert refused.returncode == 2 and "replication_policy: prefix" in refused.stderr, refused.stdout + refused.stderr
     assert "the same topic names" in refused.stderr, refused.stderr
+
+
+def test_a_side_topic_holding_other_data_is_refused_and_the_reverse_continues_without_copying(
+        source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("ledger"), partitions=1)
+    m = mirror(unique("m"), [topic])
+    config = write_mirror_file(tmp_path / "mirrors.yaml", m)
+    seed_sequence(source_conf, topic, 1, 10)
+    assert run(m)["status"] == "ok"
+    seed_sequence(source_conf, topic, 1, 5, prefix="late")             # never reaches the target
+    promoted = cli("promote", m.name, "--config", str(config), "--no-pause", timeout=CLI_BUDGET)
+    assert promoted.returncode == 5, promoted.stdout + promoted.stderr
+    side = create_topic(target_conf, naming.diverged_topic(topic, m.name), partitions=1)
+    p = producer(target_conf)
+    p.produce(side, value=b"someone else's", partition=0)
+    p.flush(10)
+
+    refused = cli("reverse", m.name, "--config", str(config), "--divergence", "copy", "--no-unpause", timeout=CLI_BUDGET)
+    assert refused.returncode == 2 and "holds other data" in refused.stderr, refused.stdout + refused.stderr
+    assert [r.value for r in read_all(target_conf, side, 0)] == [b"someone else's"]      # nothing copied
+    early = cli("run", naming.reverse_mirror_name(m.name), "--config", str(config), "--inprocess", timeout=120)
+    assert early.returncode == 2 and "has not been prepared" in early.stderr, early.stdout + early.stderr
+    done = cli("reverse", m.name, "--config", str(config), "--no-unpause", "--json", timeout=CLI_BUDGET)
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json_tail(done.stdout)
+    assert outcome["state"] == "reversed" and outcome["divergence"]["total"] == 5, outcome
+    assert outcome["divergence"]["partitions"][0]["side_topic"] is None
