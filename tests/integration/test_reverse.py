@@ -103,7 +103,9 @@ def test_reverse_reports_and_copies_the_divergence_once_and_the_reverse_mirror_c
     again = cli("reverse", m.name, "--config", str(config), "--divergence", "copy", "--no-unpause", "--json",
                 timeout=CLI_BUDGET)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert json_tail(again.stdout)["divergence"]["total"] == outcome["divergence"]["total"]
+    repeated = json_tail(again.stdout)
+    assert repeated["divergence"]["total"] == outcome["divergence"]["total"] and repeated["progress"] == [], repeated
+    assert any(a.startswith("prepared already") for a in repeated["already"]), repeated
     side = naming.diverged_topic(topic, m.name)
     assert {k: [r.value for r in read_all(target_conf, side, k)] for k in range(PARTITIONS)} == diverged  # still once
 

@@ -103,6 +103,8 @@ def test_the_divergence_counts_records_not_offsets_and_says_where_they_stay():
     assert divergence.divergence_start(None, 7) == 7 and divergence.divergence_start(100, 7) == 100
     assert divergence.divergence_start(5, 7) == 7
     assert replace(part, side_topic=None).line("s").endswith("not copied (divergence: report)")
+    shorter = divergence.summarize("orders", 2, 100, 90, [])          # the old log ends before the progress
+    assert "lost the records at offsets 90..99 that the target has" in shorter.line("s") and shorter.count == 0
 
 
 def test_a_side_topic_is_copied_once_and_other_data_there_is_refused():

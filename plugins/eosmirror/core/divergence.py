@@ -43,6 +43,10 @@ class DivergedPartition:
         return f"{self.topic}[{self.partition}]"
 
     def line(self, old_source: str) -> str:
+        if self.end < self.start:
+            return (f"  {self.label}: the old source's log ends at {self.end}, before the progress {self.start} the "
+                    f"target holds: it lost the records at offsets {self.end}..{self.start - 1} that the target has "
+                    f"(an unclean leader election or a restore from an older copy); nothing diverged")
         if not self.count:
             return f"  {self.label}: nothing diverged (old source offsets {self.start}..{self.end} hold no committed record)"
         where = (f"; copied once to {self.side_topic}[{self.partition}]" if self.side_topic else

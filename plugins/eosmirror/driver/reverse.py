@@ -135,8 +135,9 @@ def read_divergence(mirror: MirrorConfig, old: Cluster, points: tuple[PartitionP
     for p in points:
         tp = (p.source_topic, p.partition)
         end = int(p.old_source_end or 0)
-        ranges[tp] = (min(divergence.divergence_start(p.progress, low[tp]), end), end)
-    found = readers.read_ranges(old, ranges, client_id=f"eosmirror-{mirror.name}-divergence-reader")
+        ranges[tp] = (divergence.divergence_start(p.progress, low[tp]), end)   # start > end: the old log lost some
+    found = readers.read_ranges(old, {tp: (min(start, end), end) for tp, (start, end) in ranges.items()},
+                                client_id=f"eosmirror-{mirror.name}-divergence-reader")
     return found, ranges
 
 
@@ -210,7 +211,13 @@ def copy_diverged(new: Cluster, old: Cluster, mirror: MirrorConfig, found: dict[
 def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...], forward: str, by: str,
                            window: float) -> tuple[list[PartitionChange], list[str]]:
     """Step 4: the reverse mirror's progress at the promotion point where it has none, as `eosmirror
-    reset` writes it (offset sync + audit record in one transaction). Returns (written, already there)."""
+    reset` writes it (offset sync + audit record in one transaction), then its first state record.
+    Returns (written, already there). A reverse mirror with a state record has its progress (written
+    before it) and may be copying: nothing is looked at or written again."""
+    old = Cluster.resolve("target", back.target, back.name)
+    prepared = state.read_mirror_state(old, back.name, back.progress_group)
+    if prepared.since_ms:
+        return [], [f"prepared already ({prepared.describe()})"]
     mig = Migration(back, who=by, window=window)
     start = {(p.target_topic, p.partition): p.target_end for p in points if (p.target_topic, p.partition) in mig.target_of}
     agreed = mig.steady_look(lambda: {}, "a producer of the old source")
@@ -229,11 +236,9 @@ def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...
                         f"source goes back")
     else:
         mig.run.preflight()
-    old = mig.target
-    if not state.read_mirror_state(old, back.name, back.progress_group).since_ms:
-        state.write_mirror_state(old, back.name, back.transactional_id_prefix, MirrorState(
-            Phase.MIRRORING, int(time.time() * 1000), by, note=f"prepared by `eosmirror reverse {forward}`: it "
-                                                                 f"starts at the promotion point"))
+    state.write_mirror_state(old, back.name, back.transactional_id_prefix, MirrorState(
+        Phase.MIRRORING, int(time.time() * 1000), by, note=f"prepared by `eosmirror reverse {forward}`: it starts "
+                                                             f"at the promotion point"))
     return fresh, already
 
 
