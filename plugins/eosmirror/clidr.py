@@ -1,4 +1,5 @@
-"""The disaster-recovery commands: `eosmirror status`, `switchover` and `promote` (docs/disaster-recovery.md).
+"""The disaster-recovery commands: `eosmirror status`, `switchover`, `promote` and `reverse`
+(docs/disaster-recovery.md).
 
 Each prints its steps as they pass and ends with one verdict line; `--json` prints the report
 instead. Exit codes: 0 done (switchover: zero loss proven); 1 a step stopped it (the verdict names
@@ -15,9 +16,10 @@ import sys
 from typing import Any
 
 from eosmirror import cliops, runonce
+from eosmirror.core import naming
 from eosmirror.core.errors import EXIT_OK
 from eosmirror.core.mirrorstate import LossReport, Phase
-from eosmirror.driver import promote, switchover
+from eosmirror.driver import promote, reverse, switchover
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 
@@ -41,6 +43,9 @@ def _status(args: argparse.Namespace) -> int:
         print(f"  {current.note}")
     if current.phase is Phase.PROMOTED:
         print("\n".join(LossReport(current.points, current.since_ms).lines()))
+    if current.phase is Phase.REVERSED:
+        print(f"  the reverse mirror {naming.reverse_mirror_name(mirror.name)} copies the new primary back to the "
+              f"old source from the promotion point")
     return EXIT_OK
 
 
@@ -71,6 +76,18 @@ def _promote(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _reverse(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)
+    options = reverse.ReverseOptions(mode=args.divergence, source_budget_s=args.source_seconds,
+                                     settle_s=args.settle_seconds)
+    outcome = reverse.reverse(mirror, options, say=say)
+    if not args.no_unpause:
+        for line in runonce.unpause_reverse_dag(mirror.name):
+            say(f"reverse {mirror.name}: {line}")
+    print(json.dumps(outcome.as_dict(), indent=2) if args.json else "\n".join(outcome.lines()))
+    return outcome.exit_code
+
+
 def register(sub: Any) -> None:
     status = cliops.mirror_command(sub, "status", _status, "the mirror's state: mirroring, switched over or promoted")
     status.add_argument("--json", action="store_true")
@@ -90,3 +107,16 @@ def register(sub: Any) -> None:
                          help="the longest any step waits on the source (default 10)")
     promoting.add_argument("--no-pause", action="store_true", help="do not pause the mirror's DAGs")
     promoting.add_argument("--json", action="store_true")
+    reversing = cliops.mirror_command(sub, "reverse", _reverse,
+                                      "after a promotion, once the old source answers: report the divergence and "
+                                      "prepare the reverse mirror <mirror>__reverse from the promotion point")
+    reversing.add_argument("--divergence", choices=("report", "copy"), default="report",
+                           help="report (default): only report the old source's records that never reached the "
+                                "target; copy: also copy them once to side topics <topic>.diverged.<mirror>")
+    reversing.add_argument("--source-seconds", type=float, default=10.0,
+                           help="how long to wait for the old source to answer (default 10)")
+    reversing.add_argument("--settle-seconds", type=float, default=120.0,
+                           help="how long to wait for open transactions on the old source to end (default 120)")
+    reversing.add_argument("--no-unpause", action="store_true",
+                           help="do not unpause the reverse mirror's DAG")
+    reversing.add_argument("--json", action="store_true")

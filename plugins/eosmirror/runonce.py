@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from eosmirror.airflow import dagids, home
+from eosmirror.core import naming
 from eosmirror.core.errors import EosMirrorError
 
 
@@ -53,6 +54,20 @@ def pause_dags(mirror: str) -> list[str]:
         except (OSError, subprocess.TimeoutExpired) as exc:
             lines.append(f"{dag_id}: {_NOT_PAUSED} ({exc})")
     return lines
+
+
+def unpause_reverse_dag(mirror: str) -> list[str]:
+    """Best effort: unpause the reverse mirror's DAG (paused on creation: its runs are refused until
+    `eosmirror reverse` prepared it), so it runs on the forward mirror's schedule."""
+    dag_id = dagids.mirror_dag_id(naming.reverse_mirror_name(mirror))
+    try:
+        done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "unpause", dag_id],
+                              env=_airflow_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return [f"{dag_id}: unpaused" if done.returncode == 0 else
+                f"{dag_id}: not unpaused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); unpause "
+                f"it in the Airflow UI, or run `eosmirror run {naming.reverse_mirror_name(mirror)}`"]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"{dag_id}: not unpaused ({exc}); unpause it in the Airflow UI"]
 
 
 def _airflow_env() -> dict[str, str]:

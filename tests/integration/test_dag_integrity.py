@@ -108,3 +108,22 @@ def test_a_teams_two_line_dag_file_loads_the_same_dags_as_dags_folder(dagbag, tm
     assert bag.import_errors == {}
     assert len(two_lines.splitlines()) == 2
     assert sorted(bag.dag_ids) == sorted(dagbag.dag_ids) and len(bag.dag_ids) >= 5, (bag.dag_ids, dagbag.dag_ids)
+
+
+def test_an_identity_mirror_gets_its_reverse_dag_and_a_paused_reverse_mirror_dag_a_prefix_mirror_neither(tmp_path):
+    """docs/disaster-recovery.md, the way back: parsing still reads the file only."""
+    path = mirrors_file(tmp_path / "mirrors.yaml", [
+        {"name": "dr", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"],
+         "airflow": {"schedule": "@hourly"}},
+        {"name": "px", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"],
+         "replication_policy": "prefix", "source_alias": "dc1"}])
+    built = dags.build_all(str(path))
+    assert {"eosmirror_reverse__dr", "eosmirror__dr__reverse"} <= set(built)
+    assert not {d for d in built if d.endswith("__px__reverse") or d == "eosmirror_reverse__px"}
+    back = built["eosmirror__dr__reverse"]
+    assert back.is_paused_upon_creation is True and "reverse" in back.tags
+    assert back.params.get_param("until") is not None and built["eosmirror__dr"].is_paused_upon_creation is None
+    reverse = built["eosmirror_reverse__dr"]
+    assert "disaster-recovery" in reverse.tags
+    assert reverse.params.get_param("divergence").schema["enum"] == ["report", "copy"]
+    assert list(reverse.task_dict) == ["reverse"] and reverse.max_active_runs == 1

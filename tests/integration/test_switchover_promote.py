@@ -7,6 +7,7 @@ The promotion test starts its own source broker (port 18880) so it can SIGKILL i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -156,9 +157,10 @@ def test_a_switchover_refuses_while_a_producer_keeps_writing_and_names_the_parti
     assert run(m)["status"] == "ok"    # and the mirror goes on
 
 
-@pytest.fixture
-def killable_source():
-    source = cluster.LocalCluster("promote-source", PROMOTE_SOURCE_PORT)
+@contextlib.contextmanager
+def killable_cluster(name: str, port: int):
+    """A broker of this test's own on a fixed port, started fresh, so a test can SIGKILL and restart it."""
+    source = cluster.LocalCluster(name, port)
     cluster.stop(source, hard=True)
     shutil.rmtree(source.dir, ignore_errors=True)
     cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
@@ -169,14 +171,26 @@ def killable_source():
         shutil.rmtree(source.dir, ignore_errors=True)
 
 
-def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_finds_missing(
-        killable_source, target_conf, unique, tmp_path):
-    source_conf = killable_source.client_config()
+def mirror_from_killable(source, unique, tmp_path):
+    """(source settings, topic, mirror, mirrors file) of a mirror from the killable ``source`` to the target."""
+    source_conf = source.client_config()
     topic = create_topic(source_conf, unique("pay"), partitions=PARTITIONS)
     m = mirror(unique("m"), [topic], source={"config": source_conf})
     config = mirrors_file(tmp_path / "mirrors.yaml", [{
         "name": m.name, "source": {"config": source_conf}, "target": {"local": "target"}, "topics": list(m.topics),
         "slots": m.slots, "max_transaction_seconds": m.max_transaction_seconds}])
+    return source_conf, topic, m, config
+
+
+@pytest.fixture
+def killable_source():
+    with killable_cluster("promote-source", PROMOTE_SOURCE_PORT) as source:
+        yield source
+
+
+def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_finds_missing(
+        killable_source, target_conf, unique, tmp_path):
+    source_conf, topic, m, config = mirror_from_killable(killable_source, unique, tmp_path)
     with Load(source_conf, topic, "c") as load:
         time.sleep(2)
         assert run(m)["status"] == "ok"

@@ -18,7 +18,7 @@ def test_only_a_mirroring_mirror_copies_and_every_refusal_names_state_and_next_c
         ms.check_may_copy(promoted, "m")
     assert refused.value.exit_code == EXIT_CONFIG
     assert "promoted since" in str(refused.value) and "cli:ops" in str(refused.value)
-    assert "stays promoted" in str(refused.value)
+    assert "`eosmirror reverse m`" in str(refused.value)
     for phase in (ms.Phase.SWITCHING_OVER, ms.Phase.PROMOTING, ms.Phase.SWITCHED_OVER):
         with pytest.raises(ms.StateRefusedError, match=phase.value):
             ms.check_may_copy(ms.MirrorState(phase, 1, "x"), "m")

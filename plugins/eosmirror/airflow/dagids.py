@@ -19,3 +19,8 @@ def switchover_dag_id(name: str) -> str:
 
 def promote_dag_id(name: str) -> str:
     return f"eosmirror_promote__{name}"
+
+
+def reverse_dag_id(name: str) -> str:
+    """The DAG of `eosmirror reverse <name>`; the reverse mirror's own DAG is ``mirror_dag_id(<name>__reverse)``."""
+    return f"eosmirror_reverse__{name}"

@@ -17,6 +17,7 @@ from eosmirror.airflow.dagids import (
     groups_dag_id,
     mirror_dag_id,
     promote_dag_id,
+    reverse_dag_id,
     switchover_dag_id,
 )
 from eosmirror.core import config
@@ -55,7 +56,8 @@ Retrying any task is safe: every slot fences older attempts and re-reads its com
 """
 
 
-def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+def build_mirror_dag(m: config.MirrorConfig, config_path: str | None, paused: bool | None = None) -> Any:
+    """A mirror's DAG (``paused``: paused when Airflow first sees it, as a reverse mirror's is)."""
     from airflow.sdk import DAG, AssetAlias, Param, task
 
     schedule = cron_data_interval_timetable(m.airflow.schedule) if m.airflow.schedule else None
@@ -75,7 +77,7 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,
              # A follow mirror's next run starts while the previous one follows, and takes over from it.
              catchup=m.airflow.catchup, max_active_runs=2 if m.follow else 1, default_args=default_args, params=params,
-             tags=sorted({"eosmirror", "kafka", *m.airflow.tags}), doc_md=_doc(m),
+             tags=sorted({"eosmirror", "kafka", *m.airflow.tags}), doc_md=_doc(m), is_paused_upon_creation=paused,
              description=f"exactly-once mirror {m.name}") as dag:
 
         @task(task_id="preflight", multiple_outputs=False)
@@ -246,13 +248,17 @@ or when the target holds records MM2's offsets do not account for. Dry run by de
 
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
-    a switchover and a promotion DAG per mirror, the fencing DAG, the lag DAG and the migration DAG."""
+    a switchover and a promotion DAG per mirror, for each identity mirror its reverse DAG and its
+    reverse mirror's DAG (paused on creation), the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     for m in mirrors.mirrors:   # the disaster-recovery DAGs: manual only
         dags[switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
         dags[promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
+        if m.replication_policy == "identity":   # the way back: the reverse, and the reverse mirror (paused)
+            dags[reverse_dag_id(m.name)] = drdags.build_reverse_dag(m, config_path)
+            dags[mirror_dag_id(m.reverse().name)] = build_mirror_dag(m.reverse(), config_path, paused=True)
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

@@ -1,6 +1,6 @@
-"""The disaster-recovery DAGs of each mirror: ``eosmirror_switchover__<mirror>`` and
-``eosmirror_promote__<mirror>`` (manual only; docs/disaster-recovery.md). Airflow is imported inside
-the functions.
+"""The disaster-recovery DAGs of each mirror: ``eosmirror_switchover__<mirror>``,
+``eosmirror_promote__<mirror>`` and, for identity mirrors, ``eosmirror_reverse__<mirror>`` (manual
+only; docs/disaster-recovery.md). Airflow is imported inside the functions.
 
 Each is one task calling the same driver function as the CLI. A refusal (the mirror's state) or a
 bad Param fails at once, never retried. A switchover that is not proven safe fails, naming the step
@@ -15,11 +15,11 @@ import logging
 from typing import Any
 
 from eosmirror import runonce
-from eosmirror.airflow.dagids import promote_dag_id, switchover_dag_id
+from eosmirror.airflow.dagids import promote_dag_id, reverse_dag_id, switchover_dag_id
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config
 from eosmirror.core.errors import ConfigError, EosMirrorError
-from eosmirror.driver import promote, switchover
+from eosmirror.driver import promote, reverse, switchover
 
 log = logging.getLogger(__name__)
 # A transient fault (a broker restarting) is retried: every step is idempotent and a retry continues
@@ -126,6 +126,51 @@ says what may be lost; the run **fails** when that is more than nothing.""") as 
         @task(task_id="promote", multiple_outputs=False)
         def run(**context: Any) -> dict[str, Any]:
             return run_promote(m.name, config_path, context)
+
+        run()
+    return dag
+
+
+def run_reverse(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
+    params = context.get("params") or {}
+    try:
+        mirror = config.load(config_path).get(mirror_name)
+        options = reverse.ReverseOptions(mode=str(params.get("divergence") or "report"),
+                                         source_budget_s=float(params.get("source_seconds") or 10))
+        outcome = reverse.reverse(mirror, options, by=_who(context), say=log.info)
+    except ConfigError as exc:      # refused: the state, a prefix mirror, the old source unreachable, a side topic
+        log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    report = outcome.as_dict()
+    _publish(context, report)
+    for line in runonce.unpause_reverse_dag(mirror.name):
+        log.info("reverse %s: %s", mirror.name, line)
+    log.info("reverse %s:\n%s", mirror_name, "\n".join(outcome.lines()))
+    return report
+
+
+def build_reverse_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    params = {"divergence": Param("report", type="string", enum=["report", "copy"], title="Divergence",
+                                  description="report: only report the old source's records that never reached "
+                                              "the target; copy: also copy them once to side topics."),
+              "source_seconds": Param(10, type="integer", minimum=1, maximum=300, title="Wait on the old source (s)",
+                                      description="How long to wait for the old source to answer.")}
+    with DAG(dag_id=reverse_dag_id(m.name), schedule=None, start_date=None, max_active_runs=1,
+             default_args=_DEFAULT_ARGS | {"owner": m.airflow.owner}, params=params,
+             tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
+             description=f"the way back after a promotion of {m.name}: divergence report and reverse mirror",
+             doc_md=f"""### Reverse `{m.name}` (after a promotion, the old source answers again)
+
+Reports the old source's records that never reached the target (optionally copies them once to
+`<topic>.diverged.{m.name}` on the new primary), then prepares the reverse mirror
+`{m.name}__reverse` (DAG `eosmirror__{m.name}__reverse`) from the promotion point and unpauses it.
+Refused (no retry) unless the mirror is promoted and the old source answers. Re-trigger to continue.""") as dag:
+
+        @task(task_id="reverse", multiple_outputs=False)
+        def run(**context: Any) -> dict[str, Any]:
+            return run_reverse(m.name, config_path, context)
 
         run()
     return dag

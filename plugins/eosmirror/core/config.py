@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from eosmirror.core import clientrules
+from eosmirror.core import clientrules, naming
 from eosmirror.core.errors import ConfigError
 from eosmirror.core.fieldkinds import (
     CRON_PRESETS,
@@ -158,6 +158,24 @@ class MirrorConfig:
                                        else self.max_records_per_partition),
             max_bytes_per_slot=max_bytes_per_slot if max_bytes_per_slot is not None else self.max_bytes_per_slot)
 
+    def reverse(self) -> "MirrorConfig":
+        """The generated reverse mirror (target -> old source) used on the way back after a promotion
+        (docs/disaster-recovery.md): source and target swapped, its own name ``<name>__reverse`` and so
+        its own progress group, transactional ids and internal topics (on the old source). Its DAG is
+        paused on creation and its runs are refused until `eosmirror reverse` prepared it. Identity
+        naming only: the reverse of ``<alias>.<topic>`` would need a different policy."""
+        if self.replication_policy != "identity":
+            raise ConfigError(not_reversible(self))
+        name = naming.reverse_mirror_name(self.name)
+        return replace(
+            self, name=name, source=self.target, target=self.source, source_alias=self.target_alias,
+            target_alias=self.source_alias, progress_group=f"eosmirror.{name}",
+            # the side topics of the divergence stay on the new primary; topics created there after the
+            # promotion hold only records produced there, so they start at their first offset
+            topics_exclude=(*self.topics_exclude, naming.diverged_topic_pattern(self.name)), start_from="earliest",
+            groups=None, max_lag_seconds=None, on_lag_alert=None,
+            airflow=replace(self.airflow, tags=tuple(sorted({*self.airflow.tags, "reverse"}))))
+
     @property
     def follow_bound_seconds(self) -> float | None:
         """How long a follow run may follow at most: ``follow_max_seconds``, else twice the schedule
@@ -178,9 +196,20 @@ class MirrorConfig:
         return int((2 * self.max_transaction_seconds + 30) * 1000)
 
 
+def not_reversible(mirror: MirrorConfig) -> str:
+    return (f"mirror {mirror.name!r} names its target topics `{mirror.source_alias}{mirror.replication_separator}"
+            f"<topic>` (replication_policy: prefix): its reverse would copy `{mirror.source_alias}"
+            f"{mirror.replication_separator}<topic>` back to `<topic>` on the old source, which needs a different "
+            f"naming policy than the mirror has. The way back after a promotion is for disaster recovery, where "
+            f"both sides use the same topic names (replication_policy: identity); it is refused for this mirror")
+
+
 def check_cross_field_rules(mirror: MirrorConfig) -> None:
     """The rules that involve more than one field of a mirror (each field's own bounds live with its
     declaration)."""
+    if naming.forward_mirror_name(mirror.name):
+        raise Invalid(f"{mirror.name!r} ends with {naming.REVERSE_SUFFIX!r}, which names the reverse mirror eosmirror "
+                      f"generates for a mirror on the way back after a promotion; choose another name", "name")
     if mirror.replication_policy == "prefix" and not mirror.source_alias:
         raise Invalid("missing; expected a cluster alias such as dc1 (required by replication_policy: prefix, "
                       "which names target topics `<source_alias>.<topic>`)", "source_alias")
@@ -208,9 +237,13 @@ class MirrorsFile:
     mirrors: tuple[MirrorConfig, ...]
 
     def get(self, name: str) -> MirrorConfig:
+        """The mirror named ``name``; ``<mirror>__reverse`` is the generated reverse of ``<mirror>``."""
         for mirror in self.mirrors:
             if mirror.name == name:
                 return mirror
+        forward = naming.forward_mirror_name(name)
+        if forward in self.names():
+            return self.get(str(forward)).reverse()
         known = ", ".join(self.names()) or "none"
         raise ConfigError(f"{self.path}: no mirror named {name!r} (configured: {known})"
                           f"{suggestion(name, self.names())}")

@@ -2,6 +2,8 @@
 
     mirroring --switchover--> switching-over --> switched-over   (planned: zero loss proven)
     mirroring --promote-----> promoting ------> promoted        (unplanned: losses reported)
+    promoted  --reverse-----> reversing ------> reversed        (the way back: divergence reported, the
+                                                                 reverse mirror prepared at the promotion point)
 
 The ``-ing`` phases are recorded before the transition fences the mirror's producers (so no run or
 slot copies past it) and the final phase when every step held; a transition re-triggered from its
@@ -25,6 +27,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from eosmirror.core import naming
 from eosmirror.core.errors import ConfigError
 
 STATE_RECORD_KEY = b"mirror-state"
@@ -37,6 +40,8 @@ class Phase(str, Enum):
     SWITCHED_OVER = "switched-over"
     PROMOTING = "promoting"             # recorded before the promotion's fence
     PROMOTED = "promoted"
+    REVERSING = "reversing"             # recorded before the divergence is read and the reverse mirror prepared
+    REVERSED = "reversed"               # the reverse mirror `<mirror>__reverse` may run
 
 
 class StateRefusedError(ConfigError):
@@ -56,6 +61,8 @@ class PartitionPoint:
     progress: int | None
     observed_end: int | None = None
     observed_ms: int | None = None
+    old_source_end: int | None = None      # set by `reverse`: the old source's last stable offset then; the
+                                           # divergence is its committed records in [progress, old_source_end)
 
     @property
     def label(self) -> str:
@@ -108,8 +115,14 @@ def _next_step(state: MirrorState, mirror: str) -> str:
         return (f"finish the switchover: `eosmirror switchover {mirror}` again (it continues where it stopped), "
                 f"or `eosmirror promote {mirror}` if the source is lost meanwhile")
     if state.phase is Phase.PROMOTED:
-        return ("the target now takes the producers; the way back (a reverse mirror from the promotion point) is "
-                "not built yet, so the mirror stays promoted (docs/disaster-recovery.md)")
+        return (f"the target now takes the producers; when the old source answers again, `eosmirror reverse "
+                f"{mirror}` reports the divergence and prepares the reverse mirror {naming.reverse_mirror_name(mirror)}")
+    if state.phase is Phase.REVERSING:
+        return f"finish the reverse: `eosmirror reverse {mirror}` again (it continues where it stopped)"
+    if state.phase is Phase.REVERSED:
+        return (f"the reverse mirror copies the new primary back: `eosmirror run {naming.reverse_mirror_name(mirror)}` "
+                f"(DAG {naming.reverse_mirror_name(mirror)!r} under eosmirror__); failback of groups, switch back "
+                f"and resume are not built yet (docs/disaster-recovery.md)")
     if state.phase is Phase.SWITCHED_OVER:
         return f"the producers now write to the target; `eosmirror promote {mirror}` is not needed after a switchover"
     return f"`eosmirror switchover {mirror}` (planned) or `eosmirror promote {mirror}` (the source is lost)"
@@ -117,7 +130,16 @@ def _next_step(state: MirrorState, mirror: str) -> str:
 
 def check_may_copy(state: MirrorState, mirror: str) -> None:
     """A run or a follow run copies only while the mirror is ``mirroring``: after a switchover or a
-    promotion the target takes the producers, and copying into it would interleave two writers."""
+    promotion the target takes the producers, and copying into it would interleave two writers. A
+    generated reverse mirror copies only once `eosmirror reverse` prepared it: its progress starts at
+    the promotion point, and the reverse's last step writes its first state record."""
+    forward = naming.forward_mirror_name(mirror)
+    if forward and state.phase is Phase.MIRRORING and not state.since_ms:
+        raise StateRefusedError(f"mirror {mirror!r} is the reverse of {forward!r} and has not been prepared: it "
+                                f"copies only after `eosmirror reverse {forward}` set its start at the promotion "
+                                f"point (so nothing that came from the old source goes back), so this run is "
+                                f"refused. Next: `eosmirror promote {forward}` if not done, then `eosmirror "
+                                f"reverse {forward}` once the old source answers")
     if state.phase is not Phase.MIRRORING:
         raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: it does not copy any more, so this run "
                                 f"is refused. Next: {_next_step(state, mirror)}")
@@ -127,7 +149,7 @@ def check_may_switch_over(state: MirrorState, mirror: str) -> bool:
     """True when the switchover must run; False when it already completed (idempotent re-trigger)."""
     if state.phase is Phase.SWITCHED_OVER:
         return False
-    if state.phase in (Phase.PROMOTING, Phase.PROMOTED):
+    if state.phase in (Phase.PROMOTING, Phase.PROMOTED, Phase.REVERSING, Phase.REVERSED):
         raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: a promoted mirror cannot be switched "
                                 f"over. Next: {_next_step(state, mirror)}")
     return True
@@ -175,6 +197,27 @@ class LossReport:
         return out
 
 
+def check_may_reverse(state: MirrorState, mirror: str) -> bool:
+    """True when the reverse must run (from ``promoted``, or continuing an unfinished ``reversing``);
+    False when it completed (a re-trigger reports again and writes nothing). Refused otherwise: the
+    way back starts from a promotion record, which only a promotion writes."""
+    if state.phase is Phase.REVERSED:
+        return False
+    if state.phase not in (Phase.PROMOTED, Phase.REVERSING):
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe() if state.since_ms else 'mirroring'}: "
+                                f"only a promoted mirror can be reversed (the reverse starts from the promotion "
+                                f"record). Next: {_next_step(state, mirror)}")
+    return True
+
+
 def promoted_state(points: list[PartitionPoint], now_ms: int, by: str, note: str = "") -> MirrorState:
     return MirrorState(Phase.PROMOTED, now_ms, by, tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))),
                        note)
+
+
+def reverse_state(phase: Phase, promoted: MirrorState, now_ms: int, by: str, points: tuple[PartitionPoint, ...],
+                  note: str = "") -> MirrorState:
+    """``reversing`` or ``reversed``: the promotion record's points carried on (with the old source's
+    ends once read) and when it was promoted, so every later step starts from the same record."""
+    head = f"promoted at {_utc(promoted.since_ms)}" if promoted.phase is Phase.PROMOTED else promoted.note.split(";")[0]
+    return MirrorState(phase, now_ms, by, points, f"{head}; {note}" if note else head)

@@ -138,3 +138,43 @@ def cluster_alias(alias: str | None, role: str) -> str:
 def policy_of(mirror: "Any") -> ReplicationPolicy:
     """The replication policy a mirror definition (MirrorConfig) names."""
     return ReplicationPolicy(mirror.replication_policy, mirror.source_alias, mirror.replication_separator)
+
+
+# --- the way back after a promotion (docs/disaster-recovery.md, "The way back") ---------------------
+
+REVERSE_SUFFIX = "__reverse"
+DIVERGED_HEADER = "eosmirror.diverged.from"
+
+
+def reverse_mirror_name(mirror: str) -> str:
+    """The generated mirror target -> old source of an identity mirror: ``<mirror>__reverse``."""
+    return f"{mirror}{REVERSE_SUFFIX}"
+
+
+def forward_mirror_name(name: str) -> str | None:
+    """The forward mirror a generated reverse mirror belongs to (None: ``name`` is no reverse mirror)."""
+    if name.endswith(REVERSE_SUFFIX) and len(name) > len(REVERSE_SUFFIX):
+        return name[: -len(REVERSE_SUFFIX)]
+    return None
+
+
+def diverged_topic(topic: str, mirror: str) -> str:
+    """On the new primary (the forward mirror's target): the side topic that receives, once, the old
+    source's records of ``topic`` that never reached the target before the promotion. Partition k
+    receives the diverged records of partition k, in their order."""
+    return f"{topic}.diverged.{mirror}"
+
+
+def diverged_topic_pattern(mirror: str) -> str:
+    """Every side topic of ``mirror`` (a regular expression): never mirrored back by the reverse mirror."""
+    return r".*\.diverged\." + re.escape(mirror)
+
+
+def diverged_transactional_id(prefix: str, mirror: str) -> str:
+    """The transactional id that copies the diverged records (one per mirror: a second copier fences the first)."""
+    return f"{prefix}.{mirror}.diverged"
+
+
+def diverged_origin(topic: str, partition: int, offset: int) -> bytes:
+    """The header each copied diverged record carries: where it lies in the old source's log."""
+    return f"{topic}/{partition}/{offset}".encode()

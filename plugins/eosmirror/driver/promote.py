@@ -28,6 +28,7 @@ from eosmirror.core import mirrorstate, naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
+from eosmirror.core.steptimes import said_steps
 from eosmirror.driver import fencing
 from eosmirror.driver import groups as group_sync
 from eosmirror.kafka import lagstore, offsets, progress, state
@@ -141,14 +142,7 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
     mirrorstate.check_may_promote(current, mirror.name)
     prefix = mirror.transactional_id_prefix
 
-    def timed(name: str, fn: Callable[[], Any]) -> Any:
-        started = time.monotonic()
-        try:
-            return fn()
-        finally:
-            steps[name] = round(time.monotonic() - started, 3)
-            say(f"promote {mirror.name}: {name} ({steps[name]:.2f} s)")
-
+    timed = said_steps(steps, f"promote {mirror.name}", say)
     if current.phase is not Phase.PROMOTING:                                               # 1
         timed("record promoting", lambda: state.write_mirror_state(
             target, mirror.name, prefix, MirrorState(Phase.PROMOTING, int(time.time() * 1000), by)))

@@ -1,0 +1,292 @@
+"""The way back after a promotion, first part (`eosmirror reverse`; docs/disaster-recovery.md).
+
+Runs when the old source answers again, for an identity mirror in ``promoted``. Steps, each idempotent,
+so a reverse that failed half-way is re-triggered and continues:
+
+  1. Refuse what does not fit: a prefix mirror (before any broker), a state other than ``promoted`` /
+     ``reversing`` (``reversed`` repeats the steps, writing nothing twice), an unreachable old source.
+  2. Wait (bounded) until no transaction is open on the old source's partitions of the promotion
+     record, read their last stable offsets, and record ``reversing`` with them: every later step (and
+     a re-run) reads the divergence up to the same ends.
+  3. The divergence: per partition, the old source's committed records in [progress, that end).
+     ``copy``: one transaction of the transactional id ``<prefix>.<mirror>.diverged`` on the new
+     primary writes them to their side topics, after that id fenced any other copier and the side
+     topics were read: a copy already there is not written again; other data there is refused.
+  4. The reverse mirror ``<mirror>__reverse`` (target -> old source): its progress on each old-source
+     partition starts at the promotion record's ``target_end``, written as ``eosmirror reset`` writes
+     progress (offset sync + audit record, one transaction), only where it has none yet: a reverse
+     mirror that already ran is never moved back. Then its first state record on the old source: from
+     then on its runs copy (before, they are refused).
+  5. Record ``reversed``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from eosmirror.core import divergence, migration, mirrorstate, naming
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.divergence import DivergedPartition, DivergenceReport
+from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.migration import PartitionChange, Refusal
+from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
+from eosmirror.core.steptimes import said_steps
+from eosmirror.driver.migrate import Migration, RefusedError
+from eosmirror.kafka import calls, clients, offsets, readers, state
+from eosmirror.kafka.cluster import Cluster
+
+log = logging.getLogger(__name__)
+SOURCE_BUDGET_S = 10.0
+SETTLE_S = 120.0
+
+
+class OldSourceUnreachableError(ConfigError):
+    """The old source does not answer (exit 2: nothing was written; bring it back, reverse again)."""
+
+
+@dataclass
+class ReverseOutcome:
+    mirror: str
+    reverse_mirror: str
+    state: MirrorState
+    divergence: DivergenceReport
+    progress: list[PartitionChange]
+    already: list[str] = field(default_factory=list)
+    steps: dict[str, float] = field(default_factory=dict)
+
+    exit_code = EXIT_OK
+
+    def lines(self) -> list[str]:
+        out = self.divergence.lines()
+        out += [f"  reverse mirror {self.reverse_mirror}: {c.source_topic}[{c.partition}] starts at {c.new} (the "
+                f"first offset written on the new primary after the promotion) -> old source end {c.target_end}"
+                for c in self.progress]
+        out += [f"  reverse mirror {self.reverse_mirror}: {a}" for a in self.already]
+        out.append(f"mirror {self.mirror}: {self.state.phase.value}; next: `eosmirror run {self.reverse_mirror}` "
+                   f"(or its DAG eosmirror__{self.reverse_mirror}) copies what the new primary received since the "
+                   f"promotion back to the old source")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mirror": self.mirror, "kind": "reverse", "reverse_mirror": self.reverse_mirror,
+                "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
+                "divergence": self.divergence.as_dict(), "steps": self.steps, "already": self.already,
+                "progress": [{"topic": c.source_topic, "partition": c.partition, "start": c.new,
+                              "old_source_end": c.target_end} for c in self.progress],
+                "report": self.lines()}
+
+
+def reachable(old: Cluster, mirror: str, budget_s: float) -> None:
+    """The old source answers within ``budget_s``, or the reverse is refused (nothing written)."""
+    try:
+        old.admin.list_topics(timeout=budget_s)
+    except Exception as exc:  # noqa: BLE001 - any failure: it does not answer
+        raise OldSourceUnreachableError(
+            f"mirror {mirror!r}: old source unreachable: bring it back, then reverse again ({old.label}: "
+            f"{calls.error_text(exc)}). Nothing was written") from None
+
+
+def settled_ends(old: Cluster, tps: list[tuple[str, int]], settle_s: float) -> dict[tuple[str, int], int]:
+    """The last stable offsets of the old source's partitions once no transaction is open on them (a
+    producer killed with the old source leaves one open until its transaction timeout aborts it)."""
+    from confluent_kafka.admin import OffsetSpec
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        high = offsets.list_offsets_of(old, {tp: OffsetSpec.latest() for tp in tps}, read_committed=False)
+        stable = offsets.list_offsets_of(old, {tp: OffsetSpec.latest() for tp in tps}, read_committed=True)
+        open_now = sorted(tp for tp in tps if stable[tp] < high[tp])
+        if not open_now:
+            return stable
+        if time.monotonic() > deadline:
+            t, k = open_now[0]
+            raise EosMirrorError(
+                f"a transaction is still open on the old source ({old.label}) after {settle_s:.0f} s, from offset "
+                f"{', '.join(f'{a}[{b}]@{stable[(a, b)]}' for a, b in open_now[:5])}: a producer of the old source "
+                f"holds it. Stop the old source's producers; a transaction left by a producer that died with the "
+                f"broker and still open (a hanging transaction) is aborted with Kafka's tool, per partition: "
+                f"`kafka-transactions.sh --bootstrap-server {old.first_bootstrap} abort --topic {t} --partition {k} "
+                f"--start-offset {stable[(t, k)]}`. Then reverse again. Nothing was written")
+        time.sleep(1.0)
+
+
+def with_old_ends(points: tuple[PartitionPoint, ...], old: Cluster, settle_s: float) -> tuple[PartitionPoint, ...]:
+    """Step 2: the promotion points with the old source's ends (kept when a previous attempt read them)."""
+    if all(p.old_source_end is not None for p in points):
+        return points
+    stable = settled_ends(old, [(p.source_topic, p.partition) for p in points], settle_s)
+    return tuple(replace(p, old_source_end=stable[(p.source_topic, p.partition)]) if p.old_source_end is None
+                 else p for p in points)
+
+
+def read_divergence(mirror: MirrorConfig, old: Cluster, points: tuple[PartitionPoint, ...]
+                    ) -> tuple[dict[tuple[str, int], list[Any]], dict[tuple[str, int], tuple[int, int]]]:
+    """Step 3: (records, ranges): the committed records of each partition in [progress, old source end),
+    read_committed, and each partition's range."""
+    from confluent_kafka.admin import OffsetSpec
+
+    tps = [(p.source_topic, p.partition) for p in points]
+    low = offsets.list_offsets_of(old, {tp: OffsetSpec.earliest() for tp in tps})
+    ranges = {}
+    for p in points:
+        tp = (p.source_topic, p.partition)
+        end = int(p.old_source_end or 0)
+        ranges[tp] = (divergence.divergence_start(p.progress, low[tp]), end)   # start > end: the old log lost some
+    found = readers.read_ranges(old, {tp: (min(start, end), end) for tp, (start, end) in ranges.items()},
+                                client_id=f"eosmirror-{mirror.name}-divergence-reader")
+    return found, ranges
+
+
+def summarize(mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]],
+              ranges: dict[tuple[str, int], tuple[int, int]], copied: bool) -> tuple[DivergedPartition, ...]:
+    return tuple(divergence.summarize(t, k, start, end, ((r.offset, r.timestamp) for r in found.get((t, k), [])),
+                                      naming.diverged_topic(t, mirror.name) if copied else None)
+                 for (t, k), (start, end) in sorted(ranges.items()))
+
+
+def ensure_side_topics(new: Cluster, old: Cluster, mirror: MirrorConfig, topics: list[str]) -> None:
+    """Create the side topics on the new primary that do not exist yet, with the old topic's partition count."""
+    from confluent_kafka.admin import NewTopic
+
+    counts = {t: len(meta.partitions) for t, meta in old.admin.list_topics(timeout=30).topics.items() if t in topics}
+    wanted = [NewTopic(naming.diverged_topic(t, mirror.name), counts[t], mirror.target_replication_factor)
+              for t in topics]
+    for name, future in new.admin.create_topics(wanted, request_timeout=calls.DEFAULT_TIMEOUT).items():
+        try:
+            future.result(timeout=calls.DEFAULT_TIMEOUT)
+            log.info("created side topic %s", name)
+        except Exception as exc:  # noqa: BLE001
+            if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
+                raise calls.translate(exc, f"create the side topic {name}", new.label, f"Create on topic {name}") from None
+
+
+def still_to_copy(new: Cluster, mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]]
+                  ) -> dict[tuple[str, int], list[Any]]:
+    """The partitions whose diverged records are not in their side topic yet (read_committed, after the
+    copier's id fenced any other copier); a side partition with other data is refused."""
+    todo = {}
+    for (topic, k), records in sorted(found.items()):
+        if not records:
+            continue
+        side = naming.diverged_topic(topic, mirror.name)
+        there = [dict(r.headers).get(naming.DIVERGED_HEADER) for r in readers.read_all(
+            new, side, k, client_id=f"eosmirror-{mirror.name}-side-reader")]
+        expected = [naming.diverged_origin(topic, k, r.offset) for r in records]
+        if not divergence.side_topic_state(side, k, there, expected):
+            todo[(topic, k)] = records
+    return todo
+
+
+def copy_diverged(new: Cluster, old: Cluster, mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]]) -> int:
+    """Step 3, ``copy``: the diverged records to their side topics, once. Returns how many this call wrote."""
+    if not any(found.values()):
+        return 0
+    txn_id = naming.diverged_transactional_id(mirror.transactional_id_prefix, mirror.name)
+    producer = clients.transactional_producer(new.settings, {}, txn_id, 60000, client_id=f"eosmirror-{mirror.name}-diverged")
+    calls.call(producer.init_transactions, "initialise the divergence copier", new.label,
+               f"Write on transactional id {txn_id}", 60)    # fences a concurrent copier: one writes
+    ensure_side_topics(new, old, mirror, sorted({t for (t, _), rs in found.items() if rs}))
+    todo = still_to_copy(new, mirror, found)
+    if not todo:
+        return 0
+    try:
+        producer.begin_transaction()
+        for (topic, k), records in sorted(todo.items()):
+            for r in records:
+                producer.produce(naming.diverged_topic(topic, mirror.name), value=r.value, key=r.key, partition=k,
+                                 timestamp=r.timestamp, headers=[*r.headers, (naming.DIVERGED_HEADER,
+                                                                             naming.diverged_origin(topic, k, r.offset))])
+                producer.poll(0)
+        producer.commit_transaction(60)
+    except Exception as exc:  # noqa: BLE001 - an open transaction is aborted by the broker
+        raise calls.translate(exc, f"copy the diverged records of {mirror.name}", new.label,
+                              f"Write on the side topics {naming.diverged_topic('<topic>', mirror.name)}") from None
+    return sum(len(rs) for rs in todo.values())
+
+
+def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...], forward: str, by: str,
+                           window: float) -> tuple[list[PartitionChange], list[str]]:
+    """Step 4: the reverse mirror's progress at the promotion point where it has none, as `eosmirror
+    reset` writes it (offset sync + audit record in one transaction), then its first state record.
+    Returns (written, already there). A reverse mirror with a state record has its progress (written
+    before it) and may be copying: nothing is looked at or written again."""
+    old = Cluster.resolve("target", back.target, back.name)
+    prepared = state.read_mirror_state(old, back.name, back.progress_group)
+    if prepared.since_ms:
+        return [], [f"prepared already ({prepared.describe()})"]
+    mig = Migration(back, who=by, window=window)
+    start = {(p.target_topic, p.partition): p.target_end for p in points if (p.target_topic, p.partition) in mig.target_of}
+    agreed = mig.steady_look(lambda: {}, "a producer of the old source")
+    changes = mig.changes(start, agreed)
+    fresh = [c for c in changes if c.old is None]
+    already = [f"{c.source_topic}[{c.partition}] already has progress {c.old} (its start {c.new}"
+               + (": it has copied since)" if c.old > c.new else ")") for c in changes if c.old is not None]
+    if fresh:
+        low, high = mig.source_offsets()
+        try:
+            migration.check_in_source_range(fresh, low, high)
+        except Refusal as exc:
+            raise RefusedError(f"mirror {back.name!r}: {exc}. Nothing was written.") from None
+        mig.commit("reverse", f"promotion of {forward}", fresh, agreed, lambda: {},
+                   note=f"the reverse of {forward} starts at the promotion point: nothing that came from the old "
+                        f"source goes back")
+    else:
+        mig.run.preflight()
+    state.write_mirror_state(old, back.name, back.transactional_id_prefix, MirrorState(
+        Phase.MIRRORING, int(time.time() * 1000), by, note=f"prepared by `eosmirror reverse {forward}`: it starts "
+                                                             f"at the promotion point"))
+    return fresh, already
+
+
+@dataclass(frozen=True)
+class ReverseOptions:
+    mode: str = "report"
+    source_budget_s: float = SOURCE_BUDGET_S
+    settle_s: float = SETTLE_S
+    window: float = 3.0
+
+    def check(self, mirror: str) -> None:
+        if self.mode not in divergence.MODES:
+            raise ConfigError(f"reverse {mirror}: divergence {self.mode!r} is not one of {', '.join(divergence.MODES)}")
+
+
+def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by: str | None = None,
+            say: Callable[[str], None] = log.info) -> ReverseOutcome:
+    """Steps 1-5 of the module doc."""
+    options.check(mirror.name)
+    back = mirror.reverse()                                                                   # 1: identity only
+    by = by or f"cli:{getpass.getuser()}"
+    steps: dict[str, float] = {}
+    new = Cluster.resolve("target", mirror.target, mirror.name)
+    current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
+    must = mirrorstate.check_may_reverse(current, mirror.name)
+    old = Cluster.resolve("source", mirror.source, mirror.name)
+    timed = said_steps(steps, f"reverse {mirror.name}", say)
+    timed("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
+    points = timed("old source ends", lambda: with_old_ends(current.points, old, options.settle_s))   # 2
+    if current.phase is Phase.PROMOTED or points != current.points:
+        current = timed("record reversing", lambda: _record(new, mirror, Phase.REVERSING, current, points, by))
+    found, ranges = timed("read the divergence", lambda: read_divergence(mirror, old, points))        # 3
+    copied = 0
+    if options.mode == "copy":
+        copied = timed("copy the divergence", lambda: copy_diverged(new, old, mirror, found))
+    report = DivergenceReport(mirror.name, options.mode, old.label, summarize(mirror, found, ranges,
+                                                                              options.mode == "copy"))
+    fresh, already = timed("prepare the reverse mirror", lambda: prepare_reverse_mirror(                # 4
+        back, points, mirror.name, by, options.window))
+    note = f"divergence {report.total} record(s), {options.mode}" + (f", {copied} copied now" if copied else "")
+    if must:
+        current = timed("record reversed", lambda: _record(new, mirror, Phase.REVERSED, current, points, by, note))
+    return ReverseOutcome(mirror.name, back.name, current, report, fresh, already, steps)
+
+
+def _record(new: Cluster, mirror: MirrorConfig, phase: Phase, current: MirrorState, points: tuple[PartitionPoint, ...],
+            by: str, note: str = "") -> MirrorState:
+    written = mirrorstate.reverse_state(phase, current, int(time.time() * 1000), by, points, note)
+    state.write_mirror_state(new, mirror.name, mirror.transactional_id_prefix, written)
+    return written
+
