@@ -14,7 +14,7 @@ from eosmirror.core.steptimes import timing_line
 from eosmirror.core.texttable import table
 
 
-def plantable(plan: Sequence[PartitionPlan]) -> str:
+def plan_table(plan: Sequence[PartitionPlan]) -> str:
     rows = [[f"{p.source_topic}[{p.partition}] -> {p.target_topic}", p.start, p.end, p.pending, p.slot, p.origin]
             for p in plan]
     return table(["partition", "progress", "end", "to copy", "slot", "start from"], rows)
