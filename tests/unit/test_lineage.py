@@ -51,9 +51,9 @@ def test_without_the_openlineage_provider_the_operator_reports_nothing_and_does_
 
 def test_the_copy_operator_offers_openlineage_facets_on_complete():
     pytest.importorskip("airflow.providers.apache.spark")
-    from eosmirror.airflow.copytask import operator_class
+    from eosmirror.airflow.operators import MirrorCopyOperator
 
-    assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))
+    assert callable(getattr(MirrorCopyOperator, "get_openlineage_facets_on_complete", None))
 
 
 GROUPS = {"direction": "failover", "checkpoints_topic": "src.checkpoints.internal", "groups": [
@@ -78,6 +78,6 @@ def test_a_dry_run_group_sync_has_no_outputs():
 
 def test_the_group_sync_operator_offers_openlineage_facets_on_complete():
     pytest.importorskip("airflow")
-    from eosmirror.airflow.grouptasks import operator_class
+    from eosmirror.airflow.operators import GroupSyncOperator
 
-    assert callable(getattr(operator_class(), "get_openlineage_facets_on_complete", None))
+    assert callable(getattr(GroupSyncOperator, "get_openlineage_facets_on_complete", None))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eosmirror import paths
 from eosmirror.airflow import home
-from eosmirror.airflow.dags import mirror_dag_id
+from eosmirror.airflow.dagids import mirror_dag_id
 from eosmirror.core import config
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK
 from eosmirror.core.report import write_json

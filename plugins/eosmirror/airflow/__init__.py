@@ -1,4 +1,5 @@
-"""The Airflow edge: DAG factories, task bodies and this project's local Airflow home.
+"""The Airflow edge: DAG factories, operators, task bodies and this project's local Airflow home.
 
-Airflow itself is imported inside functions only, so ``import eosmirror.airflow`` costs nothing.
+Airflow is imported inside functions, so ``import eosmirror.airflow`` costs nothing; the one exception is
+``operators`` (the operator classes), which only the DAG factory and DAG files import.
 """

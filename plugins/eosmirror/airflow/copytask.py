@@ -1,6 +1,6 @@
-"""The mirror DAG's ``copy`` task: ``MirrorSparkSubmitOperator``, a SparkSubmitOperator running one
-bounded eosmirror run, with its job arguments, the secrets file, the run report read off
-spark-submit's output, the empty run without Spark, and on_kill (stop Spark, then fence).
+"""The body of the mirror DAG's ``copy`` task (``operators.MirrorCopyOperator``, a SparkSubmitOperator running
+one bounded eosmirror run): its job arguments, the secrets file, the run report read off spark-submit's output,
+the empty run without Spark, and on_kill (stop Spark, then fence). No Airflow import: the operator class holds it.
 
 Secrets: cluster settings resolved from Airflow connections reach the Spark job in a 0600 file
 named by ``EOSMIRROR_CLUSTERS_FILE`` (an environment variable of the spark-submit process, not an
@@ -10,7 +10,6 @@ argument), deleted when the job ends. Nothing with a secret goes to argv, logs, 
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import tempfile
 import threading
@@ -18,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror.airflow import lineage, sparkadapter
-from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until
-from eosmirror.core import config, report, runreport
+from eosmirror.airflow import sparkadapter
+from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until, with_params
+from eosmirror.core import config, report
 from eosmirror.core.errors import EXIT_CONFIG, ConfigError
 from eosmirror.core.runreport import RunFailure, RunReport
 from eosmirror.driver import fencing
@@ -100,15 +99,7 @@ def stop_copy(operator: Any, provider_on_kill: Callable[[], None]) -> None:
                        "eosmirror_fence DAG for it", operator.mirror)
 
 
-class StopsAndFencesOnKill:
-    """Mixin of the copy operator (kept outside ``operator_class`` so that no Airflow import is
-    needed to define it): on_kill stops Spark, then fences (``stop_copy``)."""
-
-    def on_kill(self) -> None:
-        stop_copy(self, super().on_kill)  # type: ignore[misc]
-
-
-def _capture_report(operator: Any, lines: Any) -> Any:
+def capture_report(operator: Any, lines: Any) -> Any:
     """spark-submit's output lines, minus the run report line, which goes to ``operator.run_report``
     (not logged raw: the summary printed above it is the readable form)."""
     for line in lines:
@@ -128,7 +119,9 @@ def _read_mirror(operator: Any) -> tuple[config.MirrorConfig, str]:
 
 
 def _job_arguments(operator: Any, context: Any, mirror: config.MirrorConfig, config_file: str) -> list[str]:
-    """The packaged job's arguments for this run: the copy bound and the manual Params."""
+    """The packaged job's arguments for this run: the copy bound and the manual Params (the operator's own
+    ``until``, when given, in place of the Param)."""
+    context = with_params(context, until=getattr(operator, "until", None))
     params = context.get("params") or {}
     until, why = resolve_until(context)
     operator.log.info("mirror %s: copying what lies below the source offsets of %s (%s)", operator.mirror, until, why)
@@ -204,6 +197,8 @@ def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> di
     # exit code, secrets file and on_kill: killing the client ends its slots, docs/run-server.md).
     operator.served_command = (serverclient.client_command(operator.application_args)
                                if how.way is launch.Way.RUN_SERVER else None)
+    if operator.conf is None:   # an operator in a team's own DAG, given no conf: the mirror's
+        operator.conf = submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{mirror.name}")
     operator.py_files = str(submit.package_zip())
     # This worker's Spark class archive (the driver runs here in client mode; in cluster mode the
     # path is absent on the driver's host and the JVM ignores it).
@@ -218,48 +213,3 @@ def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> di
     if operator.run_report is None:
         raise RuntimeError(f"mirror {operator.mirror}: the Spark job ended without printing its run report")
     return operator.run_report.to_dict()
-
-
-@functools.cache
-def operator_class() -> type:
-    """``MirrorSparkSubmitOperator``: built on first use so that importing eosmirror needs no Airflow."""
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-    class MirrorSparkSubmitOperator(StopsAndFencesOnKill, SparkSubmitOperator):
-        """SparkSubmitOperator running one bounded eosmirror run of ``mirror``.
-
-        Builds the job arguments from the run (the copy bound, manual Params), ships the executor
-        code with ``--py-files`` for executors on other hosts, hands connection secrets to the job
-        in a 0600 file instead of the command line, and returns the job's run report (XCom).
-        """
-
-        ui_color = "#fde8c8"
-
-        def __init__(self, *, mirror: str, config_path: str | None = None, **kwargs: Any):
-            super().__init__(**kwargs)
-            self.mirror = mirror
-            self.config_path = config_path
-            self.run_report: runreport.Report | None = None
-            self.served_command: list[str] | None = None
-            self.mirror_config: config.MirrorConfig | None = None   # read once per execute
-
-        def _get_hook(self) -> Any:
-            """The provider's hook, reading the run report off spark-submit's output as it streams by
-            (a run for the run server: off the `eosmirror run --server` client's, which it runs instead)."""
-            hook = sparkadapter.tap_output(super()._get_hook(), lambda lines: _capture_report(self, lines))
-            if self.served_command:
-                sparkadapter.replace_command(hook, self.served_command)
-            return hook
-
-        def execute(self, context: Any) -> dict[str, Any]:
-            return execute(self, context, super().execute)
-
-        def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-            """OpenLineage (with the provider installed): source topics in, target topics out, record counts."""
-
-            found = self.run_report if isinstance(self.run_report, RunReport) else None
-            source = (lineage.bootstraps_of(self.mirror_config)[0] if self.mirror_config
-                      else lineage.source_bootstrap(self.mirror, self.config_path))
-            return lineage.operator_lineage(found, source, found.target_bootstrap if found else "")
-
-    return MirrorSparkSubmitOperator

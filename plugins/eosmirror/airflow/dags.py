@@ -1,4 +1,5 @@
-"""DAG factories for the thin files in ``dags/``. Airflow is imported inside the functions.
+"""DAG factories for the thin files in ``dags/``, composing eosmirror's operators (``operators``) and tasks.
+Airflow-side code: it imports the operators module, which imports Airflow at its top.
 
 Parsing is cheap and offline: it reads ``mirrors.yaml`` and nothing else (no broker, no
 connection, no Variable), in sorted order.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosmirror.airflow import copytask, drdags, grouptasks, lagtasks, tasks
+from eosmirror.airflow import drdags, lagtasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
 from eosmirror.airflow.dagids import (
     FENCE_DAG_ID,
@@ -20,6 +21,7 @@ from eosmirror.airflow.dagids import (
     reverse_dag_id,
     switchover_dag_id,
 )
+from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator
 from eosmirror.core import config
 from eosmirror.spark import submit
 
@@ -73,7 +75,6 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None, paused: bo
         "dry_run": Param(False, type=["boolean", "null"], title="Dry run", description="Plan and report; write nothing."),
     }
     default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
-    operator = copytask.operator_class()
     with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,
              # A follow mirror's next run starts while the previous one follows, and takes over from it.
              catchup=m.airflow.catchup, max_active_runs=2 if m.follow else 1, default_args=default_args, params=params,
@@ -84,11 +85,9 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None, paused: bo
         def preflight(**context: Any) -> dict[str, Any]:
             return tasks.preflight(m.name, config_path, context)
 
-        copy = operator(
+        copy = MirrorCopyOperator(
             task_id="copy", mirror=m.name, config_path=config_path, conn_id=m.airflow.spark_conn_id,
-            application=str(submit.JOB), name=f"eosmirror-{m.name}",
-            conf=submit.spark_conf(dict(m.spark_conf), f"eosmirror-{m.name}"),
-            spark_binary=submit.spark_submit_binary(), verbose=False)
+            conf=submit.spark_conf(dict(m.spark_conf), f"eosmirror-{m.name}"), verbose=False)
 
         @task(task_id="publish", multiple_outputs=False, outlets=[AssetAlias(tasks.asset_alias(m.name))])
         def publish(**context: Any) -> dict[str, Any]:
@@ -168,7 +167,7 @@ def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
              params=params, tags=sorted({"eosmirror", "kafka", "consumer-groups", *m.airflow.tags}),
              doc_md=_groups_doc(m), description=f"consumer-group failover/failback of mirror {m.name}") as dag:
 
-        grouptasks.operator_class()(task_id="sync_groups", mirror=m.name, config_path=config_path)
+        GroupSyncOperator(task_id="sync_groups", mirror=m.name, config_path=config_path)
     return dag   # (it was missing: build_all's dict held None and Airflow's auto-registration hid it)
 
 

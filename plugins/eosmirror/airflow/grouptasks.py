@@ -1,5 +1,5 @@
-"""The task of the ``eosmirror_groups__<mirror>`` DAGs: consumer-group failover/failback. Airflow is
-imported inside functions only.
+"""The body of the ``eosmirror_groups__<mirror>`` DAGs' task (``operators.GroupSyncOperator``): consumer-group
+failover/failback. No Airflow import: the operator class holds it.
 
 Scheduled runs sync in the failover direction with the mirror's ``groups`` settings, so the target
 groups follow the source groups (only while they are empty there: a group with consumers on the
@@ -10,11 +10,9 @@ goes to XCom and, as a table per group, to the task log.
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any
 
-from eosmirror.airflow import lineage
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config, groupsync, report
 from eosmirror.core.errors import EXIT_GROUPS_LEFT, ConfigError, EosMirrorError
@@ -69,32 +67,3 @@ def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, An
         raise RuntimeError(f"mirror {mirror_name}: writing the offsets of {', '.join(failed)} failed and was rolled "
                            f"back; the retry writes them again (every write is one transaction)")
     return result
-
-
-@functools.cache
-def operator_class() -> type:
-    """``GroupSyncOperator``: the group DAG's task, an operator (not @task) so that it can offer OpenLineage
-    facets; built on first use so that importing eosmirror needs no Airflow."""
-    from airflow.sdk import BaseOperator
-
-    class GroupSyncOperator(BaseOperator):
-        """Consumer-group failover/failback of ``mirror``; the report is the return value (XCom)."""
-
-        ui_color = "#e8f0fd"
-
-        def __init__(self, *, mirror: str, config_path: str | None = None, **kwargs: Any):
-            super().__init__(**kwargs)
-            self.mirror = mirror
-            self.config_path = config_path
-            self.report: dict[str, Any] | None = None
-
-        def execute(self, context: Any) -> dict[str, Any]:
-            self.report = sync_groups(self.mirror, self.config_path, context)
-            return self.report
-
-        def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-            """OpenLineage (with the provider installed): topics whose offsets were read in, written out."""
-
-            return lineage.group_lineage(self.report, self.mirror, self.config_path)
-
-    return GroupSyncOperator

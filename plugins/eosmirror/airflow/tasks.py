@@ -2,17 +2,18 @@
 
 Mirror DAG, per run:
   preflight  config valid, both clusters reachable, target topics created/grown/in sync
-  copy       the bounded Spark job (``MirrorSparkSubmitOperator``, a SparkSubmitOperator)
+  copy       the bounded Spark job (``MirrorCopyOperator``, a SparkSubmitOperator)
              It returns the job's run report (XCom), read off spark-submit's output: nothing
              travels through local files, so each task may run on a different host
   publish    summarise that report to XCom and the log, emit one Asset event per target topic
              that received records
 
-The copy bound (``until``): the Param if given; else the data interval's end for scheduled and
+The copy bound (``until``): the operator's ``until`` or the Param if given; else the data interval's end for scheduled and
 backfill runs (so a run is deterministic and re-running an old interval copies nothing); else
 (manual runs) now.
 
-The copy task itself (the operator, its secrets file, on_kill) is ``eosmirror.airflow.copytask``.
+The operators are ``eosmirror.airflow.operators``; the copy task's body (its secrets file, on_kill) is
+``eosmirror.airflow.copytask``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ def _run_type(context: dict[str, Any]) -> str:
     dag_run = context.get("dag_run")
     value = getattr(dag_run, "run_type", "") or ""
     return str(getattr(value, "value", value)).lower()
+
+
+def with_params(context: Any, **given: Any) -> Any:
+    """``context`` with the values an operator was given (rendered templates, None when not given) in place of
+    the run's Params of the same names; ``context`` itself when none was given."""
+    given = {k: v for k, v in given.items() if v not in (None, "")}
+    if not given:
+        return context
+    return {**context, "params": {**(context.get("params") or {}), **given}}
 
 
 def resolve_until(context: dict[str, Any]) -> tuple[str, str]:

@@ -1,46 +1,13 @@
-"""One slot's copy: the protocol. Runs inside a Spark task (or directly in tests).
+"""One slot's copy: the commit protocol, run inside a Spark task (or directly in tests).
 
-exactly_once, per slot attempt; the numbers are docs/architecture.md "How a run works" (a slot's steps) and mark
-the code below:
-  1. Fence: init_transactions() with the slot's stable transactional id. This fences every older
-     instance of the slot (a retried or speculative Spark attempt, an overlapping run, a stalled
-     process) and aborts or completes its open transaction (KafkaSlotIO.fence: without waiting
-     out librdkafka's 500 ms retry while the broker aborts it).
-  2. Generation: read the mirror's generation; stop if a newer run re-planned the slots
-     (core/generation.py).
-  3. Start: re-read the committed progress of the slot's partitions AFTER fencing (require_stable)
-     and assign the source consumer there: that, not the driver's plan, is where copying starts.
-     A partition already at or past its planned end has nothing to do.
-  4. Per transaction, until every range is complete or the slot's byte budget is spent:
-     4.1 begin_transaction();
-     4.2 copy: consume [progress, end) read_committed and produce every record to the same
-         partition number of its target topic, with key, value (null too), headers, timestamp;
-         stop at the end of every range, at ``max_transaction_seconds`` or at the byte budget
-         (recordloop.py: the per-record loop);
-     4.3 flush: every record acknowledged; the first record's delivery report per partition
-         gives the target offset it got (its base);
-     4.4 check: each written target partition ends exactly at base + records, otherwise another
-         writer interleaved and the offset sync would be wrong -> abort, fail (TargetMismatchError);
-     4.5 produce an offset-sync record (source range -> target offsets) for every partition whose
-         progress moves, and flush them;
-     4.6 send_offsets_to_transaction with the new progress of EVERY partition of the slot (idle
-         ones too, so that member-less group offsets never expire);
-     4.7 commit_transaction().
-     Errors (classify.py says which is which): retriable -> retry the same call; abortable ->
-     abort, rewind to the committed progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row;
-     fatal or fenced -> stop this slot and report it ("fenced").
-  F. Follow (follow runs only, follow.py): once every range is complete, the ends open and step 4
-     repeats, each transaction copying what arrives for max_transaction_seconds, until the next run
-     of the same generation fences the slot ("handed-over", ok) or the bound passes ("follow-bound",
-     ok).
-  5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
-
-at_least_once (atleastonce.py): 3, then per batch 4.2, 4.3 (flush; failed deliveries fail the
-slot), 4.5 with the base taken from the target end, and a plain offset commit of the progress
-instead of 4.6-4.7 (once every record was acknowledged: duplicates possible on a crash between the
-two, never loss); then 5.
-
-All I/O goes through a ``SlotIO`` (slotio.py): the real clients by default, scripted fakes in tests.
+The steps are docs/architecture.md's "How a run works" (1 fence, 2 generation, 3 start, 4.1-4.7 one
+transaction, 5 publish), and the methods below carry their numbers. What holds (exactly_once):
+  * copying starts at the progress re-read after fencing (step 3), never at the driver's plan;
+  * records, offset syncs and progress commit in one transaction, so progress never runs ahead of the records;
+  * a written target partition ends exactly at its first record's offset + the records written (step 4.4),
+    else the transaction aborts and the slot fails: another writer would make the offset sync wrong.
+A follow run repeats step 4 on open ends until the next run fences it or its bound passes (follow.py);
+at_least_once is atleastonce.py. All I/O goes through a ``SlotIO`` (slotio.py): real clients, or fakes in tests.
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
-"""The run server: one long-lived Spark application that runs mirror runs for ``eosmirror run --server``.
+"""The run server: one long-lived Spark application that runs mirror runs for ``eosmirror run --server``,
+so a run does not pay Spark's start-up (docs/run-server.md: the commands, the costs, how a run ends).
 
-Why. A run through spark-submit pays Spark's start every time: the JVM before the driver's Python
-runs (1.2 to 1.6 s), the SparkContext (1.3 s) and cold Python workers (1 s): 4.4 s of a 2 M-record
-run's 9.5 s, more than the whole fixed cost of a JVM copier (#21). The server pays them once.
-
-How.
-  1. ``eosmirror server start`` spark-submits this file (``local[16]`` by default, or a cluster's master).
-     It starts the SparkContext, warms ``--workers`` Python workers, and listens on a Unix socket
-     under $EOSMIRROR_HOME/run (mode 0600: only this user can ask for runs).
-  2. ``eosmirror run --server`` connects and sends the job's arguments (``submit.job_arguments``:
-     never a secret; the server resolves connections from the same home and mirror file, with its
-     own environment, or from the 0600 file of resolved connections the client was handed: its
-     $EOSMIRROR_CLUSTERS_FILE, as the Airflow copy task hands spark-submit, goes over as a path).
-     It prints what comes back: the run's log lines, its report, its exit code.
-  3. Each run runs in a thread of its own, through the same ``job.execute`` as a spark-submit run;
-     Spark job groups are per thread, so runs of different mirrors share the context.
-  4. A run dies with its client. The server knows the client's process (pid from SO_PEERCRED, and
-     its start time: the client is on this host) and lends the run a lease bound to it (leases.py);
-     each slot holds the lease as a connection to this driver (``SlotTask.lease``). When the client
-     ends, the server closes the lease, and each slot's lifeline aborts the slot's transaction and
-     ends its worker, as when a spark-submit run is killed. A client that is gone before the slots
-     start starts none. Slots may run on any host that reaches the driver: any Spark master.
-  5. A client whose package differs from the server's (``fingerprint``: a server started before an
-     upgrade) is refused with exit 2: the run would otherwise copy with the old code.
-
-Python workers: the daemon module (``serverdaemon``) imports the slot code before it forks, so even
-a worker that Spark forks anew (it stops workers idle for a minute) starts warm.
+What holds: a run is a thread of this server through the same ``job.execute`` as a spark-submit run (Spark job
+groups are per thread, so runs of different mirrors share the context); only this user reaches the socket
+(0600 under $EOSMIRROR_HOME/run) and no secret crosses it (connections are resolved here, or read from the
+0600 file the client names); a run dies with its client (a lease bound to the client's pid and start time,
+leases.py, which each slot holds; slot/lifeline.py ends the slot when it closes); a client of other code
+(``fingerprint``) is refused with exit 2. The worker daemon (``serverdaemon``) imports the slot code before it
+forks, so a worker Spark forks anew starts warm.
 """
 
 from __future__ import annotations

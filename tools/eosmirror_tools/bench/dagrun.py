@@ -98,7 +98,7 @@ def measure(source: str, target: str, work: Path, rounds: int, records: int, say
             run_server: bool = False) -> dict[str, Any]:
     import yaml
 
-    from eosmirror.airflow.dags import mirror_dag_id
+    from eosmirror.airflow.dagids import mirror_dag_id
     from eosmirror_tools.soak import airflowrun
     from eosmirror_tools.soak.harness import _create_topic
 

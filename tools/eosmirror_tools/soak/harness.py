@@ -68,7 +68,7 @@ def _mirror_name(config: str, run_id: str) -> str:
 
 def mirrors_yaml(path: Path, topic: str, run_id: str, s: SoakSettings, start_iso: str) -> dict[str, str]:
     """The soak's mirrors file; returns config -> DAG id."""
-    from eosmirror.airflow.dags import mirror_dag_id
+    from eosmirror.airflow.dagids import mirror_dag_id
 
     mirrors: list[dict[str, Any]] = []
     dag_ids: dict[str, str] = {}
