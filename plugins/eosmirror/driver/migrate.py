@@ -197,7 +197,7 @@ class Migration:
                origin_reader: Any, note: str = "") -> AuditRecord:
         """Step 6: fence, look again, then progress + first syncs + audit record in one transaction."""
         m = self.mirror
-        self.run.preflight()   # target topics and the mirror's internal topics exist, configs in sync
+        self.run.preflight(check_state=False)   # target topics and the mirror's internal topics exist, configs in sync
         self.target_ids = {name: t.topic_id for name, t in topics.describe_targets(m, self.pairs, self.target).items()}
         current = state.read_generation(self.target, m.name, m.progress_group)
         number = current.number if current else 0

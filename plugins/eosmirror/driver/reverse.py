@@ -235,7 +235,7 @@ def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...
                    note=f"the reverse of {forward} starts at the promotion point: nothing that came from the old "
                         f"source goes back")
     else:
-        mig.run.preflight()
+        mig.run.preflight(check_state=False)
     state.write_mirror_state(old, back.name, back.transactional_id_prefix, MirrorState(
         Phase.MIRRORING, int(time.time() * 1000), by, note=f"prepared by `eosmirror reverse {forward}`: it starts "
                                                              f"at the promotion point"))

@@ -81,13 +81,15 @@ class MirrorRun:
         self.source = Cluster.resolve("source", mirror.source, mirror.name)
         self.target = Cluster.resolve("target", mirror.target, mirror.name)
 
-    def preflight(self) -> dict[str, Any]:
-        """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first task)."""
+    def preflight(self, check_state: bool = True) -> dict[str, Any]:
+        """Config resolved, both clusters answer, target topics created/grown/in sync (Airflow's first
+        task; ``check_state=False``: a migration or reverse that prepares the mirror before it copies)."""
         m = self.mirror
         pairs, existing = self.resolve()
         # A switched-over or promoted mirror's DAG run stops here, before Spark, naming the state (the
         # planner refuses a run outside Airflow the same way, before any slot starts).
-        mirrorstate.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name)
+        if check_state:
+            mirrorstate.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name)
         report = topics.sync_targets(m, pairs, self.source, self.target, existing)
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
