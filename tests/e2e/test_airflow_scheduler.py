@@ -3,6 +3,8 @@
 run copies exactly the records below its data interval's end, intervals run in order, re-running a
 finished interval copies nothing, and a manual run's task logs can be read through the API. Then the
 manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry.
+Slow (90-170 s on 2 cores): one standalone start, then about ten DAG runs through the real scheduler,
+most of them a spark-submit.
 
 One Airflow start serves every check; every wait draws on one budget below the test's timeout and
 says what it saw when it gives up."""

@@ -3,6 +3,9 @@
 Runs ``python -m eosmirror_tools.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
 sweep; the scale kind on its own, ``--quick --only scale``) as a subprocess, into a temporary folder so that the real build/bench report is never overwritten.
 Timings are reported by the bench, never asserted here: only shapes and exact counts are.
+
+Slow (140-310 s on 2 cores, set-up included): it starts MirrorMaker 2 and the JVM copier and runs every
+configuration kind once; the bench is what it tests, and a smaller one would leave a kind out.
 """
 
 import json

@@ -5,6 +5,9 @@ temporary folder (no checkout on sys.path), gives a temporary Airflow home only 
 mirrors file whose clusters are Airflow connections, and runs one mirror DAG end to end
 (`airflow dags test`): preflight, spark-submit of the packaged job, publish. Then the installed CLI
 verifies the copy record by record.
+
+Slow (about 110 s): building the wheel and installing the locked dependencies into a fresh virtual
+environment is the user's path it checks.
 """
 
 import json

@@ -4,7 +4,11 @@
 demo`) are started as a user starts them, in a session of their own; the kernel's socket table
 (/proc/net/tcp, tcp6) says where each process of that session, and each broker, listens. By default
 every listener is on loopback; EOSMIRROR_LISTEN=all puts the API server (and Airflow's task-log
-servers) on every interface; any other value is refused before anything starts."""
+servers) on every interface; any other value is refused before anything starts.
+
+Slow (100-190 s each on 2 cores): each starts the whole local stack as a user does (two brokers,
+Airflow standalone with its scheduler, API server and DAG processor; the demo test runs the whole demo),
+because the sockets of exactly that stack are what it checks."""
 
 import json
 import os

@@ -3,7 +3,9 @@ switchover refuses while producers still write, and a promotion with the source 
 production says exactly what may be lost. Positions and records come from Kafka's own ConsoleConsumer
 and librdkafka readers, never from eosmirror's arithmetic.
 
-The promotion test starts its own source broker (port 18880) so it can SIGKILL it."""
+The promotion test starts its own source broker (port 18880) so it can SIGKILL it. The switchover test is
+slow (50-95 s on 2 cores): its final run is a spark-submit, and three ConsoleConsumer JVMs each read until
+6 s pass without a record."""
 
 from __future__ import annotations
 
