@@ -140,12 +140,15 @@ class RecordLoop:
             err = m.error()
             if err is not None:
                 if err.code() == PARTITION_EOF:
-                    s = states[(m.topic(), m.partition())]
-                    s.eof = max(s.eof, m.offset())
+                    s = states.get((m.topic(), m.partition()))
+                    if s is not None:
+                        s.eof = max(s.eof, m.offset())
                 else:
                     self.source_group_refused = source_error(self.task, m, err, self.source_group_refused)
                 continue
-            s = states[(m.topic(), m.partition())]
+            s = states.get((m.topic(), m.partition()))
+            if s is None:   # fetched before the slot moved to its next chunk: read again in its own chunk
+                continue
             offset = m.offset()
             if offset >= s.end:
                 s.eof = max(s.eof, s.end)   # a record past the range: the range is complete
