@@ -11,11 +11,7 @@ the code below:
   3. Start: re-read the committed progress of the slot's partitions AFTER fencing (require_stable)
      and assign the source consumer there: that, not the driver's plan, is where copying starts.
      A partition already at or past its planned end has nothing to do.
-  4. Per chunk of the slot's partitions (``max_partitions_per_transaction``: at most that many partitions
-     per chunk, every partition in exactly one chunk; unset: one chunk, the whole slot), one after the
-     other, the chunk's partitions alone assigned; per transaction, until every range of the chunk is
-     complete or the slot's byte budget is spent (at least one transaction per chunk, so that every
-     partition's progress is committed each run):
+  4. Per transaction, until every range is complete or the slot's byte budget is spent:
      4.1 begin_transaction();
      4.2 copy: consume [progress, end) read_committed and produce every record to the same
          partition number of its target topic, with key, value (null too), headers, timestamp;
@@ -27,14 +23,14 @@ the code below:
          writer interleaved and the offset sync would be wrong -> abort, fail (TargetMismatchError);
      4.5 produce an offset-sync record (source range -> target offsets) for every partition whose
          progress moves, and flush them;
-     4.6 send_offsets_to_transaction with the new progress of EVERY partition of the chunk (idle
+     4.6 send_offsets_to_transaction with the new progress of EVERY partition of the slot (idle
          ones too, so that member-less group offsets never expire);
      4.7 commit_transaction().
      Errors (classify.py says which is which): retriable -> retry the same call; abortable ->
      abort, rewind to the committed progress (step 3 again), at most MAX_ABORT_ATTEMPTS in a row;
      fatal or fenced -> stop this slot and report it ("fenced").
   F. Follow (follow runs only, follow.py): once every range is complete, the ends open and step 4
-     repeats on the whole slot (one chunk), each transaction copying what arrives for max_transaction_seconds, until the next run
+     repeats, each transaction copying what arrives for max_transaction_seconds, until the next run
      of the same generation fences the slot ("handed-over", ok) or the bound passes ("follow-bound",
      ok).
   5. Publish: best effort, the committed progress to the same group on the SOURCE cluster.
@@ -220,7 +216,11 @@ class SlotCopier:
         return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
 
     def _copy_until_finished(self, once: bool = False) -> None:
-        """Step 4, chunk after chunk (a follow round: the whole slot)."""
+        """Step 4, per chunk of the slot's partitions (``max_partitions_per_transaction``; every partition in
+        exactly one chunk), one chunk after the other with only its partitions assigned: its transactions
+        carry the records, offset syncs and progress (4.6: of every partition of the chunk, idle ones too)
+        of its partitions alone, and each chunk commits at least one, so every partition's progress is
+        committed each run. Unchunked, and in a follow round (step F): the whole slot."""
         if self.following or len(self.chunks) <= 1:
             self._copy_chunk(once)
             return
