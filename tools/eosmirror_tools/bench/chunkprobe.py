@@ -45,6 +45,8 @@ def probe(source_conf: dict[str, Any], target_conf: dict[str, Any], partitions: 
     created = time.monotonic()
     for chunk in chunks:   # one by one: a CreateTopics of more than 10,000 partitions is refused
         scale._create(target_conf, [f"cp{run_id}c{chunk}.{topic}"], partitions)
+    for chunk in chunks:   # usable: every partition answers ListOffsets (the broker made its logs)
+        _wait_usable(target_conf, f"cp{run_id}c{chunk}.{topic}", partitions)
     print(f"target topics created ({time.monotonic() - created:.0f} s)", flush=True)
     rows = []
     for chunk in chunks:
@@ -81,6 +83,22 @@ def probe(source_conf: dict[str, Any], target_conf: dict[str, Any], partitions: 
               f"transactions, load {row['load_before']} -> {row['load_after']}", flush=True)
     _cleanup([source_conf, target_conf], run_id)
     return rows
+
+
+def _wait_usable(conf: dict[str, Any], topic: str, partitions: int, budget: float = 600.0) -> None:
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    from eosmirror.kafka.offsets import list_offsets
+
+    admin, deadline = AdminClient(conf), time.monotonic() + budget
+    while True:
+        try:
+            list_offsets(admin, {(topic, p): OffsetSpec.latest() for p in range(partitions)}, "target")
+            return
+        except Exception:  # noqa: BLE001 - not ready yet; the budget bounds the wait
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 def _cleanup(confs: list[dict[str, Any]], run_id: str) -> None:
