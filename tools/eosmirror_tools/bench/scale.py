@@ -219,7 +219,7 @@ def run_shape(source_conf: dict[str, Any], target_conf: dict[str, Any], shape: S
            "first_run_copy_s": round(steps["first_run"]["seconds"] - creation, 2) if creation is not None else None,
            "visible_after_first_run_s": seen["seconds"], "pending_at_first_run_end": seen["pending_at_first_poll"],
            "end_to_end_s": round(steps["first_run"]["seconds"] + seen["seconds"], 2)
-           if seen["seconds"] is not None else None,
+           if seen["seconds"] is not None and checks["first_run_copied_all"] else None,
            "exit_codes": {name: step["exit_code"] for name, step in steps.items()},
            "peak_rss_mb": round(max(rss), 1) if rss else None,
            "peak_rss_by_step_mb": {name: step["python_rss_mb"] for name, step in steps.items()},
