@@ -295,6 +295,21 @@ def test_a_slot_of_many_topics_asks_the_whole_metadata_once_not_topic_by_topic(c
     assert [c for c in consumer.calls if c[0] == "metadata"] == [("metadata", [(None,)])]
 
 
+def test_a_chunk_of_topics_not_asked_yet_asks_their_metadata_and_a_message_of_another_chunk_is_skipped(clock):
+    """A slot committing in chunks assigns one chunk at a time: a chunk's new topics are asked before its
+    assign (as a slot's first assign), topics already asked are not; a record of a partition outside the
+    chunk (fetched before the move) is left for its own chunk."""
+    task, states, faults = slot({A: (0, 1), B: (0, 5)})
+    consumer = ScriptedConsumer(clock, [[record(B, 0), record(A, 0)]])
+    loop = RecordLoop(task, consumer, RecordingProducer(), faults)
+    loop.assign({A: states[A]})
+    loop.assign({B: states[B]})
+    loop.assign({A: states[A]})
+    assert [c for c in consumer.calls if c[0] == "metadata"] == [("metadata", [("src-a",)]), ("metadata", [("src-b",)])]
+    loop.copy({A: states[A]}, 1e9, 0)
+    assert (states[A].count, states[B].count) == (1, 0)
+
+
 def test_partitions_still_assigned_are_resumed_and_sought_to_their_progress_not_reassigned(clock):
     """A follow round or a rewind: seek (which drops what was fetched before it) instead of unassign +
     assign, which made a follow round's first fetch wait for the fetch in flight (up to 0.5 s)."""

@@ -98,6 +98,13 @@ class MirrorConfig:
     max_transaction_seconds: float = declare(
         Seconds(low=0.1, high=300.0), "a transaction is committed after this long (below 1 s only for "
                                       "`follow` mirrors); `transaction.timeout.ms` = 2× + 30 s", 30.0)
+    max_partitions_per_transaction: int | None = declare(
+        Int(low=1, high=10**6, optional=True),
+        "exactly_once: a slot commits its partitions in chunks of at most this many, a transaction per chunk "
+        "carrying the chunk's records, offset syncs and progress (every partition in one chunk; follow rounds "
+        "commit the whole slot), so that the markers still being written when a run ends are few: its records "
+        "are visible to read_committed consumers, and the next run can start, seconds after it ends (5,000 "
+        "partitions, 4 slots: 3 s instead of 44 s); null = the whole slot in each transaction", 250)
     follow: bool = declare(
         Flag(), "a scheduled run of the latest interval, after its bound, keeps copying (a transaction every "
                 "`max_transaction_seconds`) until the next run takes over; catch-up, backfill and manual runs "

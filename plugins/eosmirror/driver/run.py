@@ -183,6 +183,7 @@ class MirrorRun:
                 partitions=parts, source_conf=self.source.settings, target_conf=self.target.settings,
                 source_overrides=dict(m.source_consumer), target_overrides=dict(m.target_producer),
                 max_transaction_seconds=m.max_transaction_seconds, transaction_timeout_ms=m.transaction_timeout_ms,
+                max_partitions_per_transaction=m.max_partitions_per_transaction,
                 max_bytes=m.max_bytes_per_slot, source_label=self.source.label, target_label=self.target.label,
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
                 follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None))

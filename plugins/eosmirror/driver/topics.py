@@ -23,6 +23,12 @@ from eosmirror.kafka.retry import retry_until, wait_until
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
+# How long a topic just created may take to reach the metadata: a broker shows it only once it has made the
+# logs of the partitions created before it (issue #44: at load 7-18 on 2 cores, the internal topics of a
+# mirror whose 5,000-partition target topic was created just before were not visible 30 s later; the
+# broker took 82 s to make 10,000 partitions' logs). 30 s, plus this per partition created before.
+DESCRIBE_NEW_SECONDS = 30.0
+DESCRIBE_NEW_PER_PARTITION = 0.01
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,9 @@ def sync_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, 
     for pair, have in to_grow:
         _grow(target, pair, have)
         report.grown[pair.target] = (have, pair.partitions)
-    existing.update(_describe_new(target, [t.topic for t in to_create] + list(report.grown)))
+    existing.update(_describe_new(target, [t.topic for t in to_create] + list(report.grown),
+                                  sum(t.num_partitions for t in to_create)
+                                  + sum(p.partitions - have for p, have in to_grow)))
     _check_and_sync_configs(pairs, target, existing, wanted, report)
     if mirror.sync_topic_acls:
         report.acls_synced, report.acl_warnings = acls.sync(pairs, source, target)
@@ -261,15 +269,17 @@ def _grow(target: Cluster, pair: TopicPair, have: int) -> None:
             f"partition i; grant Alter on topic {pair.target} or add the partitions by hand") from None
 
 
-def _describe_new(target: Cluster, names: list[str]) -> dict[str, TopicState]:
-    """Describe topics just created or grown; a new topic may take a moment to reach the metadata."""
+def _describe_new(target: Cluster, names: list[str], partitions: int) -> dict[str, TopicState]:
+    """Describe topics just created or grown; a new topic may take a moment to reach the metadata, more
+    when the broker has the logs of many ``partitions`` created just before to make."""
     if not names:
         return {}
-    found = wait_until(30, lambda: describe(target, names), lambda d: len(d) == len(set(names)))
+    budget = DESCRIBE_NEW_SECONDS + DESCRIBE_NEW_PER_PARTITION * partitions
+    found = wait_until(budget, lambda: describe(target, names), lambda d: len(d) == len(set(names)))
     missing = sorted(set(names) - set(found))
     if missing:
-        raise TargetMismatchError(f"{target.label}: target topic(s) {', '.join(missing)} do not exist 30 s after "
-                                  f"creation")
+        raise TargetMismatchError(f"{target.label}: target topic(s) {', '.join(missing)} do not exist {budget:.0f} s "
+                                  f"after creation")
     return found
 
 
@@ -320,5 +330,7 @@ def ensure_internal_topics(mirror: MirrorConfig, target: Cluster, existing: dict
     missing = [NewTopic(name, num_partitions=1, replication_factor=mirror.target_replication_factor, config=cfg)
                for name, cfg in internal_topics(mirror).items() if name not in existing]
     created = _create(target, missing, "internal topic")
-    existing.update(_describe_new(target, [t.topic for t in missing]))
+    # A first run creates them right after its target topics: the broker may still be making those logs.
+    existing.update(_describe_new(target, [t.topic for t in missing],
+                                  len(missing) + (sum(t.partitions for t in existing.values()) if missing else 0)))
     return created

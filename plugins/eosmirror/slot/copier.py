@@ -26,7 +26,14 @@ from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, trans
 from eosmirror.slot.faults import Faults, InjectedAbort
 from eosmirror.slot.recordloop import RecordLoop, stall_seconds
 from eosmirror.slot.slotio import KafkaSlotIO, SlotIO
-from eosmirror.slot.slotstate import PartitionCopy, SlotTask, slot_result, start_states, steps_text
+from eosmirror.slot.slotstate import (
+    PartitionCopy,
+    SlotTask,
+    partition_chunks,
+    slot_result,
+    start_states,
+    steps_text,
+)
 from eosmirror.slot.syncwrites import now_ms, produce_syncs, progress_offsets
 
 log = logging.getLogger(__name__)
@@ -53,6 +60,8 @@ class SlotCopier:
         self.following = False   # step F: the ranges' ends are open
         self.fenced_at = 0.0      # monotonic time step 1 ended (a follower's first commits are logged from it)
         self.last_marks: list[float] = []   # the last transaction's step times (follow.TRANSACTION_STEPS)
+        self.chunks: list[list[tuple[str, int]]] = []   # step 4's chunks of the slot's partitions
+        self.chunk: list[tuple[str, int]] | None = None   # the partitions the transactions cover; None: all
 
     # --- clients -----------------------------------------------------------------------------------
 
@@ -116,7 +125,10 @@ class SlotCopier:
             marks.append(time.monotonic())
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
-        self.loop.assign(self.states)
+        keys = [(p.source_topic, p.partition) for p in self.task.partitions]
+        self.chunks = partition_chunks(keys, self.task.max_partitions_per_transaction if self.exactly_once else None)
+        self.chunk = self.chunks[0] if len(self.chunks) > 1 else None
+        self.loop.assign(self._active())
         marks.append(time.monotonic())
         steps = ("fence", "generation", "progress") if self.exactly_once else ("progress",)
         log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
@@ -129,6 +141,7 @@ class SlotCopier:
         started = time.monotonic()
         keys = [(p.source_topic, p.partition) for p in t.partitions]
         self.following = True
+        self.chunk = None   # a follow round's transaction covers the whole slot
         follow.open_ends(self.states.values())
         self.loop.assign(self.states)   # partitions paused at their bounded end read on from their progress
         assigned, logged = time.monotonic(), False   # the first round is logged: the hand-over's gap
@@ -170,8 +183,29 @@ class SlotCopier:
         return self.task.max_bytes is not None and self.bytes_copied >= self.task.max_bytes
 
     def _copy_until_finished(self, once: bool = False) -> None:
-        """Step 4, repeated (``once``: until one transaction committed); an abortable error rewinds to
-        step 3, MAX_ABORT_ATTEMPTS times in a row."""
+        """Step 4, per chunk of the slot's partitions (``max_partitions_per_transaction``; every partition in
+        exactly one chunk), one chunk after the other with only its partitions assigned: its transactions
+        carry the records, offset syncs and progress (4.6: of every partition of the chunk, idle ones too)
+        of its partitions alone, and each chunk commits at least one, so every partition's progress is
+        committed each run. Unchunked, and in a follow round (step F): the whole slot."""
+        if self.following or len(self.chunks) <= 1:
+            self._copy_chunk(once)
+            return
+        for keys in self.chunks:
+            if keys != self.chunk:
+                self.chunk = keys
+                self.loop.assign(self._active())
+            self._copy_chunk(once)
+
+    def _active(self) -> dict[tuple[str, int], PartitionCopy]:
+        """The partitions the next transaction covers: the current chunk's (all when unchunked)."""
+        if self.chunk is None:
+            return self.states
+        return {key: self.states[key] for key in self.chunk}
+
+    def _copy_chunk(self, once: bool) -> None:
+        """Step 4 on the current chunk, repeated (``once``: until one transaction committed); an abortable
+        error rewinds to step 3, MAX_ABORT_ATTEMPTS times in a row."""
         attempts = 0
         while True:
             try:
@@ -185,7 +219,7 @@ class SlotCopier:
                 self._abort_and_rewind(why, attempts)
                 continue
             attempts = 0
-            if once or self._finished():
+            if once or self._finished(self._active()):
                 return
 
     def _abort_and_rewind(self, why: Exception, attempts: int) -> None:
@@ -206,7 +240,7 @@ class SlotCopier:
         self._load_progress()
         if self.following:
             follow.open_ends(self.states.values())
-        self.loop.assign(self.states)
+        self.loop.assign(self._active())
         self.bytes_copied = sum(st.bytes_total for st in self.states.values())
 
     def _report_unexpected(self, exc: Exception) -> None:
@@ -230,8 +264,10 @@ class SlotCopier:
         self.result.bytes = sum(p.bytes for p in self.result.partitions)
         self.result.seconds = round(time.monotonic() - started, 3)
 
-    def _finished(self) -> bool:
-        return all(s.committed >= s.end for s in self.states.values()) or self._budget_spent()
+    def _finished(self, states: dict[tuple[str, int], PartitionCopy] | None = None) -> bool:
+        """Every range (of ``states``, else of the slot) is complete, or the byte budget is spent."""
+        return (all(s.committed >= s.end for s in (self.states if states is None else states).values())
+                or self._budget_spent())
 
     def _abort_quietly(self) -> None:
         if self.exactly_once and self.producer is not None:
@@ -254,18 +290,19 @@ class SlotCopier:
 
     def _transaction(self) -> None:
         t, producer = self.task, self.producer
+        states = self._active()
         # 4.1 Begin; every partition's transaction starts at its committed progress.
-        for s in self.states.values():
+        for s in states.values():
             s.begin_transaction()
         self._txn_call(producer.begin_transaction, "begin a transaction")
         started = time.monotonic()
         marks = [started]
         # 4.2 Copy.
-        self.bytes_copied = self.loop.copy(self.states, started + t.max_transaction_seconds, self.bytes_copied)
-        moved = [s for s in self.states.values() if s.moved()]   # fixed once the copy stopped
+        self.bytes_copied = self.loop.copy(states, started + t.max_transaction_seconds, self.bytes_copied)
+        moved = [s for s in states.values() if s.moved()]   # fixed once the copy stopped
         marks.append(time.monotonic())
         # 4.3 Flush: every record acknowledged, each written partition's target base known.
-        written = self._flush_records()
+        written = self._flush_records(states)
         marks.append(time.monotonic())
         # 4.4 Check: the target offsets are exactly the ones the offset syncs will state.
         ends = self._check_target_ends(moved, written)
@@ -273,33 +310,33 @@ class SlotCopier:
         # 4.5 Offset syncs, in the same transaction.
         self._produce_syncs(moved, ends)
         marks.append(time.monotonic())
-        # 4.6 The new progress of every partition, in the same transaction.
+        # 4.6 The new progress of every partition of the chunk, in the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
-                       progress_offsets(self.states.values(), t.generation), self.reader.consumer_group_metadata())
+                       progress_offsets(states.values(), t.generation), self.reader.consumer_group_metadata())
         marks.append(time.monotonic())
         self.faults.hit("before_commit", t.slot)
         # 4.7 Commit: records, offset syncs and progress become visible together.
         self._txn_call(producer.commit_transaction, "commit the transaction")
         marks.append(time.monotonic())
-        self._committed(marks[-1] - started)
+        self._committed(marks[-1] - started, states)
         self.last_marks = marks
         self.faults.hit("after_commit", t.slot)
         if self.following:
             follow.warn_if_slow(t, marks)
 
-    def _committed(self, elapsed: float) -> None:
-        """A transaction (or an at_least_once batch) committed: each partition's progress moves to
-        where its copy reached; the transaction is counted."""
-        for s in self.states.values():
+    def _committed(self, elapsed: float, states: dict[tuple[str, int], PartitionCopy] | None = None) -> None:
+        """A transaction (or an at_least_once batch) committed: each partition it covers (``states``, else
+        the slot's) moves its progress to where its copy reached; the transaction is counted."""
+        for s in (self.states if states is None else states).values():
             s.commit()
         self.result.count_transaction(elapsed)
 
-    def _flush_records(self) -> list[PartitionCopy]:
+    def _flush_records(self, states: dict[tuple[str, int], PartitionCopy]) -> list[PartitionCopy]:
         """Step 4.3: every record acknowledged; returns the partitions written, each with its base."""
         remaining = self.producer.flush(max(30.0, self.task.transaction_timeout_ms / 1000 / 2))
         if remaining:
             raise Abortable(f"{remaining} records were not acknowledged in time")
-        written = [s for s in self.states.values() if s.count]
+        written = [s for s in states.values() if s.count]
         for s in written:
             if s.first_error:
                 raise Abortable(f"{s.task.target_topic}[{s.task.partition}]: delivery failed: {s.first_error}")

@@ -54,6 +54,8 @@ class RecordLoop:
     def __init__(self, task: SlotTask, consumer: Any, producer: Any, faults: Faults):
         self.task, self.consumer, self.producer, self.faults = task, consumer, producer, faults
         self.source_group_refused = False   # the source refused Read on the progress group (seen while reading)
+        self._learned: set[str] = set()      # topics whose metadata was asked before their first assign
+        self._learned_all = False            # ... or the whole cluster's
         self._last_log = self._last_activity = time.monotonic()
 
     def assign(self, states: dict[tuple[str, int], PartitionCopy]) -> None:
@@ -81,8 +83,8 @@ class RecordLoop:
         # librdkafka keeps a partition's pause flag across unassign()/assign(): partitions paused
         # when their range completed must be resumed, or a rewound partition would never fetch.
         self.consumer.unassign()
-        if not assigned:
-            self._learn_leaders(work)
+        if not self._learned_all:   # a first assign, or a chunk with topics not asked yet
+            self._learn_leaders([tp for tp in work if tp.topic not in self._learned])
         self.consumer.assign(work)
         if work:
             self.consumer.resume(work)
@@ -92,19 +94,22 @@ class RecordLoop:
         self._last_activity = time.monotonic()
 
     def _learn_leaders(self, work: list[Any]) -> None:
-        """Ask the source for the metadata of the slot's topics before the first assign. Assigned
+        """Ask the source for the metadata of topics before their first assign (the slot's first, or a
+        chunk's with topics not asked yet). Assigned
         partitions of topics the consumer held no metadata for often started fetching only after the
         metadata refresh (figures: docs/testing-and-benchmarks.md, "Figures behind the code"). A failure here only costs
         that delay: the fetcher looks the leaders up itself."""
         from confluent_kafka import KafkaException
 
         topics = sorted({tp.topic for tp in work})
+        self._learned.update(topics)
         try:
             if len(topics) <= METADATA_ONE_BY_ONE:
                 for topic in topics:
                     self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT)
             elif topics:
                 self.consumer.list_topics(timeout=METADATA_TIMEOUT)
+                self._learned_all = True
         except KafkaException as exc:
             log.debug("slot %d: metadata ahead of assign failed (%s)", self.task.slot, exc)
 
@@ -140,12 +145,15 @@ class RecordLoop:
             err = m.error()
             if err is not None:
                 if err.code() == PARTITION_EOF:
-                    s = states[(m.topic(), m.partition())]
-                    s.eof = max(s.eof, m.offset())
+                    s = states.get((m.topic(), m.partition()))
+                    if s is not None:
+                        s.eof = max(s.eof, m.offset())
                 else:
                     self.source_group_refused = source_error(self.task, m, err, self.source_group_refused)
                 continue
-            s = states[(m.topic(), m.partition())]
+            s = states.get((m.topic(), m.partition()))
+            if s is None:   # fetched before the slot moved to its next chunk: read again in its own chunk
+                continue
             offset = m.offset()
             if offset >= s.end:
                 s.eof = max(s.eof, s.end)   # a record past the range: the range is complete

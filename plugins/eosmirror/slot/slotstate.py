@@ -64,6 +64,9 @@ class SlotTask:
     # lease listener (spark/leases.py). The Spark JVM outlives such a run, so the lease's end (its
     # client is gone) is what ends the slot (lifeline.py). None: the run's own JVM is the lifeline.
     lease: tuple[str, int, str] | None = field(default=None, repr=False)
+    # exactly_once: at most this many partitions per transaction (the copier commits the slot in chunks,
+    # each chunk's transactions carrying its own partitions' records, syncs and progress). None: one chunk.
+    max_partitions_per_transaction: int | None = None
 
 
 class PartitionCopy:
@@ -190,6 +193,24 @@ def start_states(t: SlotTask, committed: dict[tuple[str, int], Any],
             state.newest_ts, state.copy_start = before.newest_ts, before.copy_start
         states[(p.source_topic, p.partition)] = state
     return states
+
+
+def partition_chunks(keys: list[tuple[str, int]], most: int | None) -> list[list[tuple[str, int]]]:
+    """The slot's partitions (``keys``, in order) cut into consecutive chunks of at most ``most`` each, as
+    even as possible (5 of at most 2: 2, 2, 1; 1,250 of at most 500: 417, 417, 416). Every partition is in
+    exactly one chunk; no chunk is empty. ``most`` None or 0, or not fewer than the partitions: one chunk."""
+    if not keys:
+        return []
+    if not most or most >= len(keys):
+        return [list(keys)]
+    count = -(-len(keys) // most)
+    size, larger = divmod(len(keys), count)
+    chunks, at = [], 0
+    for index in range(count):
+        width = size + (1 if index < larger else 0)
+        chunks.append(list(keys[at:at + width]))
+        at += width
+    return chunks
 
 
 def steps_text(names: tuple[str, ...], marks: list[float]) -> str:
