@@ -2,7 +2,8 @@
 `airflow backfill create` and a manual run through its REST API (LocalExecutor, SQLite): each interval
 run copies exactly the records below its data interval's end, intervals run in order, re-running a
 finished interval copies nothing, and a manual run's task logs can be read through the API. Then the
-manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry.
+manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry; the
+scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
 Slow (90-170 s on 2 cores): one standalone start, then about ten DAG runs through the real scheduler,
 most of them a spark-submit.
 
@@ -305,6 +306,20 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     assert (run_state(promote_id, refused), ti["try_number"]) == ("failed", 1), ti   # refused at once, never retried
     log_text = json.dumps(api.call("GET", f"/api/v2/dags/{promote_id}/dagRuns/{refused}/taskInstances/promote/logs/1"))
     assert "already switched-over" in log_text, log_text[-2000:]
+
+    # An unplanned promotion of the scheduled mirror: its source answers, and the current hour's records
+    # ("now", one per partition) were never copied. Promoted, but the run fails, once, and says so.
+    lossy_id = f"eosmirror_promote__{scheduled}"
+    api.call("PATCH", f"/api/v2/dags/{lossy_id}", {"is_paused": False})
+    lossy = api.call("POST", f"/api/v2/dags/{lossy_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+    wait_for(lambda: run_state(lossy_id, lossy) in ("success", "failed"), 180, "the promotion DAG run", state,
+             budget, seen=lambda: run_state(lossy_id, lossy))
+    ti = api.call("GET", f"/api/v2/dags/{lossy_id}/dagRuns/{lossy}/taskInstances/promote")
+    report = api.call("GET", f"/api/v2/dags/{lossy_id}/dagRuns/{lossy}/taskInstances/promote/xcomEntries/report")
+    loss = report["value"] if isinstance(report["value"], dict) else json.loads(report["value"])
+    assert (run_state(lossy_id, lossy), ti["try_number"]) == ("failed", 1), (ti, loss)
+    assert (loss["state"], loss["source_answered"], loss["may_be_lost"]) == ("promoted", True, 2), loss
+    assert [p["may_be_lost"] for p in loss["partitions"]] == [1, 1], loss
 
 
 def values_on(conf, topic):

@@ -136,6 +136,7 @@ def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_withou
     assert outcome["recovery_seconds"] > 0 and set(outcome["steps"]) >= {
         "wait for a quiet source", "final run", "fence", "record lag", "group sync", "verify"}, outcome
     assert "source still written" in out, "the switchover never saw the producers that were still writing"
+    print(f"switchover: trigger to safe {outcome['recovery_seconds']} s, steps {outcome['steps']}")
 
     # Kafka's ConsoleConsumer: the target holds every source record, once; the group resumes exactly.
     everything = sorted(console_consumer(target_conf, topic, unique("check")))
