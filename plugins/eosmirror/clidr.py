@@ -92,19 +92,19 @@ def register(sub: Any) -> None:
     status = cliops.mirror_command(sub, "status", _status, "the mirror's state: mirroring, switched over or promoted")
     status.add_argument("--json", action="store_true")
     switching = cliops.mirror_command(sub, "switchover", _switchover,
-                                   "planned switchover: wait until the source is quiet, final run, fence, group "
-                                   "sync, verify; ends with 'zero loss: safe to switch' only when every step held")
+                                      "planned switchover: wait until the source is quiet, final run, fence, group "
+                                      "sync, verify; ends with 'zero loss: safe to switch' only when every step held")
     switching.add_argument("--wait-seconds", type=float, default=300.0,
-                        help="how long to wait for the source to be quiet (default 300)")
+                           help="how long to wait for the source to be quiet (default 300)")
     switching.add_argument("--quiet-seconds", type=float, default=10.0,
-                        help="how long no new committed record may arrive on the source (default 10)")
+                           help="how long no new committed record may arrive on the source (default 10)")
     switching.add_argument("--no-pause", action="store_true", help="do not pause the mirror's DAGs")
     switching.add_argument("--json", action="store_true")
     promoting = cliops.mirror_command(sub, "promote", _promote,
-                                    "unplanned promotion: fence, record what the target holds, report what may "
-                                    "be lost (works while the source is unreachable)")
+                                      "unplanned promotion: fence, record what the target holds, report what may "
+                                      "be lost (works while the source is unreachable)")
     promoting.add_argument("--source-seconds", type=float, default=10.0,
-                         help="the longest any step waits on the source (default 10)")
+                           help="the longest any step waits on the source (default 10)")
     promoting.add_argument("--no-pause", action="store_true", help="do not pause the mirror's DAGs")
     promoting.add_argument("--json", action="store_true")
     reversing = cliops.mirror_command(sub, "reverse", _reverse,
