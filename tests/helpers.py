@@ -152,3 +152,17 @@ def plan_refused_while_held(source_conf: dict[str, Any], target_conf: dict[str, 
         return str(refused.value), time.monotonic() - started
     finally:
         zombie.abort_transaction(30)
+
+
+def committed_offsets(conf: dict[str, Any], group: str, topic: str, partitions: int, stable: bool = True,
+                      timeout: float = 30) -> dict[int, int]:
+    """A group's committed offsets as librdkafka's own consumer reads them (stable: with require_stable)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({**conf, "group.id": group, "enable.auto.commit": False,
+                       "isolation.level": "read_committed" if stable else "read_uncommitted"})
+    try:
+        got = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=timeout)
+        return {tp.partition: tp.offset for tp in got if tp.error is None and tp.offset >= 0}
+    finally:
+        reader.close()

@@ -13,12 +13,12 @@ import logging
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from eosmirror import driver
 from eosmirror.core import planning
 from tests.helpers import (
     cli,
+    committed_offsets,
     create_topic,
     faults_env,
     mirror,
@@ -33,17 +33,6 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 300
 RECORDS = 3
 NEW_PARTITION_WARNING = "is new to a topic the mirror already copies"
-
-
-def committed(target_conf, group: str, topic: str, partitions: int, stable: bool, timeout: float = 20) -> dict[int, int]:
-    """The group's committed offsets as librdkafka's own consumer reads them (stable: require_stable)."""
-    reader = Consumer({**target_conf, "group.id": group, "enable.auto.commit": False,
-                       "isolation.level": "read_committed" if stable else "read_uncommitted"})
-    try:
-        got = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=timeout)
-        return {tp.partition: tp.offset for tp in got if tp.error is None and tp.offset >= 0}
-    finally:
-        reader.close()
 
 
 def planned(prepared) -> dict[int, tuple[int, int, str]]:
@@ -72,7 +61,7 @@ def while_slot_0_commits(source_conf, target_conf, unique, tmp_path, prefix, dur
     try:
         deadline, seen = time.monotonic() + 120, {}
         while time.monotonic() < deadline and running.poll() is None:
-            seen = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=False)
+            seen = committed_offsets(target_conf, m.progress_group, topic, PARTITIONS, stable=False, timeout=20)
             if len(seen) == PARTITIONS - len(held) and holding.exists():
                 break
             time.sleep(0.1)
@@ -86,7 +75,7 @@ def while_slot_0_commits(source_conf, target_conf, unique, tmp_path, prefix, dur
     finally:
         if running.poll() is None:
             running.kill()
-    truth = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=True)
+    truth = committed_offsets(target_conf, m.progress_group, topic, PARTITIONS, stable=True, timeout=20)
     assert truth == {p: RECORDS for p in range(PARTITIONS)}
     return m, topic, held, got
 
@@ -116,7 +105,7 @@ def test_plan_right_after_runs_sees_every_partition_progress(source_conf, target
         m = mirror(unique("m"), [topic], slots=4)
         assert run(m)["records"] == PARTITIONS * RECORDS
         prepared = driver.MirrorRun(m, driver.RunOptions()).prepare(plan_only=True)
-        truth = committed(target_conf, m.progress_group, topic, PARTITIONS, stable=True)
+        truth = committed_offsets(target_conf, m.progress_group, topic, PARTITIONS, stable=True, timeout=20)
         assert truth == {p: RECORDS for p in range(PARTITIONS)}
         wrong = {p: got for p, got in planned(prepared).items() if got != (RECORDS, RECORDS, planning.ORIGIN_PROGRESS)}
         assert not wrong, f"mirror {attempt}: {len(wrong)} partitions misplanned, e.g. {sorted(wrong.items())[:3]}"

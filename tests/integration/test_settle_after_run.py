@@ -2,7 +2,7 @@
 
 On a busy broker the markers of a run's transactions (1,250 partitions each) are written for tens of
 seconds after the run returned; partitions become stable transaction by transaction. The old readers
-gave up after PROGRESS_SETTLE_SECONDS and told the operator to fence a healthy mirror (plan), counted
+gave up after the settle window (15 s) and told the operator to fence a healthy mirror (plan), counted
 partitions from their log start (lag) or left the last copies unchecked (verify).
 
 A broker of the test fixture writes the markers of 3,000 partitions before the run has even returned
@@ -30,6 +30,7 @@ from eosmirror import driver
 from eosmirror.core import naming, planning
 from tests.helpers import (
     cli,
+    committed_offsets,
     create_topic,
     faults_env,
     mirror,
@@ -49,22 +50,10 @@ SETTLE = 7.0           # the lowered settle window: > GAP, < the whole staggered
 
 
 def lower_settle_window(monkeypatch, seconds: float) -> None:
-    """PROGRESS_SETTLE_SECONDS where each reader looks it up (imported by name in lag, verify, groups)."""
-    from eosmirror.driver import groups, lag, observe, verify
+    """The operator's setting EOSMIRROR_PROGRESS_SETTLE_SECONDS, for this process and the CLIs it starts."""
+    from eosmirror.driver.observe import SETTLE_ENV
 
-    for module in (observe, lag, verify, groups):
-        monkeypatch.setattr(module, "PROGRESS_SETTLE_SECONDS", seconds, raising=False)
-
-
-def committed_truth(target_conf, group: str, topic: str, stable: bool = True) -> dict[int, int]:
-    """The group's offsets as librdkafka's consumer reads them (stable: with require_stable)."""
-    reader = Consumer({**target_conf, "group.id": group, "enable.auto.commit": False,
-                       "isolation.level": "read_committed" if stable else "read_uncommitted"})
-    try:
-        got = reader.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
-        return {tp.partition: tp.offset for tp in got if tp.error is None and tp.offset >= 0}
-    finally:
-        reader.close()
+    monkeypatch.setenv(SETTLE_ENV, str(seconds))
 
 
 def read_committed_count(target_conf, topic: str, budget: float = 60.0) -> int:
@@ -109,7 +98,7 @@ def test_plan_verify_and_lag_wait_while_commits_land_and_agree_with_read_committ
         deadline, seen = time.monotonic() + 120, {}
         while time.monotonic() < deadline and running.poll() is None:
             if all(f.exists() for f in held.values()):
-                seen = committed_truth(target_conf, m.progress_group, topic, stable=False)
+                seen = committed_offsets(target_conf, m.progress_group, topic, PARTITIONS, stable=False)
                 if set(seen) == slot0:
                     break
             time.sleep(0.1)
@@ -152,7 +141,7 @@ def test_plan_verify_and_lag_wait_while_commits_land_and_agree_with_read_committ
     assert not failed, f"after {took}: {failed}"
 
     # The truth, once the run has ended: librdkafka's require_stable and read_committed readers.
-    truth = committed_truth(target_conf, m.progress_group, topic)
+    truth = committed_offsets(target_conf, m.progress_group, topic, PARTITIONS)
     assert truth == {p: RECORDS for p in range(PARTITIONS)}
     copies = read_committed_count(target_conf, topic)
     assert copies == PARTITIONS * RECORDS

@@ -25,7 +25,7 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, Config
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
 from eosmirror.driver import topics
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
+from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import offsets as kafka_offsets
 from eosmirror.kafka import readers, syncstore
@@ -152,7 +152,7 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     # target records read next are read_committed, so wait while those land, as the planner does.
     on_target = ([(sides.topic_map[t], p) for t, n in sides.partitions.items() for p in range(n)]
                  if sides.write is target else [(t, p) for t, n in sides.partitions.items() for p in range(n)])
-    kafka_offsets.settle_ends(target, on_target + [(naming.offset_sync_topic(mirror.name), 0)], PROGRESS_SETTLE_SECONDS,
+    kafka_offsets.settle_ends(target, on_target + [(naming.offset_sync_topic(mirror.name), 0)], progress_settle_seconds(),
                         settle_bound_seconds(mirror), "the target's end")
 
     def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:

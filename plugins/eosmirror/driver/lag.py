@@ -18,7 +18,7 @@ from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUn
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.runreport import Report
 from eosmirror.driver import topics
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
+from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers, state
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka.cluster import Cluster
@@ -64,7 +64,7 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
         # It waits while the last run's markers are being written (core/settle.py), as the planner does.
         committed, unsettled, outcome = progress.read_settled(target, [(target_of[t], p) for t, p in keys],
                                                               mirror.progress_group,
-                                                              settle_seconds=PROGRESS_SETTLE_SECONDS,
+                                                              settle_seconds=progress_settle_seconds(),
                                                               bound_seconds=settle_bound_seconds(mirror))
         starts, highs, stables = (future.result() for future in asked)
     if unsettled:   # an open transaction holds their first progress: nothing is committed for them yet

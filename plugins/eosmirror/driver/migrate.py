@@ -33,7 +33,7 @@ from eosmirror.core.errors import EosMirrorError, ProgressUnavailableError
 from eosmirror.core.migration import AuditRecord, PartitionChange
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
+from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.driver.run import MirrorRun
 from eosmirror.kafka import calls, clients, progress, readers, state
 from eosmirror.kafka import offsets as kafka_offsets
@@ -112,7 +112,7 @@ class Migration:
         Right after a run the broker may still be writing its commit markers (issue #44): the first
         look waits while they visibly land, as the planner does; a transaction really open stays."""
         kafka_offsets.settle_ends(self.target, [tp for tp in self.target_of.values() if tp[0] in self.existing],
-                            PROGRESS_SETTLE_SECONDS, settle_bound_seconds(self.mirror), "the target's end")
+                            progress_settle_seconds(), settle_bound_seconds(self.mirror), "the target's end")
         first = self.look(origin_reader)
         open_now = {tp: (s, first.target_high[tp]) for tp, s in first.target_stable.items()
                     if s != first.target_high[tp]}

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eosmirror.core import naming, settle
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import DataLossError, ProgressUnavailableError
+from eosmirror.core.errors import ConfigError, DataLossError, ProgressUnavailableError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.planning import PartitionObservation
 from eosmirror.driver.topics import TopicPair
@@ -91,13 +92,30 @@ def _recover(pair: TopicPair, p: int, history: PartitionSyncs, target_topic_ids:
 # writing the markers of thousands of partitions, the pending set keeps shrinking for tens of seconds,
 # and the wait goes on while it does (bounded by the mirror's transaction timeout). Nothing settling
 # for this long means an open transaction: a running or killed slot.
+# EOSMIRROR_PROGRESS_SETTLE_SECONDS sets it (a cluster whose markers take longer; tests that need a
+# shorter window): every reader asks progress_settle_seconds(), so one setting reaches them all.
 PROGRESS_SETTLE_SECONDS = 15.0
+SETTLE_ENV = "EOSMIRROR_PROGRESS_SETTLE_SECONDS"
+
+
+def progress_settle_seconds() -> float:
+    """The settle window: EOSMIRROR_PROGRESS_SETTLE_SECONDS when set (a positive number), else 15 s."""
+    raw = os.environ.get(SETTLE_ENV)
+    if not raw:
+        return PROGRESS_SETTLE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ConfigError(f"{SETTLE_ENV}={raw!r}: a number of seconds above 0 (default {PROGRESS_SETTLE_SECONDS:g})")
+    return value
 
 
 def settle_bound_seconds(mirror: MirrorConfig) -> float:
     """The longest any settle wait of this mirror lasts: its transaction timeout, after which the
     broker has aborted any transaction of the mirror that was left open."""
-    return max(PROGRESS_SETTLE_SECONDS, mirror.transaction_timeout_ms / 1000)
+    return max(progress_settle_seconds(), mirror.transaction_timeout_ms / 1000)
 
 
 def holders(mirror: MirrorConfig, target: Cluster) -> str:
@@ -137,7 +155,7 @@ def _refuse_unsettled(mirror: MirrorConfig, unsettled: set[tuple[str, int]], mir
         return
     refused = sorted(tp for tp in unsettled if tp[0] in mirrored)
     example = ", ".join(f"{t}[{p}]" for t, p in (refused or sorted(unsettled))[:3])
-    how = outcome.explain() if outcome is not None and outcome.looks else f"not stable after {PROGRESS_SETTLE_SECONDS:.0f} s"
+    how = outcome.explain() if outcome is not None and outcome.looks else f"not stable after {progress_settle_seconds():.0f} s"
     if refused:
         raise ProgressUnavailableError(
             f"{target.label}: {len(refused)} partition(s) of topics the mirror already copies show no progress "
@@ -174,7 +192,7 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
                  for name, spec in specs.items()}
         committed, unsettled, outcome = progress.read_settled(
             target, [(pair.target, p) for pair in pairs for p in range(pair.partitions)], mirror.progress_group,
-            settle_seconds=PROGRESS_SETTLE_SECONDS, bound_seconds=settle_bound_seconds(mirror))
+            settle_seconds=progress_settle_seconds(), bound_seconds=settle_bound_seconds(mirror))
         earliest, stable = asked["earliest"].result(), asked["stable"].result()
         until_offsets = asked["until"].result() if "until" in asked else {}
     if progress_beyond(stable, committed, pairs):

@@ -13,7 +13,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver import topics, verifybatch
-from eosmirror.driver.observe import PROGRESS_SETTLE_SECONDS, settle_bound_seconds
+from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.driver.partitioncheck import PartitionCheck, judge, settled
 from eosmirror.kafka import offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
@@ -60,7 +60,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     # now would leave the last copies "committed after verify read the target's end" (exit 3), and a
     # copy whose sync is not visible yet would look foreign. Wait while they land, as the planner does.
     offsets.settle_ends(target, [(pair.target, k) for pair, k in partitions] + [(naming.offset_sync_topic(mirror.name), 0)],
-                        PROGRESS_SETTLE_SECONDS, settle_bound_seconds(mirror), "the target's end")
+                        progress_settle_seconds(), settle_bound_seconds(mirror), "the target's end")
     # The target's ends first, the offset syncs after: see the module docstring.
     ends = list_offsets_of(target, {(pair.target, k): OffsetSpec.latest() for pair, k in partitions})
 
