@@ -37,11 +37,14 @@ def spark_standalone(tmp_path_factory):
         deadline, state = time.time() + REGISTER_BUDGET, None
         while time.time() < deadline:
             try:
-                state = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2).read())
+                raw = urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2).read()
+                state = json.loads(raw)
                 if state.get("aliveworkers", 0) >= 1:
                     break
-            except OSError:
-                pass
+            except OSError as exc:
+                state = f"no answer ({exc})"
+            except ValueError:   # seen once under load: the UI's HTML page before its /json/ endpoint is up
+                state = f"not JSON yet: {raw[:120]!r}"
             time.sleep(1)
         else:
             raise RuntimeError(f"the Spark standalone worker did not register within {REGISTER_BUDGET:.0f} s (master "
