@@ -15,7 +15,8 @@ import logging
 import sys
 from typing import Any
 
-from eosmirror import cliops, runonce
+from eosmirror import cliops
+from eosmirror.airflow import runonce
 from eosmirror.core import naming
 from eosmirror.core.errors import EXIT_OK
 from eosmirror.core.mirrorstate import LossReport, Phase

@@ -134,10 +134,10 @@ def _yaml_document(text: str) -> Any:
 
 
 def _groups(args: argparse.Namespace) -> int:
-    options = groups.GroupSyncOptions(direction=args.direction, dry_run=args.action == "plan" or args.dry_run,
+    options = groups.GroupMoveOptions(direction=args.direction, dry_run=args.action == "plan" or args.dry_run,
                                       allow_rewind=True if args.allow_rewind else None,
                                       groups=tuple(args.groups or ()))
-    result = groups.sync_groups(load_mirror(args), options)
+    result = groups.move_groups(load_mirror(args), options)
     print(json.dumps(result, indent=2) if args.json else report.groups_table(result))
     return groups.exit_code(result)
 

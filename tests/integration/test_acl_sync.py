@@ -29,7 +29,7 @@ CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
 @pytest.fixture(scope="module")
 def secure():
     # Fresh storage: cluster ACLs granted by an earlier run of this test would hide the warnings.
-    with secure_pair("aclsync", 19892, 19942, fresh=True) as clusters:
+    with secure_pair("aclcopy", 19892, 19942, fresh=True) as clusters:
         yield clusters
 
 

@@ -25,6 +25,15 @@ def test_no_import_errors_and_one_dag_per_mirror(dagbag):
     assert set(dagbag.dag_ids) >= expected
 
 
+def test_the_fence_dag_offers_each_identity_mirrors_reverse_mirror(dagbag):
+    """A reverse mirror copies after `eosmirror reverse`: its zombie producers are fenced like any mirror's."""
+    choices = dagbag.get_dag(dags.FENCE_DAG_ID).params.get_param("mirror").schema["enum"]
+    identity = [m.name for m in config.load().mirrors if m.replication_policy == "identity"]
+    assert identity, "the test's mirrors file has no identity mirror"
+    for name in identity:
+        assert choices.index(f"{name}__reverse") == choices.index(name) + 1, choices
+
+
 def test_every_dag_has_tags_docs_retries_and_one_active_run(dagbag):
     for dag_id in dagbag.dag_ids:
         dag = dagbag.get_dag(dag_id)

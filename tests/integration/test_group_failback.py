@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from eosmirror.core import groupsync
+from eosmirror.core import groupfailover
 from eosmirror.driver import groups
 from eosmirror_tools.local import runtime
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
@@ -136,7 +136,7 @@ def test_failback_of_groups_that_read_to_the_end_resumes_with_zero_rereads(polic
     report, by_group = sync_only(m, list(committed), direction="failback")
     for g in committed:
         assert by_group[g]["written"] and not by_group[g]["left"], report
-        assert all(p["decision"] == groupsync.WRITE for p in by_group[g]["partitions"]), by_group[g]
+        assert all(p["decision"] == groupfailover.WRITE for p in by_group[g]["partitions"]), by_group[g]
 
     seed_with_aborts(source_conf, topic, unique("tx2"), rounds=1, tag="after-")   # the source is back
     rereads = {}
@@ -149,7 +149,7 @@ def test_failback_of_groups_that_read_to_the_end_resumes_with_zero_rereads(polic
     # A failover right after the failback leaves every group where it is on the target.
     report, by_group = sync_only(m, list(committed))
     for g in committed:
-        assert {p["decision"] for p in by_group[g]["partitions"]} == {groupsync.UNCHANGED}, by_group[g]
+        assert {p["decision"] for p in by_group[g]["partitions"]} == {groupfailover.UNCHANGED}, by_group[g]
         assert not by_group[g]["written"] and not by_group[g]["left"], by_group[g]
         assert group_offsets(target_conf, g, remote) == committed[g], g
 
@@ -203,9 +203,9 @@ def test_a_failback_past_records_written_on_the_target_reports_them_and_exits_4(
 
     context = {"params": {"direction": "failback", "groups": [group]}}
     with pytest.raises(AirflowFailException, match=r"(?s)left partitions of .* unmoved.*not copies"):
-        grouptasks.sync_groups(m.name, str(path), context)
+        grouptasks.move_groups(m.name, str(path), context)
 
 
 def sync_only(m, names: list[str], **options):
-    report = groups.sync_groups(m, groups.GroupSyncOptions(groups=tuple(names), **options))
+    report = groups.move_groups(m, groups.GroupMoveOptions(groups=tuple(names), **options))
     return report, {g["group"]: g for g in report["groups"]}

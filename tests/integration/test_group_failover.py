@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from eosmirror.core import groupsync
+from eosmirror.core import groupfailover
 from eosmirror.driver import groups
 from eosmirror.kafka import progress
 from eosmirror.kafka.cluster import Cluster
@@ -111,7 +111,7 @@ def content(record) -> tuple:
 
 
 def sync(m, **options):
-    report = groups.sync_groups(m, groups.GroupSyncOptions(**options))
+    report = groups.move_groups(m, groups.GroupMoveOptions(**options))
     return report, {g["group"]: g for g in report["groups"]}
 
 
@@ -126,7 +126,7 @@ def test_failover_then_failback_resume_exactly_with_aborted_transactions(source_
 
     report, by_group = sync(m)
     assert by_group[group]["written"] and not by_group[group]["skipped"], report
-    assert all(p["decision"] == groupsync.WRITE for p in by_group[group]["partitions"])
+    assert all(p["decision"] == groupfailover.WRITE for p in by_group[group]["partitions"])
     expected = next_unconsumed(source_conf, topic, committed)
     got = first_records(target_conf, group, topic)
     assert {p: content(r) for p, r in got.items()} == {p: content(r) for p, r in expected.items()}
@@ -207,7 +207,7 @@ def test_a_group_ahead_of_the_mirror_waits_then_is_written_after_the_next_run(so
 
     report, by_group = sync(m)
     parts = by_group[group]["partitions"]
-    assert [p["outcome"] for p in parts] == [groupsync.WAITING] * PARTITIONS, report
+    assert [p["outcome"] for p in parts] == [groupfailover.WAITING] * PARTITIONS, report
     assert [p["records"] for p in parts] == [committed[p] - 14 for p in range(PARTITIONS)]   # 2 rounds = 14 offsets (3 + 2 aborted + 2 markers each)
     assert not by_group[group]["written"] and group_offsets(target_conf, group, topic) == {0: None, 1: None, 2: None}
 
@@ -241,7 +241,7 @@ def test_an_active_target_group_is_skipped_and_untouched(source_conf, target_con
         assert len(assigned) == PARTITIONS, f"the live consumer got {assigned} within 60 s"
         report, by_group = sync(m)
         assert by_group[group]["skipped"] and not by_group[group]["written"], report
-        assert by_group[group]["state"] not in groupsync.WRITABLE_STATES
+        assert by_group[group]["state"] not in groupfailover.WRITABLE_STATES
         assert group_offsets(target_conf, group, topic) == {0: 1, 1: None, 2: None}
     finally:
         live.close()
@@ -270,8 +270,8 @@ def test_a_backwards_move_is_refused_unless_allowed(source_conf, target_conf, un
     assert plan.returncode == 0 and '"dry_run": true' in plan.stdout, plan.stderr
     assert group_offsets(target_conf, group, topic) == before
     report, by_group = sync(m, allow_rewind=True, groups=(group,))
-    assert [p["decision"] for p in by_group[group]["partitions"]] == [groupsync.WRITE, groupsync.UNCHANGED,
-                                                                      groupsync.UNCHANGED]
+    assert [p["decision"] for p in by_group[group]["partitions"]] == [groupfailover.WRITE, groupfailover.UNCHANGED,
+                                                                      groupfailover.UNCHANGED]
     assert group_offsets(target_conf, group, topic)[0] < before[0]
     assert cli("groups", "sync", m.name, "--config", str(path), "--direction", "sideways").returncode == 2
 

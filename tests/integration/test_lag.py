@@ -167,7 +167,7 @@ def test_consumer_groups_synced_to_the_target_show_their_lag_and_the_cli_shows_i
     m = mirror(unique("m"), [topic], groups={})
     assert run(m)["status"] == "ok"
     assert lag.report(m).groups == ()          # nothing synced to the target yet
-    report = groups.sync_groups(m, groups.GroupSyncOptions(groups=(group,)))
+    report = groups.move_groups(m, groups.GroupMoveOptions(groups=(group,)))
     assert groups.exit_code(report) == 0, report
     status = lag.report(m)
     # The group resumes at 5, 10 and 15 on the target; the target's ends count the mirror's commit

@@ -182,7 +182,7 @@ def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_res
     """A reset 10 -> 4 makes the next run copy 4.. again: its syncs overlap the older ones. The reset's
     sync starts the partition's chain, so positions after it translate exactly (to the NEW copies),
     positions before it are named as such (no number), and recovery takes the reset as the newest."""
-    from eosmirror.core import groupsync
+    from eosmirror.core import groupfailover
     from eosmirror.driver import groups, takeover
     from eosmirror.kafka import progress, syncstore
 
@@ -216,13 +216,13 @@ def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_res
     after, early = unique("after"), unique("early")
     commit_group(source_conf, after, topic, {0: 7})
     commit_group(source_conf, early, topic, {0: 2})
-    report = groups.sync_groups(m, groups.GroupSyncOptions())
+    report = groups.move_groups(m, groups.GroupMoveOptions())
     by_group = {g["group"]: g for g in report["groups"]}
     [moved] = by_group[after]["partitions"]
     assert (moved["outcome"], moved["decision"], moved["new_offset"]) == (
-        groupsync.EXACT, groupsync.WRITE, change["target_end"] + 3), report
+        groupfailover.EXACT, groupfailover.WRITE, change["target_end"] + 3), report
     [refused] = by_group[early]["partitions"]
-    assert refused["outcome"] == groupsync.BEFORE_RANGE and refused["new_offset"] is None, report
+    assert refused["outcome"] == groupfailover.BEFORE_RANGE and refused["new_offset"] is None, report
     written = progress.read(target_cluster, [(topic, 0)], after, stable=False)
     assert written[(topic, 0)].offset == change["target_end"] + 3
 
@@ -232,7 +232,7 @@ def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
     """A reset 10 -> 15 skips source 10..14; it overlaps nothing, so it is only a gap in the chain:
     positions before it keep their exact translation, a skipped position goes to the first record
     copied after the reset (the reset's target end), later ones are exact."""
-    from eosmirror.core import groupsync
+    from eosmirror.core import groupfailover
     from eosmirror.driver import groups, migrate, takeover
     from eosmirror.kafka import syncstore
 
@@ -266,12 +266,12 @@ def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
     before, skipped = unique("before"), unique("skipped")
     commit_group(source_conf, before, topic, {0: 3})
     commit_group(source_conf, skipped, topic, {0: 12})
-    report = groups.sync_groups(m, groups.GroupSyncOptions())
+    report = groups.move_groups(m, groups.GroupMoveOptions())
     by_group = {g["group"]: g["partitions"][0] for g in report["groups"]}
     assert (by_group[before]["outcome"], target[by_group[before]["new_offset"]].value) == (
-        groupsync.EXACT, source[3].value), report
+        groupfailover.EXACT, source[3].value), report
     assert (by_group[skipped]["outcome"], by_group[skipped]["new_offset"]) == (
-        groupsync.EXACT, change["target_end"]), report
+        groupfailover.EXACT, change["target_end"]), report
 
 
 # --- migrate --from mm2 refusals, with offsets written in MM2's format (test_migrate_mm2.py runs MM2) ---

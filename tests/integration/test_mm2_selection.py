@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 
-from eosmirror.core import config, groupsync, mm2import, mm2props, naming, secrets
+from eosmirror.core import config, groupfailover, mm2import, mm2props, naming, secrets
 from tests import helpers
 from tests.integration import mm2java
 
@@ -62,7 +62,7 @@ def classpath(tmp_path_factory) -> str:
 def eosmirror_selects(m: config.MirrorConfig) -> dict[str, set[str]]:
     return {"topic": set(naming.select_topics(TOPICS, m.topics, m.topics_exclude, m.target_alias,
                                               m.replication_separator)),
-            "group": set(groupsync.select_groups(GROUPS, m.groups.include, m.groups.exclude, never=(m.progress_group,))),
+            "group": set(groupfailover.select_groups(GROUPS, m.groups.include, m.groups.exclude, never=(m.progress_group,))),
             "config": set(CONFIGS) & set(m.sync_topic_configs)}
 
 

@@ -135,6 +135,11 @@ def test_reverse_reports_and_copies_the_divergence_once_and_the_reverse_mirror_c
         assert len(set(now)) == len(now), f"a record twice on the old source, partition {k}"
     status = cli("status", m.name, "--config", str(config))
     assert "reversed since" in status.stdout, status.stdout + status.stderr
+    # The lag of every mirror (what the lag page and metrics show) lists the reverse mirror after its forward one.
+    shown = cli("lag", "--config", str(config), "--json")
+    rows = {row["mirror"]: row for row in json_tail(shown.stdout)["mirrors"]}
+    assert rows[m.name]["status"] == "REVERSED", rows
+    assert rows[naming.reverse_mirror_name(m.name)]["record_lag"] == 0, rows
 
 
 def abort_hanging_transaction(source_conf, refusal: str) -> None:

@@ -9,7 +9,7 @@ import random
 import pytest
 from confluent_kafka import Producer
 
-from eosmirror.core import groupsync as gs
+from eosmirror.core import groupfailover as gs
 from eosmirror.core import naming, syncscan
 from eosmirror.core.errors import ProgressUnavailableError
 from eosmirror.core.syncscan import Need

@@ -52,7 +52,7 @@ def test_a_value_given_to_the_operator_wins_over_the_param_and_none_leaves_the_p
 
 def test_the_group_operator_hands_its_direction_to_the_task(monkeypatch):
     seen = {}
-    monkeypatch.setattr(grouptasks, "sync_groups",
+    monkeypatch.setattr(grouptasks, "move_groups",
                         lambda mirror, config_path, context: seen.update(mirror=mirror, params=context["params"]) or {})
     GroupSyncOperator(task_id="sync", mirror="orders", direction="failback").execute({"params": {"dry_run": True}})
     assert seen == {"mirror": "orders", "params": {"dry_run": True, "direction": "failback"}}

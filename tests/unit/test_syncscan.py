@@ -2,11 +2,11 @@
 
 import pytest
 
-from eosmirror.core import groupsync as gs
+from eosmirror.core import groupfailover as gs
 from eosmirror.core import syncscan
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
 from eosmirror.core.syncscan import Need
-from tests.unit.test_groupsync import mirrored
+from tests.unit.test_groupfailover import mirrored
 
 
 def test_backward_chunks_cover_the_range_from_the_end_adjacently_and_double():

@@ -97,9 +97,13 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None, paused: bo
     return dag
 
 
-def _mirror_choice(mirrors: config.MirrorsFile, param: Any) -> Any:
-    """The `mirror` Param of a DAG that acts on one configured mirror: a choice of their names."""
+def _mirror_choice(mirrors: config.MirrorsFile, param: Any, with_reverse: bool = False) -> Any:
+    """The `mirror` Param of a DAG that acts on one configured mirror: a choice of their names
+    (``with_reverse``: and the generated reverse mirror of each identity mirror)."""
     names = mirrors.names()
+    if with_reverse:
+        names = [n for m in mirrors.mirrors for n in ([m.name, m.reverse().name]
+                                                      if m.replication_policy == "identity" else [m.name])]
     return (param(names[0], type="string", enum=names, title="Mirror") if names
             else param("", type="string", title="Mirror"))
 
@@ -107,7 +111,7 @@ def _mirror_choice(mirrors: config.MirrorsFile, param: Any) -> Any:
 def build_fence_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
-    mirror_param = _mirror_choice(mirrors, Param)
+    mirror_param = _mirror_choice(mirrors, Param, with_reverse=True)   # a reverse mirror's zombies too
     with DAG(dag_id=FENCE_DAG_ID, schedule=None, start_date=None, max_active_runs=1,
              default_args={"owner": "data-platform", "retries": 1},
              tags=["eosmirror", "kafka", "fencing"], description="fence a mirror's zombie producers",

@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from eosmirror import runonce
+from eosmirror.airflow import runonce
 from eosmirror.airflow.dagids import promote_dag_id, reverse_dag_id, switchover_dag_id
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config

@@ -14,10 +14,10 @@ import logging
 from typing import Any
 
 from eosmirror.airflow.tasks import fail_without_retry
-from eosmirror.core import config, groupsync, report
+from eosmirror.core import config, groupfailover, report
 from eosmirror.core.errors import EXIT_GROUPS_LEFT, ConfigError, EosMirrorError
 from eosmirror.driver import groups
-from eosmirror.driver.groups import GroupSyncOptions
+from eosmirror.driver.groups import GroupMoveOptions
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +33,17 @@ def group_options(mirror: config.MirrorConfig, context: dict[str, Any]) -> Any:
         raise ConfigError(f"unknown key(s) in the run's conf: {', '.join(unknown)}; the group DAG takes "
                           f"{', '.join(GROUP_PARAMS)}")
     params = context.get("params") or {}
-    direction = params.get("direction") or groupsync.FAILOVER
+    direction = params.get("direction") or groupfailover.FAILOVER
     groups = params.get("groups") or []
     if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
         raise ConfigError(f"mirror {mirror.name!r}: Param `groups` must be a list of group ids, got {groups!r}")
-    options = GroupSyncOptions(direction=str(direction), dry_run=bool(params.get("dry_run")),
+    options = GroupMoveOptions(direction=str(direction), dry_run=bool(params.get("dry_run")),
                                allow_rewind=True if params.get("allow_rewind") else None, groups=tuple(groups))
     options.check(mirror)
     return options
 
 
-def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
+def move_groups(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
     """Plan and (unless a dry run) write; the report is the return value (XCom)."""
 
     try:
@@ -52,7 +52,7 @@ def sync_groups(mirror_name: str, config_path: str | None, context: dict[str, An
     except ConfigError as exc:
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
-    result = groups.sync_groups(mirror, options)
+    result = groups.move_groups(mirror, options)
     table = report.groups_table(result)
     log.info("consumer groups of mirror %s:\n%s", mirror_name, table)
     code = groups.exit_code(result)

@@ -47,7 +47,7 @@ def datasets(report: RunReport, source_bootstrap: str, target_bootstrap: str) ->
 
 def group_datasets(report: dict[str, Any], read_bootstrap: str, written_bootstrap: str,
                    ) -> dict[str, list[dict[str, Any]]]:
-    """A group sync report (driver.groups.sync_groups) as datasets: inputs are the topics whose committed
+    """A group sync report (driver.groups.move_groups) as datasets: inputs are the topics whose committed
     group offsets were read, outputs the topics offsets were written for plus the checkpoints topic
     (none in a dry run, or when nothing was written). ``records`` is absent: offsets, not records, move."""
     read = sorted({p["from_topic"] for g in report.get("groups") or [] for p in g.get("partitions") or []})

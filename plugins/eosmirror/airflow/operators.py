@@ -91,7 +91,7 @@ class GroupSyncOperator(BaseOperator):
         self.report: dict[str, Any] | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
-        self.report = grouptasks.sync_groups(self.mirror, self.config_path,
+        self.report = grouptasks.move_groups(self.mirror, self.config_path,
                                              with_params(context, direction=self.direction))
         return self.report
 

@@ -131,7 +131,7 @@ def _group_result(p: dict[str, Any], skipped: bool) -> str:
 
 
 def groups_table(report: dict[str, Any]) -> str:
-    """A group sync report (``driver.groups.sync_groups``) as one table per group."""
+    """A group sync report (``driver.groups.move_groups``) as one table per group."""
     mode = " (dry run: nothing written)" if report["dry_run"] else ""
     lines = [f"mirror {report['mirror']} {report['direction']}{mode}: {len(report['groups'])} group(s), "
              f"from {report['read_from']} to {report['written_to']}; checkpoints: {report['checkpoints_topic']}"]

@@ -41,7 +41,7 @@ class Need:
     ``PartitionSyncs.translate`` looks at the last sync starting at or below C and those after it, and
     ``mirrored_from`` <= C then holds in the suffix as in the full chain.
     ``target_offset`` (failback from target offset T): a sync WITH copies whose target base is at or
-    below T: ``groupsync.failback`` looks at the last run starting at or below T and those after it.
+    below T: ``groupfailover.failback`` looks at the last run starting at or below T and those after it.
     Neither: the newest sync only (progress recovery, fencing).
     """
 

@@ -1,4 +1,4 @@
-"""Copy topic ACLs of mirrored topics to the target (``sync_topic_acls``; decisions in core/aclsync).
+"""Copy topic ACLs of mirrored topics to the target (``sync_topic_acls``; decisions in core/aclcopy).
 
 Best effort by design, like MM2: a missing permission or brokers without an authorizer are reported
 as warnings naming the principal, the operation and the cluster, and the run goes on.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from eosmirror.core import aclsync
+from eosmirror.core import aclcopy
 from eosmirror.kafka import calls
 from eosmirror.kafka.cluster import Cluster
 
@@ -57,7 +57,7 @@ def permission_problems(source: Cluster, target: Cluster) -> list[str]:
     return problems
 
 
-def _source_acls(source: Cluster) -> list[aclsync.TopicAcl]:
+def _source_acls(source: Cluster) -> list[aclcopy.TopicAcl]:
     from confluent_kafka.admin import (
         AclBindingFilter,
         AclOperation,
@@ -70,11 +70,11 @@ def _source_acls(source: Cluster) -> list[aclsync.TopicAcl]:
                                        AclOperation.ANY, AclPermissionType.ANY)
     bindings = calls.wait(source.admin.describe_acls(every_topic_acl, request_timeout=calls.DEFAULT_TIMEOUT),
                           "list topic ACLs", source.label, "Describe on the source cluster")
-    return [aclsync.TopicAcl(topic=b.name, pattern=b.resource_pattern_type.name, principal=b.principal, host=b.host,
+    return [aclcopy.TopicAcl(topic=b.name, pattern=b.resource_pattern_type.name, principal=b.principal, host=b.host,
                              operation=b.operation.name, permission=b.permission_type.name) for b in bindings]
 
 
-def _create(target: Cluster, acls: list[aclsync.TopicAcl]) -> None:
+def _create(target: Cluster, acls: list[aclcopy.TopicAcl]) -> None:
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
     bindings = [AclBinding(ResourceType.TOPIC, a.topic, ResourcePatternType.LITERAL, a.principal, a.host,
@@ -89,7 +89,7 @@ def sync(pairs: list[Any], source: Cluster, target: Cluster) -> tuple[int, list[
         problems = permission_problems(source, target)
         if problems:
             return 0, problems
-        wanted, skipped = aclsync.to_target(_source_acls(source), {p.source: p.target for p in pairs})
+        wanted, skipped = aclcopy.to_target(_source_acls(source), {p.source: p.target for p in pairs})
         if wanted:
             _create(target, wanted)
         return len(wanted), skipped

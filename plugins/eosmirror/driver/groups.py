@@ -5,7 +5,7 @@ failover  source groups -> target groups: committed source offsets, translated t
           offset syncs, written to the same group ids on the target
 failback  target groups -> source groups: the inverse, after consumers ran on the target
 
-The decisions are ``core.groupsync`` (pure); this module reads the inputs and writes the outcome:
+The decisions are ``core.groupfailover`` (pure); this module reads the inputs and writes the outcome:
 per group ONE transaction on the written cluster carrying the group's new offsets and the MirrorMaker 2
 checkpoint records of exactly those offsets (``<alias>.checkpoints.internal``). A dry run writes nothing.
 """
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror.core import groupsync, naming
+from eosmirror.core import groupfailover, naming
 from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
 from eosmirror.core.config import GroupSettings, MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, ConfigError, EosMirrorError
@@ -39,20 +39,20 @@ READ_PARALLELISM = 8
 SyncLoader = Callable[[dict[tuple[str, int], Need]], dict[tuple[str, int], PartitionSyncs]]
 # Reads ranges of one side read_committed (``readers.data_offsets``): the target after the mirror's
 # last copies (failback), the written side between a new offset and a group's higher current one.
-LogReader = Callable[[dict[tuple[str, int], tuple[int, int]]], dict[tuple[str, int], groupsync.LogRead]]
+LogReader = Callable[[dict[tuple[str, int], tuple[int, int]]], dict[tuple[str, int], groupfailover.LogRead]]
 
 
 @dataclass(frozen=True)
-class GroupSyncOptions:
-    direction: str = groupsync.FAILOVER
+class GroupMoveOptions:
+    direction: str = groupfailover.FAILOVER
     dry_run: bool = False
     allow_rewind: bool | None = None      # None: the mirror's `groups.allow_rewind`
     groups: tuple[str, ...] = ()          # only these groups (still filtered by include/exclude)
 
     def check(self, mirror: MirrorConfig) -> None:
-        if self.direction not in groupsync.DIRECTIONS:
+        if self.direction not in groupfailover.DIRECTIONS:
             raise ConfigError(f"mirror {mirror.name!r}: direction {self.direction!r} is not allowed; expected "
-                              f"{' or '.join(groupsync.DIRECTIONS)}")
+                              f"{' or '.join(groupfailover.DIRECTIONS)}")
 
 
 @dataclass
@@ -68,28 +68,28 @@ class _Sides:
 
 def _sides(mirror: MirrorConfig, direction: str, source: Cluster, target: Cluster) -> _Sides:
     pairs = topics.resolve(mirror, source)
-    if direction == groupsync.FAILOVER:
+    if direction == groupfailover.FAILOVER:
         return _Sides(source, target, {p.source: p.target for p in pairs}, {p.source: p.partitions for p in pairs},
                       checkpoints_topic(naming.cluster_alias(mirror.source_alias, "source")))
     return _Sides(target, source, {p.target: p.source for p in pairs}, {p.target: p.partitions for p in pairs},
                   checkpoints_topic(naming.cluster_alias(mirror.target_alias, "target")))
 
 
-def _checkpoints(plan: groupsync.GroupPlan) -> list[Checkpoint]:
+def _checkpoints(plan: groupfailover.GroupPlan) -> list[Checkpoint]:
     """MM2 checkpoints of the written partitions: downstream = the written side's topic and offset."""
     return [Checkpoint(plan.group, p.to_topic, p.partition, upstream_offset=p.committed,
                        downstream_offset=p.new_offset, metadata="")
-            for p in plan.partitions if p.decision == groupsync.WRITE]
+            for p in plan.partitions if p.decision == groupfailover.WRITE]
 
 
-def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides, load_syncs: SyncLoader,
-                allow_rewind: bool, read_sides: tuple[LogReader, LogReader] | None = None) -> tuple[list[groupsync.GroupPlan], list[str]]:
+def plan_groups(mirror: MirrorConfig, options: GroupMoveOptions, sides: _Sides, load_syncs: SyncLoader,
+                allow_rewind: bool, read_sides: tuple[LogReader, LogReader] | None = None) -> tuple[list[groupfailover.GroupPlan], list[str]]:
     """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
     groups (``options.groups``) that are not there. The groups' offsets are read first, so that
-    ``load_syncs`` reads only the syncs their positions need (``groupsync.sync_needs``)."""
+    ``load_syncs`` reads only the syncs their positions need (``groupfailover.sync_needs``)."""
     settings = mirror.groups or GroupSettings()
     existing = kafka_groups.list_groups(sides.read)
-    selected = groupsync.select_groups(existing, settings.include, settings.exclude,
+    selected = groupfailover.select_groups(existing, settings.include, settings.exclude,
                                        never=[mirror.progress_group], only=options.groups)
     missing = sorted(set(options.groups) - set(selected))
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
@@ -113,7 +113,7 @@ def plan_groups(mirror: MirrorConfig, options: GroupSyncOptions, sides: _Sides, 
 
 def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
                  topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool,
-                 read_sides: tuple[LogReader, LogReader] | None = None) -> list[groupsync.GroupPlan]:
+                 read_sides: tuple[LogReader, LogReader] | None = None) -> list[groupfailover.GroupPlan]:
     """The plans of groups whose offsets were read: {group: (committed on the from side, current on the to side)}.
     The benchmark times this step (the part whose cost could grow with the sync history).
 
@@ -121,25 +121,25 @@ def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], 
     copy wherever a group committed past it (one read per partition up to the furthest group): a group
     that read to the end committed past the last transaction marker, and only reading tells a marker
     from a record. Then the written side is read wherever a new offset lies below a group's current
-    one, so that a move across markers only is no move (``groupsync.settle_equivalent``)."""
+    one, so that a move across markers only is no move (``groupfailover.settle_equivalent``)."""
     committed_all = [committed for committed, _ in offsets.values()]
-    needs = groupsync.sync_needs(direction, committed_all, topic_map)
+    needs = groupfailover.sync_needs(direction, committed_all, topic_map)
     syncs = load_syncs(needs) if needs else {}
     read_from, read_to = read_sides if read_sides is not None else (None, None)
     tails = {}
-    if direction == groupsync.FAILBACK and read_from is not None:
-        ranges = groupsync.failback_tail_ranges(committed_all, syncs)
+    if direction == groupfailover.FAILBACK and read_from is not None:
+        ranges = groupfailover.failback_tail_ranges(committed_all, syncs)
         tails = read_from(ranges) if ranges else {}
-    plans = [groupsync.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
+    plans = [groupfailover.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
                                   syncs, topic_map, allow_rewind, tails)
              for group, (committed, current) in offsets.items() if committed]
-    backward = groupsync.backward_ranges(plans)
+    backward = groupfailover.backward_ranges(plans)
     if backward and read_to is not None:
-        groupsync.settle_equivalent(plans, read_to(backward))
+        groupfailover.settle_equivalent(plans, read_to(backward))
     return plans
 
 
-def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, Any]:
+def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, Any]:
     """Plan every selected group and (unless a dry run) write the writable ones. Returns the report."""
     options.check(mirror)
     started = time.monotonic()
@@ -159,10 +159,10 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
         return syncstore.load_needed(target, mirror.name, mirror.progress_group, needs)
 
     def reader(side: Cluster) -> LogReader:
-        def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupsync.LogRead]:
+        def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupfailover.LogRead]:
             found = readers.data_offsets(side, ranges, f"eosmirror-{mirror.name}-groups",
                                          group_id=mirror.progress_group)
-            return {tp: groupsync.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+            return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
         return read
 
     plans, missing = plan_groups(mirror, options, sides, load_syncs, allow_rewind,
@@ -179,7 +179,7 @@ def sync_groups(mirror: MirrorConfig, options: GroupSyncOptions) -> dict[str, An
     }
 
 
-def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]) -> dict[str, str]:
+def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupfailover.GroupPlan]) -> dict[str, str]:
     """Write each writable group in its own transaction; returns {group: error} of the failed ones."""
     writable = [plan for plan in plans if plan.writes()]
     if not writable:
@@ -195,7 +195,7 @@ def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupsync.GroupPlan]
             # coordinator of a classic group accepts a member-less transactional offset commit even
             # while the group has members (KIP-848 consumer groups refuse it): this check is the guard.
             plan.state = kafka_groups.group_states(sides.write, [plan.group]).get(plan.group, "DEAD")
-            if not groupsync.is_writable(plan.state):
+            if not groupfailover.is_writable(plan.state):
                 plan.skipped = True
                 log.warning("group %s became active (%s) on the %s: skipped", plan.group, plan.state,
                             sides.write.label)
@@ -217,6 +217,6 @@ def exit_code(report: dict[str, Any]) -> int:
     partitions are reported only (normal on a schedule: 0)."""
     if any(g["error"] for g in report["groups"]):
         return EXIT_FAILED
-    if report["direction"] == groupsync.FAILBACK and any(g["left"] for g in report["groups"]):
+    if report["direction"] == groupfailover.FAILBACK and any(g["left"] for g in report["groups"]):
         return EXIT_GROUPS_LEFT
     return EXIT_OK

@@ -10,9 +10,9 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
-from eosmirror.core import groupsync, lag
+from eosmirror.core import groupfailover, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
 from eosmirror.core.mirrorstate import MirrorState, Phase
@@ -100,7 +100,7 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any],
         return (), None
     mirrored = {(pair.target, p) for pair in pairs for p in range(pair.partitions)}
     try:
-        selected = groupsync.select_groups(kafka_groups.list_groups(target), mirror.groups.include,
+        selected = groupfailover.select_groups(kafka_groups.list_groups(target), mirror.groups.include,
                                            mirror.groups.exclude, never=[mirror.progress_group])
         if not selected or not mirrored:
             return (), None
@@ -207,6 +207,20 @@ def report_all(mirrors: MirrorsFile, name: str | None = None, now_ms: int | None
             log.error("mirror %s: %s", mirror.name, exc)
             return unavailable(mirror, exc, now_ms)
 
+    statuses = _each(one, chosen)
+    if name:
+        return statuses
+    # The way back: a reversed mirror's generated reverse mirror (not in the mirrors file) copies now,
+    # so it is shown and alerted on like any mirror, right after its forward mirror.
+    reverses = {s.mirror: one(mirrors.get(s.mirror).reverse()) for s in statuses if s.status in REVERSE_SHOWN}
+    return [row for s in statuses for row in ([s, reverses[s.mirror]] if s.mirror in reverses else [s])]
+
+
+# The forward mirror's states in which its reverse mirror is prepared and may copy.
+REVERSE_SHOWN = (Phase.REVERSED.value.upper(),)
+
+
+def _each(one: Callable[[MirrorConfig], lag.MirrorStatus], chosen: list[MirrorConfig]) -> list[lag.MirrorStatus]:
     if len(chosen) <= 1:
         return [one(m) for m in chosen]
     # Mirrors in parallel: the time goes into broker round trips (librdkafka releases the GIL).

@@ -30,7 +30,6 @@ from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.steptimes import said_steps
 from eosmirror.driver import fencing
-from eosmirror.driver import groups as group_sync
 from eosmirror.kafka import lagstore, offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -154,7 +153,7 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
     groups = None
     if mirror.groups is not None:                                                           # 3
         groups = timed("final group sync", lambda: _bounded(
-            lambda: group_sync.sync_groups(mirror, group_sync.GroupSyncOptions()), source_budget_s * 3,
+            lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), source_budget_s * 3,
             f"the final group sync of {mirror.name}"))
     now_ms = int(time.time() * 1000)
     points, answered = timed("promotion points", lambda: promotion_points(                 # 4

@@ -90,7 +90,7 @@ class MirrorRun:
         # planner refuses a run outside Airflow the same way, before any slot starts).
         if check_state:
             mirrorstate.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name)
-        report = topics.sync_targets(m, pairs, self.source, self.target, existing)
+        report = topics.prepare_targets(m, pairs, self.source, self.target, existing)
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
                 "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in pairs],
@@ -137,7 +137,7 @@ class MirrorRun:
         pairs, existing = planned.pairs, planned.existing
         writes = not (plan_only or opts.dry_run)
         with steps.step("target sync"):                                                               # 3
-            report = topics.sync_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)
+            report = topics.prepare_targets(m, pairs, self.source, self.target, existing, dry_run=not writes)
             if writes:
                 created = report.created + topics.ensure_internal_topics(m, self.target, existing)
                 if created:

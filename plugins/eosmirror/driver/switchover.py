@@ -30,8 +30,7 @@ from eosmirror.core import mirrorstate
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
-from eosmirror.driver import fencing, topics, verify
-from eosmirror.driver import groups as group_sync
+from eosmirror.driver import fencing, groups, topics, verify
 from eosmirror.kafka import offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -198,7 +197,7 @@ def _prove(mirror: MirrorConfig, source: Cluster, target: Cluster, source_tps: l
         return steps.stop("record lag 0 after the fence (a producer still writes, or the final run was cut short; "
                           "run the mirror, then switch over again)", behind)
     if mirror.groups is not None:
-        steps.out.groups = steps.timed("group sync", lambda: group_sync.sync_groups(mirror, group_sync.GroupSyncOptions()))
+        steps.out.groups = steps.timed("group sync", lambda: groups.move_groups(mirror, groups.GroupMoveOptions()))
     else:
         steps.say(f"switchover {mirror.name}: the mirror has no `groups` section: consumer groups were not moved")
     checks = steps.timed("verify", lambda: verify.verify(mirror))

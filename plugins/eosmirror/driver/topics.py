@@ -193,7 +193,7 @@ def _configs(cluster: Cluster, names: list[str], non_default_only: bool) -> dict
     return out
 
 
-def sync_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, target: Cluster,
+def prepare_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, target: Cluster,
                  existing: dict[str, TopicState], dry_run: bool = False) -> TopicSyncReport:
     """Create missing target topics, grow short ones, sync allow-listed configs.
 

@@ -1,5 +1,5 @@
 """Re-reads after failover (issue 11): the same source data and the same group positions, moved to the
-target by eosmirror (``driver.groups.sync_groups``) and by MirrorMaker 2 (``sync.group.offsets.enabled``).
+target by eosmirror (``driver.groups.move_groups``) and by MirrorMaker 2 (``sync.group.offsets.enabled``).
 
 Source: one topic, ``PARTITIONS`` partitions, ``records`` committed records per partition written in
 transactions of which every third is aborted (aborted records and markers occupy offsets, so source
@@ -178,7 +178,7 @@ def run_eosmirror(source_conf: dict[str, Any], target_conf: dict[str, Any], topi
     """One in-process mirror run (the slots' SlotCopier, no Spark), then a group sync (failover)."""
     from eosmirror import driver
     from eosmirror.core import config
-    from eosmirror.driver.groups import GroupSyncOptions, sync_groups
+    from eosmirror.driver.groups import GroupMoveOptions, move_groups
 
     raw = {"name": f"{prefix}-m", "source": {"local": "source"}, "target": {"local": "target"},
            "topics": [re.escape(topic)], "slots": 2, "target_replication_factor": 1,
@@ -188,7 +188,7 @@ def run_eosmirror(source_conf: dict[str, Any], target_conf: dict[str, Any], topi
     mirror_run = driver.MirrorRun(mirror, driver.RunOptions())
     status = mirror_run.execute(mirror_run.prepare(), driver.run_in_process).status.value
     copied = time.monotonic() - started
-    report = sync_groups(mirror, GroupSyncOptions())
+    report = move_groups(mirror, GroupMoveOptions())
     say(f"eosmirror: run {status} in {copied:.1f} s, group sync of {len(report['groups'])} groups in "
         f"{report['seconds']:.2f} s")
     return {"status": status, "copy_seconds": round(copied, 2), "sync_seconds": report["seconds"],

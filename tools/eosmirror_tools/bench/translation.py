@@ -45,7 +45,7 @@ def group_offsets(shape: Shape, lag_syncs: int, seed: int = 11) -> dict[str, tup
 
 
 def _plan(conf: dict[str, Any], mirror: str, shape: Shape, lag_syncs: int) -> dict[str, Any]:
-    from eosmirror.core import groupsync
+    from eosmirror.core import groupfailover
     from eosmirror.driver.groups import plan_offsets
     from eosmirror.kafka import syncstore
     from eosmirror.kafka.cluster import Cluster
@@ -53,7 +53,7 @@ def _plan(conf: dict[str, Any], mirror: str, shape: Shape, lag_syncs: int) -> di
     offsets = group_offsets(shape, lag_syncs)
     stats = syncstore.ReadStats()
     started = time.monotonic()
-    plans = plan_offsets(offsets, {}, groupsync.FAILOVER, {shape.topic(t): shape.topic(t) for t in range(shape.topics)},
+    plans = plan_offsets(offsets, {}, groupfailover.FAILOVER, {shape.topic(t): shape.topic(t) for t in range(shape.topics)},
                          lambda needs: syncstore.load_needed(Cluster.from_settings("target", conf), mirror,
                                                              f"{mirror}.bench", needs, stats),
                          allow_rewind=False)

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from eosmirror.core import checkpoints
-from eosmirror.core import groupsync as gs
+from eosmirror.core import groupfailover as gs
 from eosmirror.core.checkpoints import Checkpoint
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs, RunBuilder
 

@@ -1,6 +1,6 @@
 """Topic ACLs copied to the target like MirrorMaker 2 does: no ALLOW WRITE, ALLOW ALL -> READ, renamed."""
 
-from eosmirror.core.aclsync import TopicAcl, to_target
+from eosmirror.core.aclcopy import TopicAcl, to_target
 
 
 def acl(topic, op, permission="ALLOW", pattern="LITERAL", principal="User:alice"):
