@@ -191,11 +191,19 @@ class SlotCopier:
         if self.following or len(self.chunks) <= 1:
             self._copy_chunk(once)
             return
-        for keys in self.chunks:
+        for index, keys in enumerate(self.chunks):
+            began = time.monotonic()
             if keys != self.chunk:
                 self.chunk = keys
                 self.loop.assign(self._active())
+            assigned = time.monotonic()
             self._copy_chunk(once)
+            # Where a chunked run's time goes: a later chunk's flush waits for the previous chunk's commit
+            # markers (figures: docs/testing-and-benchmarks.md, "Figures behind the code").
+            log.info("slot %d: chunk %d of %d (%d partitions) committed in %.2f s (assign %.2f; last "
+                     "transaction: %s)", self.task.slot, index + 1, len(self.chunks), len(keys),
+                     time.monotonic() - began, assigned - began,
+                     steps_text(follow.TRANSACTION_STEPS, self.last_marks))
 
     def _active(self) -> dict[tuple[str, int], PartitionCopy]:
         """The partitions the next transaction covers: the current chunk's (all when unchunked)."""

@@ -1,10 +1,10 @@
 """Issue #44 item 2: does committing a slot in partition chunks (``max_partitions_per_transaction``) make
 a run's records visible sooner? One source topic of ``--partitions`` x 200 records, then one first run per
-setting (4 slots, each into its own target topic: prefix policy, the setting's alias), each timed as a user
-starts it, then the time from the run's end until every target partition's last stable offset has reached
+setting, in the order given (4 slots, each run into its own target topic: prefix policy, the run's alias),
+each timed as a user starts it, then the time from the run's end until every target partition's last stable offset has reached
 its high watermark (scale.visible_seconds). Prints one line per run and writes the rows as JSON.
 
-    python -m eosmirror_tools.bench.chunkprobe --partitions 5000 --chunks 0,250 --out build/bench/chunkprobe.json
+    python -m eosmirror_tools.bench.chunkprobe --partitions 5000 --chunks 250,0,250,0,250,0 --out build/bench/chunkprobe.json
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ def _definition(path: Path, name: str, topic: str, chunk: int) -> None:
 
 def probe(source_conf: dict[str, Any], target_conf: dict[str, Any], partitions: int, chunks: list[int],
           work: Path) -> list[dict[str, Any]]:
+    """One run per entry of ``chunks``, in that order (``250,0,250,0,250,0``: alternated pairs, so that a
+    machine whose load drifts weighs on both settings alike). Each run has its own target topic, created
+    (timed apart) right before it and deleted after its visibility was measured: a broker holding every
+    run's 5,000 partitions at once would measure something else."""
     run_id = uuid.uuid4().hex[:6]
     topic = f"chunkprobe-{run_id}"
     started = time.monotonic()
@@ -40,49 +44,56 @@ def probe(source_conf: dict[str, Any], target_conf: dict[str, Any], partitions: 
     scale._produce(source_conf, [topic], partitions)
     print(f"{partitions:,} partitions x {scale.RECORDS} records ready ({time.monotonic() - started:.0f} s)",
           flush=True)
-    # The target topics first, timed apart (a 5,000-partition CreateTopics on a busy broker can take longer
-    # than the run's own wait for its internal topics): the runs then time the copy and the commits.
-    created = time.monotonic()
-    for chunk in chunks:   # one by one: a CreateTopics of more than 10,000 partitions is refused
-        scale._create(target_conf, [f"cp{run_id}c{chunk}.{topic}"], partitions)
-    for chunk in chunks:   # usable: every partition answers ListOffsets (the broker made its logs)
-        _wait_usable(target_conf, f"cp{run_id}c{chunk}.{topic}", partitions)
-    print(f"target topics created ({time.monotonic() - created:.0f} s)", flush=True)
     rows = []
-    for chunk in chunks:
-        name = f"cp{run_id}c{chunk}"
-        config = work / f"{name}.yaml"
-        _definition(config, name, topic, chunk)
-        result = work / f"{name}.json"
-        log_path = work / f"{name}.log"
-        load_before = os.getloadavg()[0]
-        began = time.monotonic()
-        with log_path.open("w") as log:
-            import subprocess
-
-            code = subprocess.run([sys.executable, "-m", "eosmirror.cli", "run", name, "--config", str(config),
-                                   "--master", "local[2]", "--result-json", str(result)],
-                                  stdout=log, stderr=subprocess.STDOUT, timeout=1800).returncode
-        ended = time.monotonic()
-        keys = [(f"{name}.{topic}", p) for p in range(partitions)]
-        visible = scale.visible_seconds(target_conf, keys, ended)
-        report = json.loads(result.read_text()) if result.exists() else {}
-        steps = report.get("steps") or {}
-        row = {"max_partitions_per_transaction": chunk or None, "exit_code": code,
-               "run_s": round(ended - began, 2), "visible_after_run_s": visible["seconds"],
-               "end_to_end_s": round(ended - began + visible["seconds"], 2) if visible["seconds"] is not None
-               else None, "pending_at_first_poll": visible["pending_at_first_poll"],
-               "records": report.get("records"), "expected": partitions * scale.RECORDS,
-               "transactions": sum(s.get("transactions", 0) for s in report.get("slots", [])),
-               "steps": steps, "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
-               "curve": visible["curve"]}
-        rows.append(row)
-        print(f"chunk {chunk or 'none'}: exit {code}, run {row['run_s']} s, visible {row['visible_after_run_s']} s "
-              f"after its end ({row['pending_at_first_poll']} partitions pending at the first poll), end to end "
-              f"{row['end_to_end_s']} s, {row['records']} of {row['expected']} records, {row['transactions']} "
-              f"transactions, load {row['load_before']} -> {row['load_after']}", flush=True)
+    for index, chunk in enumerate(chunks):
+        name = f"cp{run_id}r{index}c{chunk}"
+        rows.append(_one_run(source_conf, target_conf, partitions, topic, name, chunk, work))
+        _cleanup([target_conf], name)
     _cleanup([source_conf, target_conf], run_id)
     return rows
+
+
+def _one_run(source_conf: dict[str, Any], target_conf: dict[str, Any], partitions: int, topic: str, name: str,
+             chunk: int, work: Path) -> dict[str, Any]:
+    import subprocess
+
+    # The target topic first, timed apart (a 5,000-partition CreateTopics on a busy broker can take longer
+    # than the run's own wait for its internal topics): the run then times the copy and the commits.
+    created = time.monotonic()
+    scale._create(target_conf, [f"{name}.{topic}"], partitions)
+    _wait_usable(target_conf, f"{name}.{topic}", partitions)   # every partition answers ListOffsets
+    create_s = round(time.monotonic() - created, 1)
+    config = work / f"{name}.yaml"
+    _definition(config, name, topic, chunk)
+    result = work / f"{name}.json"
+    log_path = work / f"{name}.log"
+    load_before = os.getloadavg()[0]
+    began = time.monotonic()
+    with log_path.open("w") as log:
+        code = subprocess.run([sys.executable, "-m", "eosmirror.cli", "run", name, "--config", str(config),
+                               "--master", "local[2]", "--result-json", str(result)],
+                              stdout=log, stderr=subprocess.STDOUT, timeout=1800).returncode
+    ended = time.monotonic()
+    load_end = os.getloadavg()[0]
+    keys = [(f"{name}.{topic}", p) for p in range(partitions)]
+    visible = scale.visible_seconds(target_conf, keys, ended)
+    report = json.loads(result.read_text()) if result.exists() else {}
+    row = {"max_partitions_per_transaction": chunk or None, "exit_code": code, "target_create_s": create_s,
+           "run_s": round(ended - began, 2), "visible_after_run_s": visible["seconds"],
+           "end_to_end_s": round(ended - began + visible["seconds"], 2) if visible["seconds"] is not None
+           else None, "pending_at_first_poll": visible["pending_at_first_poll"],
+           "records": report.get("records"), "expected": partitions * scale.RECORDS,
+           "transactions": sum(s.get("transactions", 0) for s in report.get("slots", [])),
+           "steps": report.get("steps") or {}, "load_before": round(load_before, 2),
+           "load_at_end": round(load_end, 2), "load_after": round(os.getloadavg()[0], 2),
+           "chunk_lines": [line.strip() for line in log_path.read_text().splitlines() if ": chunk " in line],
+           "curve": visible["curve"]}
+    print(f"chunk {chunk or 'none'}: exit {code}, run {row['run_s']} s, visible {row['visible_after_run_s']} s "
+          f"after its end ({row['pending_at_first_poll']} partitions pending at the first poll), end to end "
+          f"{row['end_to_end_s']} s, {row['records']} of {row['expected']} records, {row['transactions']} "
+          f"transactions, load {row['load_before']} / {row['load_at_end']} / {row['load_after']} (before / "
+          f"at the run's end / after visible); target topic {create_s} s", flush=True)
+    return row
 
 
 def _wait_usable(conf: dict[str, Any], topic: str, partitions: int, budget: float = 600.0) -> None:
@@ -121,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=5000)
-    parser.add_argument("--chunks", default="0,250", help="max_partitions_per_transaction values; 0 = none")
+    parser.add_argument("--chunks", default="250,0,250,0,250,0",
+                        help="max_partitions_per_transaction per run, in order; 0 = none")
     parser.add_argument("--out", type=Path, default=Path("build/bench/chunkprobe.json"))
     args = parser.parse_args(argv)
     from eosmirror.kafka import clients
