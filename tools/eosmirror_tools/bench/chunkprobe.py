@@ -127,24 +127,26 @@ def _cleanup(confs: list[dict[str, Any]], run_id: str) -> None:
             pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def local_confs() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The local source and target clusters' client configurations (ports from the environment), quiet."""
+    from eosmirror.kafka import clients
     from eosmirror_tools.local import cluster
 
+    clusters = {c.name: c for c in cluster.default_clusters()}
+    quiet = {"log_level": clients.librdkafka_log_level()}
+    return {**clusters["source"].client_config(), **quiet}, {**clusters["target"].client_config(), **quiet}
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=5000)
     parser.add_argument("--chunks", default="250,0,250,0,250,0",
                         help="max_partitions_per_transaction per run, in order; 0 = none")
     parser.add_argument("--out", type=Path, default=Path("build/bench/chunkprobe.json"))
     args = parser.parse_args(argv)
-    from eosmirror.kafka import clients
-
-    clusters = {c.name: c for c in cluster.default_clusters()}
-    quiet = {"log_level": clients.librdkafka_log_level()}
     work = args.out.parent / "chunkprobe"
     work.mkdir(parents=True, exist_ok=True)
-    rows = probe({**clusters["source"].client_config(), **quiet}, {**clusters["target"].client_config(), **quiet},
-                 args.partitions,
-                 [int(c) for c in args.chunks.split(",")], work)
+    rows = probe(*local_confs(), args.partitions, [int(c) for c in args.chunks.split(",")], work)
     args.out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0 if all(r["exit_code"] == 0 and r["records"] == r["expected"] for r in rows) else 1
 
