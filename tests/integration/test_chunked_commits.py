@@ -4,15 +4,23 @@ exactly once and commits every partition's progress, idle ones too, on real brok
 12 source partitions (two of them empty), 2 slots of 6 partitions, chunks of at most 2: each slot commits
 3 chunks one after the other. A transaction of one chunk is aborted once on purpose (an injected abortable
 error before its commit): the chunk rewinds to its committed progress and copies again. A second run after
-more records copies only those.
+more records copies only those. A chunked follow run handed over to the next run mid-production copies
+exactly once.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
+from eosmirror.core.errors import TargetMismatchError
+from eosmirror.kafka import readers
 from eosmirror.slot.faults import ENV
 from tests.helpers import create_topic, mirror, producer, progress_of, read_all, run, values
+from tests.integration.test_follow import in_seconds, result_or_stacks, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -56,3 +64,78 @@ def test_a_chunked_run_copies_exactly_once_and_commits_every_partitions_progress
     for k in range(PARTITIONS):
         copied = values(read_all(target_conf, topic, k))
         assert copied == values(read_all(source_conf, topic, k)) and len(copied) == (0 if k in IDLE else 35)
+
+
+def produce_until(conf, topic: str, txn_id: str, stop: threading.Event) -> int:
+    """Transactions of 20 records over the busy partitions (one in three aborted), plain writes between them,
+    until ``stop``; the IDLE partitions get nothing. Returns the number of batches."""
+    plain = producer(conf, **{"enable.idempotence": True})
+    txn = producer(conf, **{"transactional.id": txn_id})
+    txn.init_transactions(30)
+    busy = [k for k in range(PARTITIONS) if k not in IDLE]
+    batch = 0
+    while not stop.is_set():
+        aborted = batch % 3 == 2
+        txn.begin_transaction()
+        for n in range(20):
+            txn.produce(topic, value=f"{'aborted' if aborted else 'txn'}-{batch}-{n}".encode(),
+                        partition=busy[n % len(busy)])
+        txn.flush(30)
+        (txn.abort_transaction if aborted else txn.commit_transaction)(30)
+        for k in busy:
+            plain.produce(topic, value=f"plain-{batch}-{k}".encode(), partition=k)
+        plain.flush(30)
+        batch += 1
+        time.sleep(0.05)
+    return batch
+
+
+def test_a_chunked_follow_run_handed_over_mid_production_copies_exactly_once(source_conf, target_conf,
+                                                                             source_cluster, target_cluster, unique):
+    """Follow rounds of a chunked slot carry the progress of the partitions that moved and one chunk of the
+    others in rotation: a follow run handed over to the next one while production goes on neither
+    duplicates nor loses, and the idle partitions' progress is committed."""
+    topic = create_topic(source_conf, unique("chunkfollow"), partitions=PARTITIONS)
+    seed(source_conf, topic, 10, "seed")
+    m = mirror(unique("m"), [topic], slots=2, max_partitions_per_transaction=2, follow=True,
+               max_transaction_seconds=0.5, follow_max_seconds=60)
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        try:
+            production = pool.submit(produce_until, source_conf, topic, unique("tx"), stop)
+            first = pool.submit(run, m, until=in_seconds(0), follow_until=in_seconds(60))
+            # Run A follows: the target's committed end grows past the 10 seeded records per busy partition.
+            wait_for("run A to copy records produced after its bound while it follows", lambda: (
+                min(readers.watermarks(target_cluster, topic, k)[1] for k in range(PARTITIONS) if k not in IDLE)
+                >= 60 and not first.done(), first.done()) if target_has(target_cluster, topic) else (False, None), 60)
+            second = pool.submit(run, m, follow_until=in_seconds(8))   # B fences A's slots and follows on
+            a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
+            time.sleep(2)
+        finally:
+            stop.set()
+        batches = production.result(timeout=30)
+        b = second.result(timeout=40)
+    assert a["status"] == "ok" and {s["status"] for s in a["slots"]} == {"handed-over"}, a["slots"]
+    assert b["status"] == "ok" and {s["status"] for s in b["slots"]} == {"follow-bound"}, b["slots"]
+    assert batches >= 10
+    for k in range(PARTITIONS):
+        # read_committed on both sides (real consumers): exactly the source's committed records, in order.
+        source = values(read_all(source_conf, topic, k))
+        target = values(read_all(target_conf, topic, k))
+        assert len(target) == len(set(target)), f"partition {k}: duplicates on the target"
+        assert target == source, f"partition {k}: {len(set(source) - set(target))} lost, {len(set(target) - set(source))} foreign"
+        assert not [v for v in target if v.startswith(b"aborted-")]
+    assert a["records"] + b["records"] == sum(len(read_all(source_conf, topic, k)) for k in range(PARTITIONS))
+    # Every partition's progress is the source's end (markers and aborted records included), idle ones' 0.
+    progress = progress_of(target_conf, m, topic, PARTITIONS)
+    assert {k: progress[k].offset for k in range(PARTITIONS)} == {
+        k: readers.watermarks(source_cluster, topic, k)[1] for k in range(PARTITIONS)}
+    assert all(progress[k].offset == 0 for k in IDLE)
+
+
+def target_has(cluster, topic: str) -> bool:
+    try:
+        readers.watermarks(cluster, topic, 0)
+    except TargetMismatchError:   # run A has not created the target topic yet
+        return False
+    return True

@@ -8,11 +8,14 @@ fakes of test_slot_copier (no brokers).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from eosmirror.slot.copier import SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask, partition_chunks
+from tests.unit.test_follow import FENCED, wall  # noqa: F401 - wall: fixture
 from tests.unit.test_slot_copier import SYNCS, TXN_ID, FakeIO, abortable, clock, values  # noqa: F401 - clock: fixture
 
 
@@ -100,3 +103,45 @@ def test_unchunked_slot_commits_every_partition_in_each_transaction(clock):
     sent = recording(io)
     result = SlotCopier(chunked_task(ends, most=None), faults=Faults([]), io=io).run()
     assert result.status == "committed" and sent == [{0, 1}]
+
+
+class GrowingIO(FakeIO):
+    """Partition 0 of the source grows by 2 records after every committed transaction; the others stay idle."""
+
+    def __init__(self, clock, ends, fail):
+        super().__init__(clock, {("src", p): values(e) for p, e in enumerate(ends)}, per_consume=100, fail=fail)
+        commit = self.producer.commit_transaction
+
+        def commit_then_grow(*timeout):
+            commit(*timeout)
+            self.consumer.source[("src", 0)] = values(len(self.consumer.source[("src", 0)]) + 2)
+
+        self.producer.commit_transaction = commit_then_grow
+
+    def source_stable_offsets(self, partitions):
+        return {k: len(self.consumer.source[k]) for k in partitions}
+
+
+def test_a_chunked_slots_follow_rounds_carry_the_moved_partitions_progress_and_one_chunk_in_rotation(wall):
+    # 4 chunks of one partition; 4 bounded transactions, then follow rounds until the 10th commit is fenced
+    # (the next run took over): each round's progress is partition 0 (it moved) and the next chunk in turn.
+    ends = [3, 0, 0, 0]
+    io = GrowingIO(wall, ends, fail={"commit_transaction": [None] * 9 + [FENCED]})
+    sent = recording(io)
+    task = replace(chunked_task(ends, most=1), follow_until=50_000.0 + 1000.0 + 600)
+    result = SlotCopier(task, faults=Faults([]), io=io).run()
+    assert (result.status, result.follow_end, result.transactions) == ("handed-over", "handed-over", 9)
+    assert sent == [{0}, {1}, {2}, {3}] + [{0, 1}, {0, 2}, {0, 3}, {0}, {0, 1}, {0, 2}]
+    # Exactly once: 2 records arrive after every commit; by the end of the 9th, 3 + 2 * 8 are copied and
+    # committed, the 2 the fenced round copied are aborted.
+    assert io.target.values(("tgt", 0)) == values(19) == values(result.records)
+    assert io.target.progress == {("tgt", 0): 19, ("tgt", 1): 0, ("tgt", 2): 0, ("tgt", 3): 0}
+
+
+def test_an_unchunked_slots_follow_rounds_carry_every_partitions_progress(wall):
+    ends = [3, 0]
+    io = GrowingIO(wall, ends, fail={"commit_transaction": [None] * 3 + [FENCED]})
+    sent = recording(io)
+    task = replace(chunked_task(ends, most=None), follow_until=50_000.0 + 1000.0 + 600)
+    result = SlotCopier(task, faults=Faults([]), io=io).run()
+    assert result.status == "handed-over" and sent == [{0, 1}] * 4

@@ -101,8 +101,9 @@ class MirrorConfig:
     max_partitions_per_transaction: int | None = declare(
         Int(low=1, high=10**6, optional=True),
         "exactly_once: a slot commits its partitions in chunks of at most this many, a transaction per chunk "
-        "carrying the chunk's records, offset syncs and progress (every partition in one chunk; follow rounds "
-        "commit the whole slot), so that the markers still being written when a run ends are few: its records "
+        "carrying the chunk's records, offset syncs and progress (every partition in one chunk; a follow round "
+        "carries every record that arrived and the progress of the partitions that moved plus one chunk of the "
+        "others in rotation), so that the markers still being written when a run ends are few: its records "
         "are visible to read_committed consumers, and the next run can start, seconds after it ends (5,000 "
         "partitions, 4 slots: 3 s instead of 44 s); null = the whole slot in each transaction", 250)
     follow: bool = declare(

@@ -62,6 +62,7 @@ class SlotCopier:
         self.last_marks: list[float] = []   # the last transaction's step times (follow.TRANSACTION_STEPS)
         self.chunks: list[list[tuple[str, int]]] = []   # step 4's chunks of the slot's partitions
         self.chunk: list[tuple[str, int]] | None = None   # the partitions the transactions cover; None: all
+        self.follow_round = 0   # step F: which chunk's idle partitions a round's progress covers
 
     # --- clients -----------------------------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class SlotCopier:
         started = time.monotonic()
         keys = [(p.source_topic, p.partition) for p in t.partitions]
         self.following = True
-        self.chunk = None   # a follow round's transaction covers the whole slot
+        self.chunk = None   # a follow round copies the whole slot (its progress: _progress_covered)
         follow.open_ends(self.states.values())
         self.loop.assign(self.states)   # partitions paused at their bounded end read on from their progress
         assigned, logged = time.monotonic(), False   # the first round is logged: the hand-over's gap
@@ -187,7 +188,8 @@ class SlotCopier:
         exactly one chunk), one chunk after the other with only its partitions assigned: its transactions
         carry the records, offset syncs and progress (4.6: of every partition of the chunk, idle ones too)
         of its partitions alone, and each chunk commits at least one, so every partition's progress is
-        committed each run. Unchunked, and in a follow round (step F): the whole slot."""
+        committed each run. Unchunked, and in a follow round (step F): the whole slot (a chunked slot's follow
+        round sends the progress of only part of it: ``_progress_covered``)."""
         if self.following or len(self.chunks) <= 1:
             self._copy_chunk(once)
             return
@@ -318,9 +320,11 @@ class SlotCopier:
         # 4.5 Offset syncs, in the same transaction.
         self._produce_syncs(moved, ends)
         marks.append(time.monotonic())
-        # 4.6 The new progress of every partition of the chunk, in the same transaction.
+        # 4.6 The new progress of every partition of the chunk (a chunked follow round: _progress_covered), in
+        # the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
-                       progress_offsets(states.values(), t.generation), self.reader.consumer_group_metadata())
+                       progress_offsets(self._progress_covered(states, moved), t.generation),
+                       self.reader.consumer_group_metadata())
         marks.append(time.monotonic())
         self.faults.hit("before_commit", t.slot)
         # 4.7 Commit: records, offset syncs and progress become visible together.
@@ -331,6 +335,17 @@ class SlotCopier:
         self.faults.hit("after_commit", t.slot)
         if self.following:
             follow.warn_if_slow(t, marks)
+
+    def _progress_covered(self, states: dict[tuple[str, int], PartitionCopy], moved: list[PartitionCopy]
+                          ) -> list[PartitionCopy]:
+        """Step 4.6's partitions: every partition of ``states``; in a chunked slot's follow round the ones
+        that moved and the round's chunk in rotation (an unmoved partition's progress is unchanged, and the
+        rotation commits each once per len(chunks) rounds, well inside offsets.retention.minutes)."""
+        if not self.following or len(self.chunks) <= 1:
+            return list(states.values())
+        self.follow_round += 1
+        chunk = set(self.chunks[self.follow_round % len(self.chunks)])
+        return [s for key, s in states.items() if key in chunk or s.moved()]
 
     def _committed(self, elapsed: float, states: dict[tuple[str, int], PartitionCopy] | None = None) -> None:
         """A transaction (or an at_least_once batch) committed: each partition it covers (``states``, else

@@ -5,7 +5,9 @@ latest interval, or ``eosmirror run --follow-seconds``).
 Following is a stream of transactions (copier.py ``_follow``): the ranges' ends are opened
 (``open_ends``), the source consumer reads on from the committed progress without pausing, and
 each transaction copies what arrives for ``max_transaction_seconds`` and commits it, with the
-progress of every partition and the offset syncs, exactly as a bounded run's transaction does. A
+progress of every partition and the offset syncs, exactly as a bounded run's transaction does (a
+slot with ``max_partitions_per_transaction`` chunks sends the progress of the partitions that moved
+and of one chunk of the others in rotation: copier.py ``_progress_covered``). A
 transaction with nothing new still commits the progress alone: that is how an idle follower learns
 that it was fenced. read_committed is what keeps a follower below the source's last stable offset,
 so no end is needed. (Rounds of "ask the last stable offsets, seek there, copy up to them, wait out
