@@ -340,7 +340,8 @@ class SlotCopier:
                           ) -> list[PartitionCopy]:
         """Step 4.6's partitions: every partition of ``states``; in a chunked slot's follow round the ones
         that moved and the round's chunk in rotation (an unmoved partition's progress is unchanged, and the
-        rotation commits each once per len(chunks) rounds, well inside offsets.retention.minutes)."""
+        rotation commits each once per len(chunks) rounds, well inside offsets.retention.minutes). Never empty
+        (no chunk is): an idle round still commits progress, which is how an idle follower learns it was fenced."""
         if not self.following or len(self.chunks) <= 1:
             return list(states.values())
         self.follow_round += 1
