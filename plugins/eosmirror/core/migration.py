@@ -39,7 +39,7 @@ class PartitionChange:
 
 @dataclass(frozen=True)
 class AuditRecord:
-    action: str              # "migrate" or "reset"
+    action: str              # "migrate", "reset", "reverse" (driver/reverse.py) or "resume" (driver/resume.py)
     mirror: str
     origin: str              # what from: "mm2:<alias>", "group:<name>", "earliest", "latest", "offsets"
     who: str                 # the OS user, or the Airflow run id
@@ -67,11 +67,17 @@ def is_audit_key(key: bytes | None) -> bool:
     return bool(key) and key.startswith(AUDIT_KEY_PREFIX)  # type: ignore[union-attr]
 
 
+# Actions below whose point the target partition's records are not the mirror's copies: another
+# copier's (migrate), or the old source's own records, there before the reverse mirror started (reverse).
+TAKE_OVER_ACTIONS = ("migrate", "reverse")
+
+
 def taken_over_at(records: list[AuditRecord], target_topic: str, partition: int) -> AuditRecord | None:
-    """The last migration that set this partition's progress (what translation names as the switch)."""
+    """The last migration (or reverse preparation) that set this partition's progress (what translation
+    names as the switch)."""
     found = None
     for record in records:
-        if record.action == "migrate" and any(c.target_topic == target_topic and c.partition == partition
+        if record.action in TAKE_OVER_ACTIONS and any(c.target_topic == target_topic and c.partition == partition
                                               for c in record.partitions):
             found = record
     return found
