@@ -140,7 +140,8 @@ def run_reverse(mirror_name: str, config_path: str | None, context: dict[str, An
         options = reverse.ReverseOptions(mode=str(params.get("divergence") or "report"),
                                          source_budget_s=float(params.get("source_seconds") or 10))
         outcome = reverse.reverse(mirror, options, by=_who(context), say=log.info)
-    except ConfigError as exc:      # refused: the state, a prefix mirror, the old source unreachable, a side topic
+    except (ConfigError, RefusedError) as exc:   # refused: the state, a prefix mirror, the old source unreachable,
+                                                 # a side topic, a reverse mirror that would move back
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
     report = outcome.as_dict()
