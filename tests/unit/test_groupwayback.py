@@ -1,5 +1,6 @@
-"""Group failback after a reverse, across both offset maps (core/groupwayback.py): every case on one
-worked partition whose logs are written out below, so each expected offset can be checked by eye.
+"""Group failback after a reverse, across both offset maps (core/groupwayback.py; which moves take it:
+driver/groupwayback.find): every case on one worked partition whose logs are written out below, so each
+expected offset can be checked by eye.
 
 Old source A, partition 0 (offsets: what lies there)
   0..9    a0..a9, copied by m
@@ -16,14 +17,20 @@ New primary B, partition 0
   17..19  b4..b6, 20 marker;  B's end 21 = m__reverse's progress
 """
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
+from eosmirror.core import config, report
 from eosmirror.core import groupfailover as gf
 from eosmirror.core import groupwayback as wb
-from eosmirror.core import report
+from eosmirror.core import mirrorstate as ms
 from eosmirror.core.mirrorstate import PartitionPoint
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync, PartitionSyncs
 from eosmirror.core.syncscan import Need
+from eosmirror.driver import groupwayback
+from eosmirror.kafka.cluster import Cluster
 
 TP = ("t", 0)
 POINT = PartitionPoint("t", "t", 0, target_end=12, progress=10, old_source_end=15)
@@ -123,3 +130,53 @@ def test_the_reads_asked_for_are_only_those_the_positions_need():
     # A's diverged range, from A's log start when retention removed some of it since
     assert wb.diverged_ranges(committed, points, {}) == {TP: (10, 15), ("t", 1): (10, 10)}
     assert wb.diverged_ranges(committed, points, {("t", 0): 13})[TP] == (13, 15)
+
+
+def test_both_commands_take_the_way_back_only_while_the_forward_mirror_is_reversed(monkeypatch):
+    """`groups sync m --direction failback` and `groups sync m__reverse` (failover) find the same way
+    back, built from the forward mirror (its configured progress group, its clusters); any other move,
+    or a mirror in another state, keeps its own map (driver/groupwayback.find)."""
+    file = config.parse({"mirrors": [
+        {"name": "dr", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"],
+         "groups": {}, "progress_group": "custom"},
+        {"name": "pre", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"],
+         "replication_policy": "prefix", "source_alias": "dc1"}]}, Path("m.yaml"))
+    phase = {"now": ms.Phase.REVERSED}
+    asked = []
+
+    def read_state(cluster, mirror, group):
+        asked.append((cluster.role, mirror, group))
+        return ms.MirrorState(phase["now"], 5, "cli:ops", (POINT,), note="promoted at X; divergence 4")
+
+    monkeypatch.setattr(groupwayback.state, "read_mirror_state", read_state)
+    monkeypatch.setattr(groupwayback.topics, "resolve", lambda mirror, cluster: [
+        type("Pair", (), {"source": "t", "target": "t", "partitions": 1})()])
+    monkeypatch.setattr(Cluster, "resolve", classmethod(
+        lambda cls, role, ref, name: Cluster.from_settings(role, {"bootstrap.servers": "x:1"}, f"{role} of {name}")))
+    by_failback = groupwayback.find(file.get("dr"), gf.FAILBACK)
+    by_reverse = groupwayback.find(file.get("dr__reverse"), gf.FAILOVER)
+    for way in (by_failback, by_reverse):
+        assert (way.forward.name, way.reverse.name, way.new.label, way.old.label) == (
+            "dr", "dr__reverse", "target of dr", "source of dr")
+        assert way.points == {TP: POINT} and way.topic_map == {"t": "t"}
+        assert way.checkpoints_topic == "target.checkpoints.internal"
+    assert asked == [("target", "dr", "custom")] * 2              # m's state, read with m's own group
+    assert groupwayback.find(file.get("dr"), gf.FAILOVER) is None                 # the forward mirror's failover
+    assert groupwayback.find(file.get("dr__reverse"), gf.FAILBACK) is None       # the reverse mirror's failback
+    assert groupwayback.find(file.get("pre"), gf.FAILBACK) is None               # no reverse for a prefix mirror
+    phase["now"] = ms.Phase.PROMOTED
+    assert groupwayback.find(file.get("dr"), gf.FAILBACK) is None                # not reversed (yet)
+
+
+def test_the_table_says_what_each_move_passes_over_and_where_it_is():
+    plan = wb.plan_group("g", "EMPTY", {TP: 14}, {}, {TP: MAPS}, {"t": "t"}, allow_rewind=False)
+    unsaved = wb.plan_group("g", "EMPTY", {TP: 14}, {}, {TP: replace(MAPS, side=None)}, {"t": "t"}, False)
+    way = {"forward": "m", "reverse": "m__reverse", "state": "reversed", "promotion": "promoted at ..."}
+    for p, where in ((plan, "a copy of each is in t.diverged.m[0]"),
+                     (unsaved, "they stay only in the old source's log (`eosmirror reverse m --divergence copy`")):
+        shown = report.groups_table({"mirror": "m__reverse", "direction": "failover", "dry_run": False,
+                                     "read_from": "target", "written_to": "source", "checkpoints_topic": "c",
+                                     "way_back": way, "groups": [{**p.as_dict(), "written": True, "error": None,
+                                                                  "left": p.left()}]})
+        assert ("t[0]: passes over 4 of the 4 diverged record(s) (old source offsets 10..14), never on the new "
+                "primary; " + where) in shown, shown
