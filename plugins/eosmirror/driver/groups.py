@@ -211,8 +211,7 @@ def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[
 
 def _log_reader(side: Cluster, group: str, mirror_name: str) -> LogReader:
     def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupfailover.LogRead]:
-        found = readers.data_offsets(side, ranges, f"eosmirror-{mirror_name}-groups", group_id=group)
-        return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+        return readers.log_reads(side, ranges, f"eosmirror-{mirror_name}-groups", group)
     return read
 
 
