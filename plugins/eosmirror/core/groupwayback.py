@@ -33,7 +33,7 @@ or after the group's current A offset: the plan counts them from a read of A, ne
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from eosmirror.core.groupfailover import (
     EXACT,
@@ -79,7 +79,7 @@ def translate(committed: int, maps: PartitionMaps) -> Translation:
     return replace(failback(committed, maps.forward, read), via=FORWARD_MAP)                # 4
 
 
-def passed_over(translation: Translation, maps: PartitionMaps, current: int | None) -> dict | None:
+def passed_over(translation: Translation, maps: PartitionMaps, current: int | None) -> dict[str, Any] | None:
     """The diverged records a reverse-map move passes over: those in [the group's current A offset (none:
     from the first), its new offset), counted in the read of A. None when it passes over none of the
     divergence (a forward-map move, a partition without a point or with nothing diverged)."""

@@ -139,8 +139,7 @@ def _next_step(state: MirrorState, mirror: str) -> str:
         forward = naming.forward_mirror_name(mirror) or mirror
         return (f"the resume of {forward} retired it; after a later promotion, `eosmirror reverse {forward}` "
                 f"prepares it again at the new promotion point")
-    if state.phase is Phase.SWITCHED_OVER and naming.forward_mirror_name(mirror):
-        forward = naming.forward_mirror_name(mirror)
+    if state.phase is Phase.SWITCHED_OVER and (forward := naming.forward_mirror_name(mirror)):
         return (f"switched back: the producers now write to the old source again; `eosmirror resume {forward}` "
                 f"continues the forward mirror after the records this one copied")
     if state.phase is Phase.SWITCHED_OVER:
