@@ -139,8 +139,8 @@ def _next_step(state: MirrorState, mirror: str) -> str:
         forward = naming.forward_mirror_name(mirror) or mirror
         return (f"the resume of {forward} retired it; after a later promotion, `eosmirror reverse {forward}` "
                 f"prepares it again at the new promotion point")
-    if state.phase is Phase.SWITCHED_OVER and (forward := naming.forward_mirror_name(mirror)):
-        return (f"switched back: the producers now write to the old source again; `eosmirror resume {forward}` "
+    if state.phase is Phase.SWITCHED_OVER and (switched_back_of := naming.forward_mirror_name(mirror)):
+        return (f"switched back: the producers now write to the old source again; `eosmirror resume {switched_back_of}` "
                 f"continues the forward mirror after the records this one copied")
     if state.phase is Phase.SWITCHED_OVER:
         return f"the producers now write to the target; `eosmirror promote {mirror}` is not needed after a switchover"
