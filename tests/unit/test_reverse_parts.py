@@ -69,7 +69,11 @@ def test_the_generated_reverse_mirror_swaps_the_clusters_and_owns_its_names():
     assert back == forward.reverse()
     assert (back.source, back.target) == (forward.target, forward.source)
     assert back.name == "dr__reverse" and back.progress_group == "eosmirror.dr__reverse"
-    assert back.slots == 3 and back.start_from == "earliest" and back.groups is None
+    assert back.slots == 3 and back.start_from == "earliest"
+    # the forward mirror's groups section selects the groups a failover of the reverse mirror moves, and the
+    # reverse knows its forward mirror (whose progress group, here a configured one, it cannot derive)
+    assert back.groups == forward.groups is not None and back.forward is forward
+    assert back.forward.progress_group == "custom"
     assert back.topics == forward.topics and naming.diverged_topic_pattern("dr") in back.topics_exclude
     assert "reverse" in back.airflow.tags and back.airflow.schedule == "@hourly"
     with pytest.raises(ConfigError, match="no mirror named 'other__reverse'"):
@@ -116,3 +120,9 @@ def test_a_side_topic_is_copied_once_and_other_data_there_is_refused():
     assert refused.value.exit_code == EXIT_CONFIG and "1 of them not diverged records" in str(refused.value)
     with pytest.raises(divergence.SideTopicRefusedError, match="not exactly the 2"):
         divergence.side_topic_state("orders.diverged.dr", 0, expected[:1], expected)
+
+
+def test_a_reverse_mirror_never_takes_either_progress_group_for_a_consumer_group():
+    file = mirrors(groups={}, progress_group="custom")
+    assert config.own_groups(file.get("dr")) == ("custom",)
+    assert config.own_groups(file.get("dr__reverse")) == ("eosmirror.dr__reverse", "custom")
