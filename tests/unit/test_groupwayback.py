@@ -25,6 +25,7 @@ import pytest
 from eosmirror.core import config, report
 from eosmirror.core import groupfailover as gf
 from eosmirror.core import groupwayback as wb
+from eosmirror.core import migration as mg
 from eosmirror.core import mirrorstate as ms
 from eosmirror.core.mirrorstate import PartitionPoint
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync, PartitionSyncs
@@ -167,7 +168,23 @@ def test_both_commands_take_the_way_back_while_the_forward_mirror_is_reversed(mo
     assert groupwayback.find(file.get("dr__reverse"), gf.FAILBACK) is None       # the reverse mirror's failback
     assert groupwayback.find(file.get("pre"), gf.FAILBACK) is None               # no reverse for a prefix mirror
     phase["now"] = ms.Phase.PROMOTED
-    assert groupwayback.find(file.get("dr"), gf.FAILBACK) is None                # not reversed (yet)
+    assert groupwayback.find(file.get("dr"), gf.FAILBACK) is None                # not reversed (yet), never resumed
+
+    # After a resume (mirroring again): the failback of m keeps the way back, from the audit records
+    # (m's `resume` on B, m__reverse's `reverse` on A); the retired reverse mirror's failover does not.
+    audits = {("target", "dr"): [mg.AuditRecord("resume", "dr", "switch back", "ops", 200, (
+                  mg.PartitionChange("t", "t", 0, 10, 25, 21),))],
+              ("source", "dr__reverse"): [mg.AuditRecord("reverse", "dr__reverse", "promotion", "ops", 100, (
+                  mg.PartitionChange("t", "t", 0, None, 12, 16),))]}
+    monkeypatch.setattr(groupwayback.state, "read_audit",
+                        lambda cluster, mirror, group: audits.get((cluster.role, mirror), []))
+    phase["now"] = ms.Phase.MIRRORING
+    way = groupwayback.find(file.get("dr"), gf.FAILBACK)
+    assert way.cycles == {TP: (wb.Cycle(12, 21),)} and way.points == {}       # the resume's points are no promotion
+    assert way.cycles_of([{TP: 14, ("t", 1): 3}]) == {TP: (wb.Cycle(12, 21),), ("t", 1): ()}
+    assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER) is None
+    phase["now"] = ms.Phase.RESUMING                                            # both commands, as while reversed
+    assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER).cycles == {TP: (wb.Cycle(12, 21),)}
 
 
 def test_the_table_says_what_each_move_passes_over_and_where_it_is():
