@@ -232,16 +232,17 @@ def before_point_ranges(committed: Iterable[Mapping[TP, int]], cycles: Mapping[T
     for offsets in committed:
         for tp, offset in offsets.items():
             cycle = governing(offset, _ordered(cycles.get(tp, ())))
-            if cycle is not None and cycle.point is None:
+            point = None if cycle is None else cycle.point
+            if cycle is not None and point is None:
                 continue
-            syncs = forward.get(tp) if cycle is None else forward_below(forward.get(tp), cycle.point)
+            syncs = forward.get(tp) if point is None else forward_below(forward.get(tp), point)
             if syncs is None or not syncs.syncs:
                 continue
             end = copies_end(syncs)
-            if cycle is None and offset > end:
+            if point is None and offset > end:
                 wanted = (end, offset)
-            elif cycle is not None and end <= offset < cycle.point:
-                wanted = (end, cycle.point)
+            elif point is not None and end <= offset < point:
+                wanted = (end, point)
             else:
                 continue
             low, high = ranges.get(tp, wanted)
