@@ -25,13 +25,16 @@ def test_no_import_errors_and_one_dag_per_mirror(dagbag):
     assert set(dagbag.dag_ids) >= expected
 
 
-def test_the_fence_dag_offers_each_identity_mirrors_reverse_mirror(dagbag):
+def test_the_fence_dag_offers_each_identity_mirrors_reverse_mirror(tmp_path):
     """A reverse mirror copies after `eosmirror reverse`: its zombie producers are fenced like any mirror's."""
-    choices = dagbag.get_dag(dags.FENCE_DAG_ID).params.get_param("mirror").schema["enum"]
-    identity = [m.name for m in config.load().mirrors if m.replication_policy == "identity"]
-    assert identity, "the test's mirrors file has no identity mirror"
-    for name in identity:
-        assert choices.index(f"{name}__reverse") == choices.index(name) + 1, choices
+    path = mirrors_file(tmp_path / "mirrors.yaml", [
+        {"name": name, "source": {"config": {"bootstrap.servers": "127.0.0.1:1"}},
+         "target": {"config": {"bootstrap.servers": "127.0.0.1:2"}}, "topics": ["t"], "replication_policy": policy,
+         **({"source_alias": "dc1"} if policy == "prefix" else {})}
+        for name, policy in (("east", "identity"), ("west", "prefix"), ("north", "identity"))])
+    fence = dags.build_fence_dag(config.load(path), str(path))
+    assert fence.params.get_param("mirror").schema["enum"] == ["east", "east__reverse", "north", "north__reverse",
+                                                                "west"]
 
 
 def test_every_dag_has_tags_docs_retries_and_one_active_run(dagbag):

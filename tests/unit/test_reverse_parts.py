@@ -69,7 +69,11 @@ def test_the_generated_reverse_mirror_swaps_the_clusters_and_owns_its_names():
     assert back == forward.reverse()
     assert (back.source, back.target) == (forward.target, forward.source)
     assert back.name == "dr__reverse" and back.progress_group == "eosmirror.dr__reverse"
-    assert back.slots == 3 and back.start_from == "earliest" and back.groups is None
+    assert back.slots == 3 and back.start_from == "earliest"
+    # the forward mirror's groups section selects the groups a failover of the reverse mirror moves, and the
+    # reverse knows its forward mirror (whose progress group, here a configured one, it cannot derive)
+    assert back.groups == forward.groups is not None and back.forward is forward
+    assert back.forward.progress_group == "custom"
     assert back.topics == forward.topics and naming.diverged_topic_pattern("dr") in back.topics_exclude
     assert "reverse" in back.airflow.tags and back.airflow.schedule == "@hourly"
     with pytest.raises(ConfigError, match="no mirror named 'other__reverse'"):

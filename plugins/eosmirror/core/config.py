@@ -174,14 +174,18 @@ class MirrorConfig:
         if self.replication_policy != "identity":
             raise ConfigError(not_reversible(self))
         name = naming.reverse_mirror_name(self.name)
-        return replace(
+        swapped = replace(
             self, name=name, source=self.target, target=self.source, source_alias=self.target_alias,
             target_alias=self.source_alias, progress_group=f"eosmirror.{name}",
             # the side topics of the divergence stay on the new primary; topics created there after the
             # promotion hold only records produced there, so they start at their first offset
             topics_exclude=(*self.topics_exclude, naming.diverged_topic_pattern(self.name)), start_from="earliest",
-            groups=None, max_lag_seconds=None, on_lag_alert=None,
+            # `groups` is inherited: the forward mirror's section selects the groups a failover of the
+            # reverse mirror moves (the same ones a failback of the forward mirror moves, and the same way)
+            max_lag_seconds=None, on_lag_alert=None,
             airflow=replace(self.airflow, tags=tuple(sorted({*self.airflow.tags, "reverse"}))))
+        return ReverseMirrorConfig(**{f.name: getattr(swapped, f.name) for f in dataclasses.fields(MirrorConfig)},
+                                   forward=self)
 
     @property
     def follow_bound_seconds(self) -> float | None:
@@ -201,6 +205,16 @@ class MirrorConfig:
         the copy loop stops at ``max_transaction_seconds`` and commits well before it.
         """
         return int((2 * self.max_transaction_seconds + 30) * 1000)
+
+
+@dataclass(frozen=True)
+class ReverseMirrorConfig(MirrorConfig):
+    """The generated reverse mirror (``MirrorConfig.reverse``), which also knows the mirror it reverses:
+    a group move on the way back reads both offset maps (the forward one on the new primary, under the
+    forward mirror's own names and progress group, which the reverse cannot derive: that group may be
+    configured). ``forward`` is no field of the mirrors file and takes no part in equality."""
+
+    forward: MirrorConfig | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def not_reversible(mirror: MirrorConfig) -> str:

@@ -37,6 +37,7 @@ class Translation:
     outcome: str
     offset: int | None = None     # the translated offset when outcome is EXACT
     records: int = 0              # WAITING / BEFORE_RANGE / BEYOND_MIRROR: how many offsets it concerns
+    via: str = ""                 # after a reverse: the offset map it went through (core/groupwayback.py)
 
 
 def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation:
@@ -132,6 +133,8 @@ class PartitionPlan:
     new_offset: int | None = None
     current: int | None = None      # the group's offset on the side it is moved to (None: none)
     records: int = 0
+    via: str = ""                   # after a reverse: "forward" or "reverse" (core/groupwayback.py)
+    diverged: dict[str, Any] | None = None   # after a reverse: the old source's diverged records it passes over
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -114,9 +114,12 @@ _LEFT_REASONS = {
 }
 
 
-def _group_result(p: dict[str, Any], skipped: bool) -> str:
-    """One partition of a group sync report, in words."""
+def _group_result(p: dict[str, Any], skipped: bool, reverse_mirror: str | None = None) -> str:
+    """One partition of a group sync report, in words (``reverse_mirror``: on the way back)."""
     outcome, decision, records = p["outcome"], p["decision"], p["records"]
+    if outcome == "waiting" and reverse_mirror and p.get("via") == "reverse":
+        return (f"waiting for {reverse_mirror}: {records} offsets of the new primary not copied back yet; run "
+                f"{reverse_mirror} first")
     if outcome == "waiting":
         return f"waiting for the mirror: {records} offsets not mirrored yet"
     if outcome == "before_range":
@@ -135,6 +138,10 @@ def groups_table(report: dict[str, Any]) -> str:
     mode = " (dry run: nothing written)" if report["dry_run"] else ""
     lines = [f"mirror {report['mirror']} {report['direction']}{mode}: {len(report['groups'])} group(s), "
              f"from {report['read_from']} to {report['written_to']}; checkpoints: {report['checkpoints_topic']}"]
+    way = report.get("way_back")
+    if way:
+        lines.append(f"after the reverse of {way['forward']} ({way['state']}; {way['promotion']}): through both "
+                     f"offset maps, {way['forward']}'s copies (map forward) and {way['reverse']}'s (map reverse)")
     for name in report.get("groups_not_found", []):
         lines.append(f"\ngroup {name}: not found (no such group, or excluded by groups.include/exclude)")
     for g in report["groups"]:
@@ -152,6 +159,20 @@ def groups_table(report: dict[str, Any]) -> str:
         rows = [[f"{p['from_topic']}[{p['partition']}]" + (f" -> {p['to_topic']}" if p["to_topic"] != p["from_topic"]
                                                           else ""), p["committed"],
                  "-" if p["current"] is None else p["current"], "-" if p["new_offset"] is None else p["new_offset"],
-                 _group_result(p, g["skipped"])] for p in g["partitions"]]
-        lines.append(table(["partition", "committed", "there now", "new offset", "result"], rows))
+                 *([p.get("via") or "-"] if way else []),
+                 _group_result(p, g["skipped"], way["reverse"] if way else None)] for p in g["partitions"]]
+        lines.append(table(["partition", "committed", "there now", "new offset", *(["map"] if way else []), "result"],
+                           rows))
+        lines += [_diverged_line(p, way["forward"]) for p in g["partitions"] if way and p.get("diverged")]
     return "\n".join(lines)
+
+
+def _diverged_line(p: dict[str, Any], forward: str) -> str:
+    """The old source's diverged records a way-back move passes over, and where they are."""
+    d = p["diverged"]
+    span = f" (old source offsets {d['first_offset']}..{d['last_offset']})" if d["records"] else ""
+    where = (f"a copy of each is in {d['side_topic']}" if d["side_topic"] else
+             f"they stay only in the old source's log (`eosmirror reverse {forward} --divergence copy` copies them "
+             f"to a side topic)")
+    return (f"  {p['to_topic']}[{p['partition']}]: passes over {d['records']} of the {d['diverged']} diverged "
+            f"record(s){span}, never on the new primary; {where}")

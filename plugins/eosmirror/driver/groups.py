@@ -24,7 +24,7 @@ from eosmirror.core.config import GroupSettings, MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
-from eosmirror.driver import topics
+from eosmirror.driver import groupwayback, topics
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import offsets as kafka_offsets
@@ -82,15 +82,22 @@ def _checkpoints(plan: groupfailover.GroupPlan) -> list[Checkpoint]:
             for p in plan.partitions if p.decision == groupfailover.WRITE]
 
 
-def plan_groups(mirror: MirrorConfig, options: GroupMoveOptions, sides: _Sides, load_syncs: SyncLoader,
-                allow_rewind: bool, read_sides: tuple[LogReader, LogReader] | None = None) -> tuple[list[groupfailover.GroupPlan], list[str]]:
+# Plans groups whose offsets were read: ({group: (committed on the read side, current on the written
+# side)}, {group: state on the written side}) -> plans.
+Planner = Callable[[dict[str, tuple[dict, dict]], dict[str, str]], list[groupfailover.GroupPlan]]
+
+
+def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, planner: Planner,
+                never: tuple[str, ...] = ()) -> tuple[list[groupfailover.GroupPlan], list[str]]:
     """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
-    groups (``options.groups``) that are not there. The groups' offsets are read first, so that
-    ``load_syncs`` reads only the syncs their positions need (``groupfailover.sync_needs``)."""
-    settings = mirror.groups or GroupSettings()
+    groups (``options.groups``) that are not there. ``owner``: the mirror whose `groups` section
+    selects (the forward mirror on the way back); its progress group and ``never`` are never moved.
+    The groups' offsets are read first, so that the planner reads only the syncs their positions need
+    (``groupfailover.sync_needs``)."""
+    settings = owner.groups or GroupSettings()
     existing = kafka_groups.list_groups(sides.read)
     selected = groupfailover.select_groups(existing, settings.include, settings.exclude,
-                                       never=[mirror.progress_group], only=options.groups)
+                                       never=[owner.progress_group, *never], only=options.groups)
     missing = sorted(set(options.groups) - set(selected))
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
     states = kafka_groups.group_states(sides.write, selected)
@@ -107,8 +114,7 @@ def plan_groups(mirror: MirrorConfig, options: GroupMoveOptions, sides: _Sides, 
     # coordinator round trips: a few groups are read at once.
     with concurrent.futures.ThreadPoolExecutor(max_workers=READ_PARALLELISM) as pool:
         offsets = dict(zip(selected, pool.map(offsets_of, selected)))
-    return plan_offsets(offsets, states, options.direction, sides.topic_map, load_syncs, allow_rewind,
-                        read_sides), missing
+    return planner(offsets, states), missing
 
 
 def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
@@ -133,6 +139,12 @@ def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], 
     plans = [groupfailover.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
                                   syncs, topic_map, allow_rewind, tails)
              for group, (committed, current) in offsets.items() if committed]
+    return settle_backward(plans, read_to)
+
+
+def settle_backward(plans: list[groupfailover.GroupPlan], read_to: LogReader | None) -> list[groupfailover.GroupPlan]:
+    """The written side read wherever a new offset lies below a group's current one: a move across
+    markers only is no move (``groupfailover.settle_equivalent``)."""
     backward = groupfailover.backward_ranges(plans)
     if backward and read_to is not None:
         groupfailover.settle_equivalent(plans, read_to(backward))
@@ -140,14 +152,45 @@ def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], 
 
 
 def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, Any]:
-    """Plan every selected group and (unless a dry run) write the writable ones. Returns the report."""
+    """Plan every selected group and (unless a dry run) write the writable ones. Returns the report.
+    After a reverse, a failback of the forward mirror and a failover of its reverse mirror are the same
+    move through both offset maps (``driver/groupwayback.py``)."""
     options.check(mirror)
     started = time.monotonic()
+    way = groupwayback.find(mirror, options.direction)
+    owner = way.forward if way is not None else mirror
     allow_rewind = options.allow_rewind if options.allow_rewind is not None else bool(
-        mirror.groups and mirror.groups.allow_rewind)
+        owner.groups and owner.groups.allow_rewind)
+    if way is None:
+        sides, planner = _own_map(mirror, options.direction, allow_rewind)
+        never: tuple[str, ...] = ()
+    else:
+        sides = _Sides(way.new, way.old, way.topic_map, way.partitions, way.checkpoints_topic)
+        groupwayback.settle(way, progress_settle_seconds(), settle_bound_seconds(way.reverse))
+
+        def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
+            return settle_backward(groupwayback.plan(way, offsets, states, allow_rewind),
+                                   _log_reader(way.old, way.reverse.progress_group, owner.name))
+        never = (way.reverse.progress_group,)
+    plans, missing = plan_groups(owner, options, sides, planner, never)
+    errors = {} if options.dry_run else _write(owner, sides, plans)
+    return {
+        "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,
+        "allow_rewind": allow_rewind, "read_from": sides.read.label, "written_to": sides.write.label,
+        "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing,
+        "way_back": way.as_dict() if way is not None else None,
+        "groups": [{**plan.as_dict(), "written": not options.dry_run and bool(plan.writes()) and
+                    plan.group not in errors, "error": errors.get(plan.group), "left": plan.left()}
+                   for plan in plans],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[_Sides, Planner]:
+    """The sides and planner of a move through the mirror's own offset map alone."""
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
-    sides = _sides(mirror, options.direction, source, target)
+    sides = _sides(mirror, direction, source, target)
     # Right after a run the broker may still be writing its commit markers (issue #44): the syncs and
     # target records read next are read_committed, so wait while those land, as the planner does.
     on_target = ([(sides.topic_map[t], p) for t, n in sides.partitions.items() for p in range(n)]
@@ -158,25 +201,19 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
     def load_syncs(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
         return syncstore.load_needed(target, mirror.name, mirror.progress_group, needs)
 
-    def reader(side: Cluster) -> LogReader:
-        def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupfailover.LogRead]:
-            found = readers.data_offsets(side, ranges, f"eosmirror-{mirror.name}-groups",
-                                         group_id=mirror.progress_group)
-            return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
-        return read
+    read_sides = (_log_reader(sides.read, mirror.progress_group, mirror.name),
+                  _log_reader(sides.write, mirror.progress_group, mirror.name))
 
-    plans, missing = plan_groups(mirror, options, sides, load_syncs, allow_rewind,
-                                 (reader(sides.read), reader(sides.write)))
-    errors = {} if options.dry_run else _write(mirror, sides, plans)
-    return {
-        "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,
-        "allow_rewind": allow_rewind, "read_from": sides.read.label, "written_to": sides.write.label,
-        "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing,
-        "groups": [{**plan.as_dict(), "written": not options.dry_run and bool(plan.writes()) and
-                    plan.group not in errors, "error": errors.get(plan.group), "left": plan.left()}
-                   for plan in plans],
-        "seconds": round(time.monotonic() - started, 3),
-    }
+    def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
+        return plan_offsets(offsets, states, direction, sides.topic_map, load_syncs, allow_rewind, read_sides)
+    return sides, planner
+
+
+def _log_reader(side: Cluster, group: str, mirror_name: str) -> LogReader:
+    def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupfailover.LogRead]:
+        found = readers.data_offsets(side, ranges, f"eosmirror-{mirror_name}-groups", group_id=group)
+        return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+    return read
 
 
 def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupfailover.GroupPlan]) -> dict[str, str]:
