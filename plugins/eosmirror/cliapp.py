@@ -17,6 +17,8 @@
   eosmirror status <mirror>                 mirroring, switched over or promoted (and the loss report)
   eosmirror switchover <mirror>             planned: quiet source, final run, fence, groups, verify: zero loss
   eosmirror promote <mirror>                unplanned: fence, promotion record, what may be lost (source may be gone)
+  eosmirror reverse <mirror>                after a promotion: divergence report, the reverse mirror <mirror>__reverse
+  eosmirror resume <mirror>                 after the switch back (switchover <mirror>__reverse): forward again
   eosmirror airflow ARGS...                 the Airflow CLI with this project's home
   eosmirror demo                            the demo on the embedded clusters
 """

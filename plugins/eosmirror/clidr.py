@@ -1,4 +1,4 @@
-"""The disaster-recovery commands: `eosmirror status`, `switchover`, `promote` and `reverse`
+"""The disaster-recovery commands: `eosmirror status`, `switchover`, `promote`, `reverse` and `resume`
 (docs/disaster-recovery.md).
 
 Each prints its steps as they pass and ends with one verdict line; `--json` prints the report
@@ -18,9 +18,9 @@ from typing import Any
 from eosmirror import cliops
 from eosmirror.airflow import runonce
 from eosmirror.core import naming
-from eosmirror.core.errors import EXIT_OK
-from eosmirror.core.mirrorstate import LossReport, Phase
-from eosmirror.driver import promote, reverse, switchover
+from eosmirror.core.errors import EXIT_OK, EosMirrorError
+from eosmirror.core.mirrorstate import LossReport, Phase, next_step
+from eosmirror.driver import promote, resume, reverse, switchover
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 
@@ -35,19 +35,46 @@ def _status(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
+    back = _reverse_state(mirror, current)
+    following = next_step(back[1], back[0]) if back and back[1] and back[1].phase is Phase.SWITCHED_OVER else (
+        next_step(current, mirror.name))
     if args.json:
         print(json.dumps({"mirror": mirror.name, "state": current.phase.value, "since_ms": current.since_ms,
-                          "by": current.by, "note": current.note}, indent=2))
+                          "by": current.by, "note": current.note, "next": following,
+                          **({"reverse_mirror": {"mirror": back[0], "state": back[1].phase.value if back[1] else None,
+                                                 "since_ms": back[1].since_ms if back[1] else None,
+                                                 "note": back[1].note if back[1] else back[2]}} if back else {})},
+                         indent=2))
         return EXIT_OK
-    print(f"mirror {mirror.name}: {current.describe()}" if current.since_ms else f"mirror {mirror.name}: mirroring")
+    shown = (current.describe() if current.since_ms else
+             "not prepared" if naming.forward_mirror_name(mirror.name) else "mirroring")
+    print(f"mirror {mirror.name}: {shown}")
     if current.note:
         print(f"  {current.note}")
     if current.phase is Phase.PROMOTED:
         print("\n".join(LossReport(current.points, current.since_ms).lines()))
-    if current.phase is Phase.REVERSED:
-        print(f"  the reverse mirror {naming.reverse_mirror_name(mirror.name)} copies the new primary back to the "
-              f"old source from the promotion point")
+    if current.phase is Phase.RESUMING:
+        print("\n".join(f"  {p.label}: continues at old-source offset {p.progress} (new primary from "
+                        f"{p.target_end})" for p in current.points))
+    if back:
+        print(f"  reverse mirror {back[0]}: " + (
+            (back[1].describe() if back[1].since_ms else "not prepared") + (f" ({back[1].note})" if back[1].note else "")
+            if back[1] else back[2]))
+    print(f"  next: {following}")
     return EXIT_OK
+
+
+def _reverse_state(mirror: Any, current: Any) -> tuple[str, Any, str] | None:
+    """(name, state or None, why not read) of the reverse mirror of a reversed or resuming mirror (its
+    state topic is on the old source, which may not answer)."""
+    if current.phase not in (Phase.REVERSED, Phase.RESUMING):
+        return None
+    back = mirror.reverse()
+    try:
+        old = Cluster.resolve("target", back.target, back.name)
+        return back.name, state.read_mirror_state(old, back.name, back.progress_group), ""
+    except EosMirrorError as exc:
+        return back.name, None, f"its state could not be read ({exc})"
 
 
 def _switchover(args: argparse.Namespace) -> int:
@@ -89,6 +116,16 @@ def _reverse(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _resume(args: argparse.Namespace) -> int:
+    mirror = cliops.load_mirror(args)
+    outcome = resume.resume(mirror, window=args.check_seconds, say=say)
+    if not args.no_unpause:
+        for line in runonce.resume_dags(mirror.name, mirror.groups is not None):
+            say(f"resume {mirror.name}: {line}")
+    print(json.dumps(outcome.as_dict(), indent=2) if args.json else "\n".join(outcome.lines()))
+    return outcome.exit_code
+
+
 def register(sub: Any) -> None:
     status = cliops.mirror_command(sub, "status", _status, "the mirror's state: mirroring, switched over or promoted")
     status.add_argument("--json", action="store_true")
@@ -121,3 +158,12 @@ def register(sub: Any) -> None:
     reversing.add_argument("--no-unpause", action="store_true",
                            help="do not unpause the reverse mirror's DAG")
     reversing.add_argument("--json", action="store_true")
+    resuming = cliops.mirror_command(sub, "resume", _resume,
+                                     "after the switch back (`eosmirror switchover <mirror>__reverse`): the forward "
+                                     "mirror continues after the reverse mirror's last copy; the reverse mirror is "
+                                     "retired")
+    resuming.add_argument("--check-seconds", type=float, default=3.0,
+                          help="how long the new primary's ends must stay still before the progress moves (default 3)")
+    resuming.add_argument("--no-unpause", action="store_true",
+                          help="do not unpause the mirror's DAG (nor pause the reverse mirror's)")
+    resuming.add_argument("--json", action="store_true")

@@ -24,3 +24,8 @@ def promote_dag_id(name: str) -> str:
 def reverse_dag_id(name: str) -> str:
     """The DAG of `eosmirror reverse <name>`; the reverse mirror's own DAG is ``mirror_dag_id(<name>__reverse)``."""
     return f"eosmirror_reverse__{name}"
+
+
+def resume_dag_id(name: str) -> str:
+    """The DAG of `eosmirror resume <name>` (the switch back itself is ``switchover_dag_id(<name>__reverse)``)."""
+    return f"eosmirror_resume__{name}"

@@ -18,6 +18,7 @@ from eosmirror.airflow.dagids import (
     groups_dag_id,
     mirror_dag_id,
     promote_dag_id,
+    resume_dag_id,
     reverse_dag_id,
     switchover_dag_id,
 )
@@ -251,17 +252,20 @@ or when the target holds records MM2's offsets do not account for. Dry run by de
 
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
-    a switchover and a promotion DAG per mirror, for each identity mirror its reverse DAG and its
-    reverse mirror's DAG (paused on creation), the fencing DAG, the lag DAG and the migration DAG."""
+    a switchover and a promotion DAG per mirror, for each identity mirror its reverse DAG, its
+    reverse mirror's DAG (paused on creation), the reverse mirror's switchover DAG (the switch back)
+    and its resume DAG, the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     for m in mirrors.mirrors:   # the disaster-recovery DAGs: manual only
         dags[switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
         dags[promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
-        if m.replication_policy == "identity":   # the way back: the reverse, and the reverse mirror (paused)
+        if m.replication_policy == "identity":   # the way back: reverse, the reverse mirror (paused), switch back, resume
             dags[reverse_dag_id(m.name)] = drdags.build_reverse_dag(m, config_path)
             dags[mirror_dag_id(m.reverse().name)] = build_mirror_dag(m.reverse(), config_path, paused=True)
+            dags[switchover_dag_id(m.reverse().name)] = drdags.build_switchover_dag(m.reverse(), config_path)
+            dags[resume_dag_id(m.name)] = drdags.build_resume_dag(m, config_path)
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

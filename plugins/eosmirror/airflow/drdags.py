@@ -1,5 +1,6 @@
 """The disaster-recovery DAGs of each mirror: ``eosmirror_switchover__<mirror>``,
-``eosmirror_promote__<mirror>`` and, for identity mirrors, ``eosmirror_reverse__<mirror>`` (manual
+``eosmirror_promote__<mirror>`` and, for identity mirrors, ``eosmirror_reverse__<mirror>``,
+``eosmirror_switchover__<mirror>__reverse`` (the switch back) and ``eosmirror_resume__<mirror>`` (manual
 only; docs/disaster-recovery.md). Airflow is imported inside the functions.
 
 Each is one task calling the same driver function as the CLI. A refusal (the mirror's state) or a
@@ -15,11 +16,12 @@ import logging
 from typing import Any
 
 from eosmirror.airflow import runonce
-from eosmirror.airflow.dagids import promote_dag_id, reverse_dag_id, switchover_dag_id
+from eosmirror.airflow.dagids import promote_dag_id, resume_dag_id, reverse_dag_id, switchover_dag_id
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config
 from eosmirror.core.errors import ConfigError, EosMirrorError
-from eosmirror.driver import promote, reverse, switchover
+from eosmirror.driver import promote, resume, reverse, switchover
+from eosmirror.driver.migrate import RefusedError
 
 log = logging.getLogger(__name__)
 # A transient fault (a broker restarting) is retried: every step is idempotent and a retry continues
@@ -138,7 +140,8 @@ def run_reverse(mirror_name: str, config_path: str | None, context: dict[str, An
         options = reverse.ReverseOptions(mode=str(params.get("divergence") or "report"),
                                          source_budget_s=float(params.get("source_seconds") or 10))
         outcome = reverse.reverse(mirror, options, by=_who(context), say=log.info)
-    except ConfigError as exc:      # refused: the state, a prefix mirror, the old source unreachable, a side topic
+    except (ConfigError, RefusedError) as exc:   # refused: the state, a prefix mirror, the old source unreachable,
+                                                 # a side topic, a reverse mirror that would move back
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
     report = outcome.as_dict()
@@ -171,6 +174,49 @@ Refused (no retry) unless the mirror is promoted and the old source answers. Re-
         @task(task_id="reverse", multiple_outputs=False)
         def run(**context: Any) -> dict[str, Any]:
             return run_reverse(m.name, config_path, context)
+
+        run()
+    return dag
+
+
+def run_resume(mirror_name: str, config_path: str | None, context: dict[str, Any]) -> dict[str, Any]:
+    params = context.get("params") or {}
+    try:
+        mirror = config.load(config_path).get(mirror_name)
+        outcome = resume.resume(mirror, window=float(params.get("check_seconds") or 3), by=_who(context),
+                                say=log.info)
+    except (ConfigError, RefusedError) as exc:   # refused: the states, records written after the switch back
+        log.error("%s", exc)
+        raise fail_without_retry(exc) from None
+    report = outcome.as_dict()
+    _publish(context, report)
+    for line in runonce.resume_dags(mirror.name, mirror.groups is not None):
+        log.info("resume %s: %s", mirror.name, line)
+    log.info("resume %s:\n%s", mirror_name, "\n".join(outcome.lines()))
+    return report
+
+
+def build_resume_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, Param, task
+
+    back = m.reverse().name
+    params = {"check_seconds": Param(3, type="integer", minimum=1, maximum=300, title="Check for (s)",
+                                     description="How long the new primary's ends must stay still before the "
+                                                 "forward progress moves.")}
+    with DAG(dag_id=resume_dag_id(m.name), schedule=None, start_date=None, max_active_runs=1,
+             default_args=_DEFAULT_ARGS | {"owner": m.airflow.owner}, params=params,
+             tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
+             description=f"the end of the way back of {m.name}: the forward mirror continues after the switch back",
+             doc_md=f"""### Resume `{m.name}` (after the switch back)
+
+Once `{back}` is switched back (DAG `{switchover_dag_id(back)}`: the producers write to the old source
+again), the forward mirror continues right after the last record `{back}` copied (records that came from
+the new primary never come forward again), `{back}` is retired and `{m.name}` is mirroring again.
+Refused (no retry) unless `{m.name}` is reversed and `{back}` switched over. Re-trigger to continue.""") as dag:
+
+        @task(task_id="resume", multiple_outputs=False)
+        def run(**context: Any) -> dict[str, Any]:
+            return run_resume(m.name, config_path, context)
 
         run()
     return dag

@@ -1,6 +1,6 @@
 """Steps of the disaster-recovery commands that start other processes: the switchover's final run
-(`eosmirror run`, so it takes the same launch path as every run) and pausing the mirror's DAGs
-(the Airflow CLI of this home). Shared by the CLI (clidr.py) and the DAGs (airflow/drdags.py)."""
+(`eosmirror run`, so it takes the same launch path as every run) and pausing or unpausing the
+mirrors' DAGs (the Airflow CLI of this home). Shared by the CLI (clidr.py) and the DAGs (airflow/drdags.py)."""
 
 from __future__ import annotations
 
@@ -43,31 +43,41 @@ def pause_dags(mirror: str) -> list[str]:
     """Best effort: pause the mirror's DAG and its group DAG with the Airflow CLI of this home, so
     the scheduler stops starting runs that the mirror's state would refuse anyway. Returns one line
     per DAG (paused, or why not: the state check stands either way)."""
-    lines, env = [], _airflow_env()
-    for dag_id in (dagids.mirror_dag_id(mirror), dagids.groups_dag_id(mirror)):
-        try:
-            done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "pause", dag_id],
-                                  env=env, capture_output=True, text=True,
-                                  timeout=120, stdin=subprocess.DEVNULL)
-            why = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
-            lines.append(f"{dag_id}: paused" if done.returncode == 0 else f"{dag_id}: {_NOT_PAUSED} ({why[:200]})")
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            lines.append(f"{dag_id}: {_NOT_PAUSED} ({exc})")
-    return lines
+    return [_set_paused(dag_id, True, _NOT_PAUSED)
+            for dag_id in (dagids.mirror_dag_id(mirror), dagids.groups_dag_id(mirror))]
 
 
 def unpause_reverse_dag(mirror: str) -> list[str]:
     """Best effort: unpause the reverse mirror's DAG (paused on creation: its runs are refused until
     `eosmirror reverse` prepared it), so it runs on the forward mirror's schedule."""
-    dag_id = dagids.mirror_dag_id(naming.reverse_mirror_name(mirror))
+    back = naming.reverse_mirror_name(mirror)
+    return [_set_paused(dagids.mirror_dag_id(back), False,
+                        f"not unpaused: unpause it in the Airflow UI, or run `eosmirror run {back}`")]
+
+
+def resume_dags(mirror: str, groups: bool) -> list[str]:
+    """Best effort, after `eosmirror resume`: pause the reverse mirror's DAG (retired: its runs are
+    refused) and unpause the mirror's DAG (and its group DAG when it has ``groups``)."""
+    back = dagids.mirror_dag_id(naming.reverse_mirror_name(mirror))
+    lines = [_set_paused(back, True, "not paused: pause it in the Airflow UI; its runs are refused meanwhile")]
+    for dag_id in (dagids.mirror_dag_id(mirror), *([dagids.groups_dag_id(mirror)] if groups else [])):
+        lines.append(_set_paused(dag_id, False, f"not unpaused: unpause it in the Airflow UI, or run `eosmirror run "
+                                                f"{mirror}`"))
+    return lines
+
+
+def _set_paused(dag_id: str, paused: bool, otherwise: str) -> str:
+    """``airflow dags pause|unpause <dag_id>``: one line, done or ``otherwise`` with the reason."""
+    action = "pause" if paused else "unpause"
     try:
-        done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", "unpause", dag_id],
+        done = subprocess.run([str(Path(sys.executable).with_name("airflow")), "dags", action, dag_id],
                               env=_airflow_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        return [f"{dag_id}: unpaused" if done.returncode == 0 else
-                f"{dag_id}: not unpaused ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}); unpause "
-                f"it in the Airflow UI, or run `eosmirror run {naming.reverse_mirror_name(mirror)}`"]
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [f"{dag_id}: not unpaused ({exc}); unpause it in the Airflow UI"]
+        return f"{dag_id}: {otherwise} ({exc})"
+    if done.returncode == 0:
+        return f"{dag_id}: {action}d"
+    why = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
+    return f"{dag_id}: {otherwise} ({why[:200]})"
 
 
 def _airflow_env() -> dict[str, str]:

@@ -39,7 +39,7 @@ class PartitionChange:
 
 @dataclass(frozen=True)
 class AuditRecord:
-    action: str              # "migrate" or "reset"
+    action: str              # "migrate", "reset", "reverse" (driver/reverse.py) or "resume" (driver/resume.py)
     mirror: str
     origin: str              # what from: "mm2:<alias>", "group:<name>", "earliest", "latest", "offsets"
     who: str                 # the OS user, or the Airflow run id
@@ -100,6 +100,51 @@ def taken_over_below(records: list[AuditRecord], target_topic: str, partition: i
     if first_source is not None and first_source != change.new:
         return None
     return change.target_end, record.origin
+
+
+# The way back's progress moves (driver/reverse.py, driver/resume.py): each starts a mirror after records
+# that are not its to copy, and after records on its target that are that cluster's own.
+WAY_BACK_ACTIONS = ("reverse", "resume")
+
+
+@dataclass(frozen=True)
+class WayBackGaps:
+    """One partition's ranges that the way back left outside the mirror's copies, for verify: ``own``,
+    target offsets [lo, hi) holding that cluster's own records (the old source's before the reverse
+    mirror started; what the new primary received while it was the primary, before the resume; what
+    the old source received after the switch back, before the next reverse), and ``skipped``, source
+    offsets [lo, hi) the mirror did not copy on purpose (what came from the other side, and the
+    divergence)."""
+
+    own: tuple[tuple[int, int], ...] = ()
+    skipped: tuple[tuple[int, int], ...] = ()
+
+    def own_holds(self, offset: int) -> bool:
+        return any(lo <= offset < hi for lo, hi in self.own)
+
+    def skips(self, offset: int) -> bool:
+        return any(lo <= offset < hi for lo, hi in self.skipped)
+
+
+def way_back_gaps(records: list[AuditRecord], target_topic: str, partition: int, ordered: list[Any]) -> WayBackGaps:
+    """The gaps before each of the partition's offset syncs (``ordered``: in source order, as
+    ``PartitionSyncs.ordered``) that a reverse or resume wrote: its empty sync (source offset ->
+    target end) matches the audit record's change (``new``, ``target_end``). The gap runs from the end
+    of the syncs before it (target and source; 0 and the boundary itself when none precede it)."""
+    marks = {(c.new, c.target_end) for r in records if r.action in WAY_BACK_ACTIONS for c in r.partitions
+             if c.target_topic == target_topic and c.partition == partition}
+    own, skipped = [], []
+    for i, sync in enumerate(ordered):
+        if not (sync.is_boundary and (sync.source_start, sync.target_base) in marks):
+            continue
+        before = ordered[:i]
+        low = max((s.target_next for s in before), default=0)
+        if low < sync.target_base:
+            own.append((low, sync.target_base))
+        start = max((s.source_end for s in before), default=sync.source_start)
+        if start < sync.source_start:
+            skipped.append((start, sync.source_start))
+    return WayBackGaps(tuple(own), tuple(skipped))
 
 
 def parse_origin(text: str, default_alias: str | None) -> tuple[str, str]:

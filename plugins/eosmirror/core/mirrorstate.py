@@ -4,6 +4,13 @@
     mirroring --promote-----> promoting ------> promoted        (unplanned: losses reported)
     promoted  --reverse-----> reversing ------> reversed        (the way back: divergence reported, the
                                                                  reverse mirror prepared at the promotion point)
+    reversed  --switchover of <mirror>__reverse (the switch back: its own state goes to switched-over)
+    reversed  --resume------> resuming -------> mirroring       (the forward mirror continues after the
+                                                                 reverse-copied records; the reverse retired)
+
+The generated reverse mirror has states of its own (in its state topic on the old source): none
+(not prepared: refused), ``mirroring`` since the reverse prepared it, ``switching-over`` /
+``switched-over`` (the switch back), ``retired`` by the resume until the next reverse re-prepares it.
 
 The ``-ing`` phases are recorded before the transition fences the mirror's producers (so no run or
 slot copies past it) and the final phase when every step held; a transition re-triggered from its
@@ -42,6 +49,8 @@ class Phase(str, Enum):
     PROMOTED = "promoted"
     REVERSING = "reversing"             # recorded before the divergence is read and the reverse mirror prepared
     REVERSED = "reversed"               # the reverse mirror `<mirror>__reverse` may run
+    RESUMING = "resuming"               # recorded before the forward progress moves past the reverse's copies
+    RETIRED = "retired"                 # a reverse mirror after the resume: refused until re-prepared
 
 
 class StateRefusedError(ConfigError):
@@ -120,9 +129,20 @@ def _next_step(state: MirrorState, mirror: str) -> str:
     if state.phase is Phase.REVERSING:
         return f"finish the reverse: `eosmirror reverse {mirror}` again (it continues where it stopped)"
     if state.phase is Phase.REVERSED:
-        return (f"the reverse mirror copies the new primary back: `eosmirror run {naming.reverse_mirror_name(mirror)}` "
-                f"(DAG {naming.reverse_mirror_name(mirror)!r} under eosmirror__); failback of groups, switch back "
-                f"and resume are not built yet (docs/disaster-recovery.md)")
+        back = naming.reverse_mirror_name(mirror)
+        return (f"the reverse mirror copies the new primary back: `eosmirror run {back}` (DAG 'eosmirror__{back}'); "
+                f"to go back, stop the new primary's producers and switch back with `eosmirror switchover {back}`, "
+                f"then `eosmirror resume {mirror}`")
+    if state.phase is Phase.RESUMING:
+        return f"finish the resume: `eosmirror resume {mirror}` again (it continues where it stopped)"
+    if state.phase is Phase.RETIRED:
+        forward = naming.forward_mirror_name(mirror) or mirror
+        return (f"the resume of {forward} retired it; after a later promotion, `eosmirror reverse {forward}` "
+                f"prepares it again at the new promotion point")
+    if state.phase is Phase.SWITCHED_OVER and naming.forward_mirror_name(mirror):
+        forward = naming.forward_mirror_name(mirror)
+        return (f"switched back: the producers now write to the old source again; `eosmirror resume {forward}` "
+                f"continues the forward mirror after the records this one copied")
     if state.phase is Phase.SWITCHED_OVER:
         return f"the producers now write to the target; `eosmirror promote {mirror}` is not needed after a switchover"
     return f"`eosmirror switchover {mirror}` (planned) or `eosmirror promote {mirror}` (the source is lost)"
@@ -149,6 +169,16 @@ def check_may_switch_over(state: MirrorState, mirror: str) -> bool:
     """True when the switchover must run; False when it already completed (idempotent re-trigger)."""
     if state.phase is Phase.SWITCHED_OVER:
         return False
+    forward = naming.forward_mirror_name(mirror)
+    if forward and (state.phase is Phase.RETIRED or (state.phase is Phase.MIRRORING and not state.since_ms)):
+        raise StateRefusedError(f"mirror {mirror!r} is the reverse of {forward!r} and is "
+                                f"{state.describe() if state.since_ms else 'not prepared'}: it has copied nothing "
+                                f"since a promotion, so there is nothing to switch back. Next: "
+                                + (_next_step(state, mirror) if state.since_ms else
+                                   f"`eosmirror promote {forward}` if not done, then `eosmirror reverse {forward}`"))
+    if state.phase is Phase.RESUMING:
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: it cannot be switched over before the "
+                                f"resume ends. Next: {_next_step(state, mirror)}")
     if state.phase in (Phase.PROMOTING, Phase.PROMOTED, Phase.REVERSING, Phase.REVERSED):
         raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: a promoted mirror cannot be switched "
                                 f"over. Next: {_next_step(state, mirror)}")
@@ -158,7 +188,8 @@ def check_may_switch_over(state: MirrorState, mirror: str) -> bool:
 def check_may_promote(state: MirrorState, mirror: str) -> None:
     """Promotes from ``mirroring``, from an unfinished promotion, and from a switchover that did not
     finish (the source was lost during it). A finished promotion or switchover is refused."""
-    if state.phase not in (Phase.MIRRORING, Phase.PROMOTING, Phase.SWITCHING_OVER):
+    if state.phase not in (Phase.MIRRORING, Phase.PROMOTING, Phase.SWITCHING_OVER) or (
+            naming.forward_mirror_name(mirror) and state.phase is Phase.MIRRORING and not state.since_ms):
         raise StateRefusedError(f"mirror {mirror!r} is already {state.describe()}: promoting it again would "
                                 f"overwrite the record of what may be lost. Next: {_next_step(state, mirror)}")
 
@@ -221,3 +252,44 @@ def reverse_state(phase: Phase, promoted: MirrorState, now_ms: int, by: str, poi
     ends once read) and when it was promoted, so every later step starts from the same record."""
     head = f"promoted at {_utc(promoted.since_ms)}" if promoted.phase is Phase.PROMOTED else promoted.note.split(";")[0]
     return MirrorState(phase, now_ms, by, points, f"{head}; {note}" if note else head)
+
+
+def check_may_resume(forward: MirrorState, back: MirrorState, mirror: str) -> bool:
+    """True when the resume must run: the mirror is ``reversed`` and its reverse mirror switched back
+    (``switched-over``), or an unfinished ``resuming`` continues. Refused otherwise (exit 2, nothing
+    written), naming the state and the next command: the forward mirror may continue only after the
+    reverse mirror copied everything the new primary received and stopped (the switch back), or
+    records would be in neither place, or go round in a cycle."""
+    if forward.phase is Phase.RESUMING:
+        return True
+    reverse = naming.reverse_mirror_name(mirror)
+    if forward.phase is Phase.REVERSED and back.phase is Phase.SWITCHED_OVER:
+        return True
+    if forward.phase is Phase.REVERSED:
+        shown = back.describe() if back.since_ms else "not prepared"
+        raise StateRefusedError(f"mirror {mirror!r} is {forward.describe()} but its reverse mirror {reverse!r} is "
+                                f"{shown}: it has not been switched back, so the new primary may still receive "
+                                f"records the old source lacks, and this resume is refused. Next: stop the new "
+                                f"primary's producers, then `eosmirror switchover {reverse}`, then `eosmirror "
+                                f"resume {mirror}`")
+    if forward.phase is Phase.MIRRORING:
+        raise StateRefusedError(f"mirror {mirror!r} is {forward.describe() if forward.since_ms else 'mirroring'}: "
+                                f"it copies already, there is nothing to resume. Resume follows a promotion, "
+                                f"`eosmirror reverse {mirror}` and the switch back `eosmirror switchover {reverse}`")
+    raise StateRefusedError(f"mirror {mirror!r} is {forward.describe()}: only a reversed mirror whose reverse mirror "
+                            f"was switched back can be resumed. Next: {_next_step(forward, mirror)}")
+
+
+def resuming_state(now_ms: int, by: str, points: tuple[PartitionPoint, ...], note: str) -> MirrorState:
+    """``resuming``, with per partition where the forward mirror continues: ``progress`` the old source
+    offset right after the reverse mirror's last copy, ``target_end`` the new primary's end at the switch
+    back (its records below it went back to the old source and never come forward again)."""
+    return MirrorState(Phase.RESUMING, now_ms, by, tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))),
+                       note)
+
+
+def next_step(state: MirrorState, mirror: str) -> str:
+    """What the operator does next from this state (the text every refusal ends with); `eosmirror status`."""
+    if state.phase is Phase.MIRRORING and not state.since_ms and naming.forward_mirror_name(mirror):
+        return f"it copies only once `eosmirror reverse {naming.forward_mirror_name(mirror)}` prepared it"
+    return _next_step(state, mirror)

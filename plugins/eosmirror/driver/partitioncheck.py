@@ -8,6 +8,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from eosmirror.core.migration import WayBackGaps
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.kafka import readers
 
@@ -27,6 +28,8 @@ class PartitionCheck:
     source_gone: int = 0            # mirrored source offsets deleted on the source since they were copied
     target_gone: int = 0            # mirrored target offsets deleted on the target since
     before_take_over: int = 0       # target records copied by the copier eosmirror took over from (migrate)
+    way_back_own: int = 0           # target records that are the target cluster's own (the way back's gaps)
+    way_back_skipped: int = 0       # source records the way back left out on purpose (from the other side)
 
     @property
     def ok(self) -> bool:
@@ -101,18 +104,22 @@ def _gone_on_target(check: PartitionCheck, syncs: PartitionSyncs, target_low: in
 def judge(source_topic: str, target_topic: str, partition: int, chain: PartitionSyncs, target_end: int,
           target_low: int, target: list[readers.Record],
           read_source: Callable[[int, int], tuple[int, list[readers.Record]]], max_differences: int = 10,
-          compacted: bool = False, taken_over_below: int = 0) -> PartitionCheck | None:
+          compacted: bool = False, taken_over_below: int = 0, gaps: WayBackGaps = WayBackGaps()
+          ) -> PartitionCheck | None:
     """The checks of one partition over records already read: ``target`` holds the target's committed
     records from ``target_low`` (its log start) to ``target_end``; ``read_source(start, end)`` gives
-    (first offset of [start, end) the source still holds, its committed records from there)."""
+    (first offset of [start, end) the source still holds, its committed records from there).
+    ``gaps``: the way back's ranges (``migration.way_back_gaps``): the target's own records there are
+    counted, not foreign; the source records skipped there are counted, not compared."""
     mirrored, foreign = split_foreign(target, chain)
     earlier = [r for r in foreign if r.offset < taken_over_below]
-    foreign = foreign[len(earlier):] if earlier else foreign
+    own = [r for r in foreign if r.offset >= taken_over_below and gaps.own_holds(r.offset)]
+    foreign = [r for r in foreign if r.offset >= taken_over_below and not gaps.own_holds(r.offset)]
     if not chain.syncs and not foreign:
         return None
     start, end = (chain.mirrored_from, chain.progress) if chain.syncs else (0, 0)
     check = PartitionCheck(source_topic, target_topic, partition, (start, end), foreign=len(foreign),
-                           before_take_over=len(earlier))
+                           before_take_over=len(earlier), way_back_own=len(own))
 
     def differ(text: str) -> None:
         if len(check.differences) < max_differences:
@@ -125,6 +132,8 @@ def judge(source_topic: str, target_topic: str, partition: int, chain: Partition
     if not chain.syncs:
         return check
     held, source = read_source(start, end)
+    check.way_back_skipped = sum(1 for s in source if gaps.skips(s.offset))
+    source = [s for s in source if not gaps.skips(s.offset)]
     if held > start:
         check.source_gone = held - start
         check.unchecked.append(

@@ -15,8 +15,9 @@ so a reverse that failed half-way is re-triggered and continues:
   4. The reverse mirror ``<mirror>__reverse`` (target -> old source): its progress on each old-source
      partition starts at the promotion record's ``target_end``, written as ``eosmirror reset`` writes
      progress (offset sync + audit record, one transaction), only where it has none yet: a reverse
-     mirror that already ran is never moved back. Then its first state record on the old source: from
-     then on its runs copy (before, they are refused).
+     mirror that already ran is never moved back (one ``retired`` by `eosmirror resume` is prepared
+     again, forwards, at this promotion's point). Then its state record on the old source: from then
+     on its runs copy (before, they are refused).
   5. Record ``reversed``.
 """
 
@@ -213,18 +214,29 @@ def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...
     """Step 4: the reverse mirror's progress at the promotion point where it has none, as `eosmirror
     reset` writes it (offset sync + audit record in one transaction), then its first state record.
     Returns (written, already there). A reverse mirror with a state record has its progress (written
-    before it) and may be copying: nothing is looked at or written again."""
+    before it) and may be copying: nothing is looked at or written again. Except a ``retired`` one (the
+    resume after the last switch back retired it; it copies nothing): it is prepared again at this
+    promotion's point, forwards from where it stopped (what lies between came from the old source)."""
     old = Cluster.resolve("target", back.target, back.name)
     prepared = state.read_mirror_state(old, back.name, back.progress_group)
-    if prepared.since_ms:
+    retired = prepared.phase is Phase.RETIRED
+    if prepared.since_ms and not retired:
         return [], [f"prepared already ({prepared.describe()})"]
     mig = Migration(back, who=by, window=window)
     start = {(p.target_topic, p.partition): p.target_end for p in points if (p.target_topic, p.partition) in mig.target_of}
     agreed = mig.steady_look(lambda: {}, "a producer of the old source")
     changes = mig.changes(start, agreed)
-    fresh = [c for c in changes if c.old is None]
+    if retired:
+        back_moves = [f"{c.source_topic}[{c.partition}] {c.old} > {c.new}" for c in changes
+                      if c.old is not None and c.old > c.new]
+        if back_moves:
+            raise RefusedError(f"mirror {back.name!r}: its progress lies past this promotion's point "
+                               f"({', '.join(back_moves[:5])}); a reverse mirror is never moved back. Nothing "
+                               f"was written.")
+    fresh = [c for c in changes if (c.old != c.new if retired else c.old is None)]
     already = [f"{c.source_topic}[{c.partition}] already has progress {c.old} (its start {c.new}"
-               + (": it has copied since)" if c.old > c.new else ")") for c in changes if c.old is not None]
+               + (": it has copied since)" if c.old > c.new else ")") for c in changes
+               if c.old is not None and c not in fresh]
     if fresh:
         low, high = mig.source_offsets()
         try:
@@ -237,8 +249,9 @@ def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...
     else:
         mig.run.preflight(check_state=False)
     state.write_mirror_state(old, back.name, back.transactional_id_prefix, MirrorState(
-        Phase.MIRRORING, int(time.time() * 1000), by, note=f"prepared by `eosmirror reverse {forward}`: it starts "
-                                                             f"at the promotion point"))
+        Phase.MIRRORING, int(time.time() * 1000), by, note=f"{'prepared again' if retired else 'prepared'} by "
+                                                             f"`eosmirror reverse {forward}`: it starts at the "
+                                                             f"promotion point"))
     return fresh, already
 
 

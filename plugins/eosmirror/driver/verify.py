@@ -72,9 +72,10 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
         for pair, k in batch:
             syncs = history.get((pair.target, k))
             switch = migration.taken_over_below(audit, pair.target, k, syncs.mirrored_from if syncs else None)
-            jobs.append(verifybatch.Job(pair.source, pair.target, k, settled(syncs, ends[(pair.target, k)]),
-                                        ends[(pair.target, k)], compacted=pair.source in compacted,
-                                        taken_over_below=switch[0] if switch else 0))
+            chain = settled(syncs, ends[(pair.target, k)])
+            jobs.append(verifybatch.Job(pair.source, pair.target, k, chain, ends[(pair.target, k)],
+                                        compacted=pair.source in compacted, taken_over_below=switch[0] if switch else 0,
+                                        gaps=migration.way_back_gaps(audit, pair.target, k, chain.ordered())))
         return verifybatch.check_many(source, target, jobs, mirror.progress_group)
 
     history = syncstore.load(target, mirror.name, mirror.progress_group)
@@ -125,6 +126,10 @@ def format_checks(checks: list[PartitionCheck]) -> str:
         if c.before_take_over:
             lines.append(f"    {c.before_take_over} earlier target record(s) were copied before eosmirror took over "
                          f"(`eosmirror history`); not checked here")
+        if c.way_back_own or c.way_back_skipped:
+            lines.append(f"    the way back (reverse, resume: `eosmirror history`): {c.way_back_own} target record(s) "
+                         f"are the target cluster's own and {c.way_back_skipped} source record(s) came from it or "
+                         f"diverged; not the mirror's copies, not compared")
     total = sum(c.records for c in checks)
     bad = [c for c in checks if not c.ok]
     foreign = sum(c.foreign for c in checks)

@@ -9,6 +9,7 @@ import concurrent.futures
 from dataclasses import dataclass
 from typing import Iterator
 
+from eosmirror.core.migration import WayBackGaps
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.driver.partitioncheck import PartitionCheck, judge
 from eosmirror.kafka import readers
@@ -31,6 +32,7 @@ class Job:
     target_end: int
     compacted: bool = False
     taken_over_below: int = 0
+    gaps: WayBackGaps = WayBackGaps()
 
     @property
     def target_tp(self) -> tuple[str, int]:
@@ -112,5 +114,5 @@ def _judge_chunk(chunk: list[Job], held: dict[tuple[str, int], tuple[int, list[r
         checks[job.target_tp] = judge(
             job.source_topic, job.target_topic, job.partition, job.chain, job.target_end, low, target_records,
             lambda start, end, tp=job.source_tp: sources[tp], compacted=job.compacted,
-            taken_over_below=job.taken_over_below)
+            taken_over_below=job.taken_over_below, gaps=job.gaps)
     return checks

@@ -1,0 +1,192 @@
+"""The end of the way back (`eosmirror resume`; docs/disaster-recovery.md): after the switch back
+(`eosmirror switchover <mirror>__reverse` proved the old source holds everything the new primary
+received), the forward mirror continues after the records the reverse mirror copied.
+
+Runs for an identity mirror in ``reversed`` whose reverse mirror is ``switched-over`` (or continues a
+``resuming`` one). Steps, each idempotent, so a resume that failed half-way is re-triggered and continues:
+
+  1. Refuse what does not fit (exit 2, nothing written): the mirror's state, its reverse mirror's state.
+  2. Where the forward mirror continues, per old-source partition, from the reverse mirror's newest offset
+     sync (on the old source; exact, not the old source's current end: producers may write there since
+     the switch back, and the forward mirror must copy those): the old-source offset right after its
+     last copy, and the new primary's offset where it stopped (its progress: the new primary's end at the
+     switch back). Record ``resuming`` with them (a re-run uses the recorded points).
+  3. The forward mirror's progress on each partition becomes that old-source offset, written as `eosmirror
+     reset` writes progress (offset sync "that offset -> the new primary's end" + audit record ``resume``,
+     one transaction), where it is not there yet. Refused, nothing written, when the new primary holds
+     committed records after the switch-back point (a producer kept writing there: those records are on
+     neither side's offset map and not on the old source). Records that came from the new primary lie
+     below the new progress: they are never copied forward again (no cycle).
+  4. Retire the reverse mirror (state ``retired`` on the old source): its runs are refused, and the next
+     `eosmirror reverse <mirror>` after a later promotion prepares it again at that promotion's point.
+  5. Record ``mirroring`` again (since now, by whom, "resumed after the switch back").
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from eosmirror.core import migration, mirrorstate
+from eosmirror.core.config import MirrorConfig
+from eosmirror.core.errors import EXIT_OK, EosMirrorError
+from eosmirror.core.migration import PartitionChange, Refusal
+from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
+from eosmirror.core.steptimes import said_steps
+from eosmirror.driver.migrate import Migration, RefusedError
+from eosmirror.kafka import readers, state, syncstore
+from eosmirror.kafka.cluster import Cluster
+
+log = logging.getLogger(__name__)
+RESUMED_NOTE = "resumed after the switch back"
+
+
+@dataclass
+class ResumeOutcome:
+    mirror: str
+    reverse_mirror: str
+    state: MirrorState
+    points: tuple[PartitionPoint, ...]
+    progress: list[PartitionChange]
+    already: list[str] = field(default_factory=list)
+    steps: dict[str, float] = field(default_factory=dict)
+
+    exit_code = EXIT_OK
+
+    def lines(self) -> list[str]:
+        moved = {(c.source_topic, c.partition): c for c in self.progress}
+        out = []
+        for p in self.points:
+            c = moved.get((p.source_topic, p.partition))
+            was = f" (was {c.old})" if c is not None and c.old is not None else ""
+            out.append(f"  {p.label}: the forward mirror continues at old-source offset {p.progress}{was}, right "
+                       f"after the reverse mirror's last copy; new primary {p.target_topic}[{p.partition}] from "
+                       f"{p.target_end}" + ("" if c is not None else " (already there)"))
+        out += [f"  {a}" for a in self.already]
+        out.append(f"mirror {self.mirror}: {self.state.phase.value} ({RESUMED_NOTE}); {self.reverse_mirror} retired. "
+                   f"Next: `eosmirror run {self.mirror}` (or its DAG eosmirror__{self.mirror}) copies what the old "
+                   f"source received since the switch back")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mirror": self.mirror, "kind": "resume", "reverse_mirror": self.reverse_mirror,
+                "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
+                "steps": self.steps, "already": self.already,
+                "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
+                                "partition": p.partition, "start": p.progress, "target_end": p.target_end}
+                               for p in self.points],
+                "progress": [{"topic": c.source_topic, "partition": c.partition, "old": c.old, "new": c.new,
+                              "target_end": c.target_end} for c in self.progress],
+                "report": self.lines()}
+
+
+def continue_points(old: Cluster, back: MirrorConfig, switched: MirrorState) -> tuple[PartitionPoint, ...]:
+    """Step 2: per partition the switch back recorded, the reverse mirror's newest offset sync on the old
+    source gives the old-source offset after its last copy (``target_next``; for the empty sync `reverse`
+    wrote where nothing was copied since, the old source's end then) and the new-primary offset where it
+    stopped (``source_end``: its committed progress, which the switch back proved equal to the new
+    primary's end). A partition without any sync received no copy: it continues at 0."""
+    newest = syncstore.latest(old, back.name, back.progress_group).newest
+    points = []
+    for p in switched.points:             # the reverse mirror's points: source = new primary, target = old source
+        sync = newest.get((p.target_topic, p.partition))
+        stopped = sync.source_end if sync is not None else (p.progress or 0)
+        if p.progress is not None and stopped != p.progress:
+            raise EosMirrorError(f"{back.name}: the newest offset sync of {p.target_topic}[{p.partition}] ends at "
+                                 f"{stopped}, but the switch back recorded progress {p.progress}: the reverse "
+                                 f"mirror's offset map is not what the switch back saw; nothing was written")
+        points.append(PartitionPoint(source_topic=p.target_topic, target_topic=p.source_topic, partition=p.partition,
+                                     target_end=stopped, progress=sync.target_next if sync is not None else 0))
+    return tuple(points)
+
+
+def stray_records(new: Cluster, mirror: MirrorConfig, changes: list[PartitionChange],
+                  points: dict[tuple[str, int], PartitionPoint]) -> list[str]:
+    """Committed records on the new primary after the switch-back point (the new primary's end now is
+    past it): written there after the switch back. Aborted records and markers there are no records."""
+    ranges = {(c.target_topic, c.partition): (points[(c.source_topic, c.partition)].target_end, c.target_end)
+              for c in changes if c.target_end > points[(c.source_topic, c.partition)].target_end}
+    if not ranges:
+        return []
+    found = readers.read_ranges(new, ranges, client_id=f"eosmirror-{mirror.name}-resume-reader",
+                               group_id=mirror.progress_group)
+    return [f"{t}[{k}]: {len(found[(t, k)])} record(s) at offsets {found[(t, k)][0].offset}.."
+            f"{found[(t, k)][-1].offset}" for (t, k) in sorted(ranges) if found.get((t, k))]
+
+
+def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[PartitionPoint, ...], by: str,
+                  window: float) -> tuple[list[PartitionChange], list[str]]:
+    """Step 3: (changes written, notes). Writes nothing when every partition is at its point already."""
+    mig = Migration(mirror, who=by, window=window)
+    by_source = {(p.source_topic, p.partition): p for p in points}
+    notes = [f"{t}[{k}] is not mirrored by {mirror.name} any more: left alone" for t, k in sorted(by_source)
+             if (t, k) not in mig.target_of]
+    agreed = mig.steady_look(lambda: {}, "a producer of the new primary")
+    changes = mig.changes({tp: int(p.progress or 0) for tp, p in by_source.items() if tp in mig.target_of}, agreed)
+    stray = stray_records(mig.target, mirror, changes, by_source)
+    if stray:
+        raise RefusedError(f"mirror {mirror.name!r}: the new primary received records after the switch back "
+                           f"({'; '.join(stray[:5])}): they are on neither side's offset map and not on the old "
+                           f"source, so the forward mirror cannot continue exactly. Stop every producer of the new "
+                           f"primary (the switch back moved them to the old source) and copy those records to the "
+                           f"old source if they matter. Nothing was written.")
+    backwards = [c for c in changes if c.old is not None and c.old > c.new]
+    if backwards:
+        raise RefusedError(f"mirror {mirror.name!r}: its progress is already past the reverse mirror's last copy "
+                           f"({', '.join(f'{c.source_topic}[{c.partition}] {c.old} > {c.new}' for c in backwards[:5])})"
+                           f": a run copied after the switch back; it is never moved back. Nothing was written.")
+    todo = [c for c in changes if c.old != c.new]
+    if not todo:
+        return [], notes + [f"{mirror.name}: progress already after the reverse mirror's last copy"]
+    low, high = mig.source_offsets()
+    try:
+        migration.check_in_source_range(todo, low, high)
+    except Refusal as exc:
+        raise RefusedError(f"mirror {mirror.name!r}: {exc}. Nothing was written.") from None
+    mig.commit("resume", f"switch back of {back.name}", todo, agreed, lambda: {},
+               note=f"the forward mirror continues after the records {back.name} copied: they never come forward again")
+    return todo, notes
+
+
+def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None,
+           say: Callable[[str], None] = log.info) -> ResumeOutcome:
+    """Steps 1-5 of the module doc."""
+    back = mirror.reverse()                                                              # identity only
+    by = by or f"cli:{getpass.getuser()}"
+    steps: dict[str, float] = {}
+    new = Cluster.resolve("target", mirror.target, mirror.name)
+    old = Cluster.resolve("source", mirror.source, mirror.name)
+    current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
+    # The reverse mirror's state is on the old source: read only when the forward state may resume
+    # (a promoted mirror's old source may well be down, and its refusal must not wait on it).
+    back_state = (state.read_mirror_state(old, back.name, back.progress_group)
+                  if current.phase in (Phase.REVERSED, Phase.RESUMING) else mirrorstate.MIRRORING)
+    mirrorstate.check_may_resume(current, back_state, mirror.name)                       # 1
+    timed = said_steps(steps, f"resume {mirror.name}", say)
+    if current.phase is Phase.RESUMING:                                                  # 2
+        points = current.points
+    else:
+        points = timed("where the forward mirror continues", lambda: continue_points(old, back, back_state))
+        current = timed("record resuming", lambda: _record(new, mirror, mirrorstate.resuming_state(
+            _now(), by, points, f"after the switch back of {back.name} ({back_state.describe()})")))
+    moved, notes = timed("move the forward progress", lambda: move_progress(mirror, back, points, by, window))  # 3
+    if back_state.phase is not Phase.RETIRED:                                            # 4
+        timed("retire the reverse mirror", lambda: state.write_mirror_state(
+            old, back.name, back.transactional_id_prefix, MirrorState(
+                Phase.RETIRED, _now(), by, note=f"retired by `eosmirror resume {mirror.name}`: the forward mirror "
+                                                f"continues after its last copy")))
+    done = timed("record mirroring", lambda: _record(new, mirror, MirrorState(                   # 5
+        Phase.MIRRORING, _now(), by, note=RESUMED_NOTE)))
+    return ResumeOutcome(mirror.name, back.name, done, points, moved, notes, steps)
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _record(new: Cluster, mirror: MirrorConfig, written: MirrorState) -> MirrorState:
+    state.write_mirror_state(new, mirror.name, mirror.transactional_id_prefix, written)
+    return written
