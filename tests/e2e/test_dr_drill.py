@@ -2,16 +2,23 @@
 producers write numbered records ``partition:sequence`` to cluster A, the mirror copies A -> B in
 scheduled runs (aborted transactions among the records), A's broker is SIGKILLed with a transaction
 open, B is promoted, producers and consumer groups (Kafka's ConsoleConsumer and a librdkafka consumer)
-move to B, A comes back, ``reverse --divergence copy`` and the reverse mirror bring A what B received,
-and every record is judged at the end against readers of both clusters: once on each side where it
-belongs (the diverged ones once, in the side topic on B), in order per partition, no aborted record
-copied, LSO = HW everywhere, and Kafka's ``kafka-transactions.sh find-hanging`` finds nothing.
+move to B and commit part-way through what B received, A comes back, ``reverse --divergence copy``,
+the reverse mirror copies B back, the groups fail back and each consumer on A receives first exactly
+the record after its last one on B, the switch back (``switchover m__reverse``), ``resume``, more
+records on A and a forward run. Then every record is judged against readers of both clusters: once on
+each side where it belongs (the diverged ones once, in the side topic on B), in order per partition, no
+aborted record copied, LSO = HW everywhere, and Kafka's ``kafka-transactions.sh find-hanging`` finds
+nothing. Each step's time and what diverged (and where it went) are printed as a table at the end.
 
-Each step's time and what diverged (and where it went) are printed as a table at the end.
+It can fail: the judge of the consumers' first records is also given a group placed one record early on
+A, and must say "a re-read".
 
-Cluster A is this file's own broker (port 18380) so it can be killed and restarted; B is the suite's
-target. Slow (90-180 s on 2 cores): a broker start and restart, about a dozen CLI commands (each a
-Python start) and a few ConsoleConsumer JVMs that each read until 6 s pass without a record."""
+Here through the CLI (``eosmirror ...`` in a new process per step); the same drill through Airflow's
+REST API runs inside tests/e2e/test_airflow_scheduler.py's test, on the Airflow that test starts.
+Cluster A is this file's own broker (port 18380; 18580 for the REST drill) so it can be killed and
+restarted; B is the suite's target. Slow (110-130 s on 2 cores shared with other test runs): a broker
+start and restart, about fifteen CLI commands (each a Python start; the switch back's final run a
+spark-submit) and three ConsoleConsumer JVMs that each read until 6 s pass without a record."""
 
 from __future__ import annotations
 
@@ -27,15 +34,17 @@ from typing import Any
 
 import pytest
 
+from eosmirror.airflow import dagids
 from eosmirror.core import naming
 from eosmirror_tools.local import cluster, runtime
-from tests.helpers import cli, create_topic, mirrors_file, producer, read_all, transactional_batches
-from tests.integration.test_group_failover import consume_and_commit
+from tests.helpers import cli, committed_offsets, create_topic, mirrors_file, producer, read_all, transactional_batches
+from tests.integration.test_group_failover import commit_offsets, consume_and_commit
 from tests.integration.test_reverse import abort_hanging_transaction
 from tests.integration.test_switchover_promote import PARTITIONS, java_records, json_tail, killable_cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 CLUSTER_A_PORT = 18380
+REST_CLUSTER_A_PORT = 18580   # the REST drill's A (it runs in test_airflow_scheduler.py's worker)
 CLI_BUDGET = 300
 
 
@@ -144,6 +153,27 @@ def next_after(log: list[str], last: str) -> str | None:
     return log[at + 1] if at + 1 < len(log) else None
 
 
+def decisions(report: dict[str, Any]) -> str:
+    """'6 write' from a group sync's report: how many partitions of the groups got which decision."""
+    counted: dict[str, int] = {}
+    for group in report["groups"]:
+        for p in group["partitions"]:
+            counted[p["decision"]] = counted.get(p["decision"], 0) + 1
+    return ", ".join(f"{n} {decision}" for decision, n in sorted(counted.items()))
+
+
+def judge_next(group: str, first_on_a: dict[int, str], last_on_b: dict[int, str], b_log: dict[int, list[str]]) -> None:
+    """Per partition, the first record ``group`` received on A is the record after the last one it
+    processed on B, in B's log (values are unique: ``partition:sequence``)."""
+    assert sorted(first_on_a) == list(range(PARTITIONS)), f"group {group} received on partitions {sorted(first_on_a)}"
+    for k in range(PARTITIONS):
+        expected, got = next_after(b_log[k], last_on_b[k]), first_on_a[k]
+        assert expected is not None, f"nothing after {last_on_b[k]} on B[{k}]: the drill produced too little there"
+        what = "a re-read" if seq(got) <= seq(last_on_b[k]) else f"{seq(got) - seq(expected)} record(s) skipped"
+        assert got == expected, (f"group {group}, partition {k}: processed {last_on_b[k]} last on B, received {got} "
+                                 f"first on A instead of {expected}: {what}")
+
+
 def stable_everywhere(conf: dict[str, Any], topics: list[str]) -> list[str]:
     """Partitions whose last stable offset (read_committed) is below the high watermark: a transaction
     still open there. Asked of the broker with librdkafka's ListOffsets, both isolation levels."""
@@ -201,6 +231,9 @@ class CliOperator:
     def __call__(self, *args: str, codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
         return ok(cli(*args, "--config", self.config, timeout=CLI_BUDGET), *codes)
 
+    def record_lag(self, mirror: str) -> None:
+        self("lag", mirror, "--record")
+
     def run(self, mirror: str) -> dict[str, Any]:
         result = Path(self.config).with_name(f"run-{mirror}-{time.monotonic_ns()}.json")
         self("run", mirror, "--inprocess", "--result-json", str(result))
@@ -210,7 +243,19 @@ class CliOperator:
         done = self("promote", mirror, "--source-seconds", "3", "--no-pause", "--json", codes=(0, 5))
         return done.returncode, json_tail(done.stdout)
 
-    def reverse(self, mirror: str, source_conf: dict[str, Any]) -> dict[str, Any]:
+    def failback(self, mirror: str, groups: list[str]) -> str:
+        done = self("groups", "sync", mirror, "--direction", "failback", "--json", "--groups", *groups)
+        return decisions(json_tail(done.stdout))
+
+    def switch_back(self, mirror: str) -> dict[str, Any]:
+        done = self("switchover", naming.reverse_mirror_name(mirror), "--quiet-seconds", "2", "--wait-seconds", "60",
+                    "--no-pause", "--json")
+        return json_tail(done.stdout)
+
+    def resume(self, mirror: str) -> dict[str, Any]:
+        return json_tail(self("resume", mirror, "--no-unpause", "--json").stdout)
+
+    def reverse(self, mirror: str, source_conf: dict[str, Any], topic: str) -> dict[str, Any]:
         self.aborted = 0
         for _ in range(PARTITIONS + 2):   # the killed transaction, one partition per refusal, while the broker holds it
             done = cli("reverse", mirror, "--config", self.config, "--divergence", "copy", "--no-unpause",
@@ -236,16 +281,18 @@ class Drill:
     promoted: dict[str, Any] = field(default_factory=dict)
     reversed_: dict[str, Any] = field(default_factory=dict)
     processed_on_b: dict[str, dict[int, str]] = field(default_factory=dict)   # group -> partition -> last value
+    after_failback: dict[str, dict[int, int]] = field(default_factory=dict)   # group -> partition -> offset on A
+    first_final: dict[int, int] = field(default_factory=dict)     # the first sequence produced on A after resume
 
     @property
     def reverse_mirror(self) -> str:
         return naming.reverse_mirror_name(self.mirror)
 
-    def forward_under_load(self) -> None:
-        """A -> B: three scheduled runs while the producers write, aborted transactions among the records."""
+    def forward_under_load(self, runs: int = 3) -> None:
+        """A -> B: scheduled runs while the producers write, aborted transactions among the records."""
         self.writer.start(self.a_conf)
         copied = 0
-        for i in range(3):
+        for i in range(runs):
             time.sleep(1.5)
             for k in range(PARTITIONS):
                 transactional_batches(self.a_conf, self.topic, f"{self.mirror}-aborting-{i}-{k}",
@@ -256,7 +303,7 @@ class Drill:
                 copied += report["records"]
                 row[2] = f"{report['records']} records"
         with self.steps.step("lag --record (the promotion's observation)") as row:
-            self.op("lag", self.mirror, "--record")
+            self.op.record_lag(self.mirror)
             row[2] = "observed source ends recorded"
         time.sleep(1.5)                        # written after the observation: the records that diverge
 
@@ -289,15 +336,15 @@ class Drill:
         with self.steps.step("consumer groups read on B and commit") as row:
             got = java_records(self.b_conf, self.topic, self.groups["console"])
             self.processed_on_b[self.groups["console"]] = {k: got[k][-1][1] for k in range(PARTITIONS)}
-            counts = {}
-            for k in range(PARTITIONS):
-                log = values_of(self.b_conf, self.topic, k)
-                first_b = next(i for i, v in enumerate(log) if seq(v) >= self.first_on_b[k])
+            counts, logs = {}, {k: read_all(self.b_conf, self.topic, k) for k in range(PARTITIONS)}
+            for k, log in logs.items():
+                first_b = next(i for i, r in enumerate(log) if seq(r.value) >= self.first_on_b[k])
                 assert len(log) - first_b > 5, (k, len(log), first_b)
                 counts[k] = first_b + 5
             committed = consume_and_commit(self.b_conf, self.groups["librdkafka"], self.topic, counts)
+            # what it processed last: the record before its committed offset (an offset, not an index)
             self.processed_on_b[self.groups["librdkafka"]] = {
-                k: values_of(self.b_conf, self.topic, k)[committed[k] - 1] for k in range(PARTITIONS)}
+                k: next(r.value.decode() for r in logs[k] if r.offset == committed[k] - 1) for k in range(PARTITIONS)}
             row[2] = f"console read {sum(len(v) for v in got.values())}, librdkafka {sum(counts.values())}"
         for group, last in self.processed_on_b.items():
             for k, value in last.items():
@@ -313,7 +360,7 @@ class Drill:
             cluster.start(cluster_a, timeout=waits.service_budget(90, cap_seconds=240))
             row[2] = "broker answers"
         with self.steps.step("reverse --divergence copy") as row:
-            self.reversed_ = self.op.reverse(self.mirror, self.a_conf)
+            self.reversed_ = self.op.reverse(self.mirror, self.a_conf, self.topic)
             d = self.reversed_["divergence"]
             row[2] = (f"{d['total']} diverged ({'/'.join(str(p['count']) for p in d['partitions'])}) -> "
                       f"side topic on B; {getattr(self.op, 'aborted', 0)} hanging transaction(s) aborted first")
@@ -323,12 +370,52 @@ class Drill:
             assert report["status"] == "ok", report
             row[2] = f"{report['records']} records"
 
+    def failback_and_consumers_on_a(self) -> None:
+        """The groups fail back to A; each consumer on A receives first exactly the record after the last
+        one it processed on B (judged by its own records), and a group placed one record early is caught."""
+        with self.steps.step("groups failback (B -> A, both offset maps)") as row:
+            row[2] = self.op.failback(self.mirror, list(self.groups.values()))
+        self.after_failback = {g: committed_offsets(self.a_conf, g, self.topic, PARTITIONS) for g in self.groups.values()}
+        b_log = {k: values_of(self.b_conf, self.topic, k) for k in range(PARTITIONS)}
+        with self.steps.step("consumer groups on A: first records") as row:
+            got = java_records(self.a_conf, self.topic, self.groups["console"])
+            judge_next(self.groups["console"], {k: got[k][0][1] for k in range(PARTITIONS) if got[k]},
+                       self.processed_on_b[self.groups["console"]], b_log)
+            group = self.groups["librdkafka"]
+            judge_next(group, first_records_of_group(self.a_conf, group, self.topic), self.processed_on_b[group], b_log)
+            row[2] = "2 groups x 3 partitions: the next record first, 0 re-reads, 0 skips"
+        # The drill can fail: the same judge, given a group that landed one record early, says so.
+        early, last = f"{group}-one-early", self.processed_on_b[group]
+        placed = {k: next(r.offset for r in read_all(self.a_conf, self.topic, k) if r.value.decode() == last[k])
+                  for k in range(PARTITIONS)}                      # the last processed record's offset on A
+        assert all(placed[k] < self.after_failback[group][k] for k in range(PARTITIONS)), (placed, self.after_failback)
+        commit_offsets(self.a_conf, early, self.topic, placed)
+        with pytest.raises(AssertionError, match="a re-read"):
+            judge_next(early, first_records_of_group(self.a_conf, early, self.topic), self.processed_on_b[group], b_log)
+
+    def switch_back_and_resume(self) -> None:
+        with self.steps.step("switch back (switchover m__reverse)") as row:
+            outcome = self.op.switch_back(self.mirror)
+            row[2] = f"{outcome['verdict']}, recovery {outcome['recovery_seconds']} s"
+        with self.steps.step("resume m") as row:
+            outcome = self.op.resume(self.mirror)
+            row[2] = f"state {outcome.get('state')}"
+        self.first_final = dict(self.writer.next)
+        with self.steps.step("producers on A again (1.5 s)") as row:
+            self.writer.burst(self.a_conf, 1.5)
+            row[2] = f"sequences {self.first_final[0]}..{self.writer.next[0] - 1} per partition"
+        with self.steps.step("forward run (A -> B, resumed)") as row:
+            report = self.op.run(self.mirror)
+            assert report["status"] == "ok", report
+            row[2] = f"{report['records']} records"
+
     # --- the judgement ---------------------------------------------------------------------------------
 
-    def check_after_the_reverse(self) -> None:
+    def check_every_record(self) -> None:
         """A holds its own records (the diverged ones included, where they were), then exactly what B
-        received after the promotion, once, in order; B holds A's records up to the promotion point and
-        none that diverged; the side topic on B holds the diverged ones, once, in order."""
+        received after the promotion, then what it received after the resume, once, in order; B holds A's
+        records up to the promotion point and none that diverged, then the same; the side topic on B holds
+        the diverged ones, once, in order."""
         side = naming.diverged_topic(self.topic, self.mirror)
         progress = {p["partition"]: p["progress"] for p in self.promoted["partitions"]}
         for k in range(PARTITIONS):
@@ -338,9 +425,11 @@ class Drill:
             own = [r.value.decode() for r in a_records if seq(r.value) < self.first_on_b[k]]
             diverged = [r.value.decode() for r in a_records if r.offset >= progress[k]
                         and seq(r.value) < self.first_on_b[k]]
-            from_b = [v for v in on_b if seq(v) >= self.first_on_b[k]]
-            assert on_a == own + from_b, f"A's partition {k} is not its own records then B's"
-            assert on_b == [v for v in own if v not in set(diverged)] + from_b, f"B's partition {k}"
+            final = self.first_final.get(k, float("inf"))      # produced on A after the resume
+            from_b = [v for v in on_b if self.first_on_b[k] <= seq(v) < final]
+            again_on_a = [v for v in on_a if seq(v) >= final]
+            assert on_a == own + from_b + again_on_a, f"A's partition {k} is not its own records, B's, then its new ones"
+            assert on_b == [v for v in own if v not in set(diverged)] + from_b + again_on_a, f"B's partition {k}"
             assert values_of(self.b_conf, side, k) == diverged, f"the side topic's partition {k}"
             for log, where in ((on_a, "A"), (on_b, "B")):
                 assert [seq(v) for v in log] == sorted(set(seq(v) for v in log)), f"{where}[{k}] out of order or twice"
@@ -365,23 +454,153 @@ class Drill:
         return self.steps.table() + "\ndiverged (they stay in A's log too):\n" + "\n".join(where)
 
 
-def test_the_disaster_recovery_drill_through_the_cli(cluster_a, target_conf, unique, tmp_path):
-    a_conf = cluster_a.client_config()
-    topic = create_topic(a_conf, unique("orders"), partitions=PARTITIONS)
-    name = unique("m")
-    config = mirrors_file(tmp_path / "mirrors.yaml", [{
-        "name": name, "source": {"config": a_conf}, "target": {"local": "target"}, "topics": [re.escape(topic)],
-        "slots": 2, "max_transaction_seconds": 10, "groups": {}}])
-    drill = Drill(a_conf, target_conf, topic, name, CliOperator(config), Writer(topic))
+def the_drill(drill: Drill, cluster_a, unique, how: str, forward_runs: int = 3) -> None:
+    """The drill's steps in order, then the judgement; the figures are printed whatever happens."""
     try:
-        drill.forward_under_load()
+        drill.forward_under_load(forward_runs)
         drill.kill_a_with_transactions_open(cluster_a)
         drill.promote()
         drill.producers_and_consumers_on_b(unique)
         drill.restart_a_and_reverse(cluster_a)
-        drill.check_after_the_reverse()
+        drill.failback_and_consumers_on_a()
+        drill.switch_back_and_resume()
+        drill.check_every_record()
         checked = drill.check_no_open_transaction()
         print(f"\nLSO = HW and no hanging transaction on {len(checked)} topics of A and B")
     finally:
         drill.writer.stop()
-        print("\nthe drill (CLI):\n" + drill.figures())
+        print(f"\nthe drill ({how}):\n" + drill.figures())
+
+
+def drill_mirror(cluster_a, unique, **fields: Any) -> tuple[dict[str, Any], str]:
+    """(the drill mirror's entry in a mirrors file, its topic on A): A -> the suite's target, groups on."""
+    a_conf = cluster_a.client_config()
+    topic = create_topic(a_conf, unique("orders"), partitions=PARTITIONS)
+    return {"name": unique("drill").replace("-", "_"), "source": {"config": a_conf}, "target": {"local": "target"},
+            "topics": [re.escape(topic)], "slots": 2, "max_transaction_seconds": 10, "groups": {}, **fields}, topic
+
+
+def test_the_disaster_recovery_drill_through_the_cli(cluster_a, target_conf, unique, tmp_path):
+    entry, topic = drill_mirror(cluster_a, unique)
+    config = mirrors_file(tmp_path / "mirrors.yaml", [entry])
+    the_drill(Drill(cluster_a.client_config(), target_conf, topic, entry["name"], CliOperator(config), Writer(topic)),
+              cluster_a, unique, "CLI")
+
+
+# --- the same drill through Airflow's REST API ----------------------------------------------------------
+# It runs inside tests/e2e/test_airflow_scheduler.py's test, on the Airflow that test starts (one
+# standalone start for both: `make test` stays near its 13 minutes), with a cluster A of its own.
+
+
+@pytest.fixture
+def rest_drill_a():
+    with killable_cluster("drill-rest-a", REST_CLUSTER_A_PORT) as a:
+        yield a
+
+
+def abort_open_transactions(conf: dict[str, Any], topic: str, settle_seconds: float = 15) -> int:
+    """Before the reverse DAG (whose settle wait is 120 s): the killed producer's transaction on the
+    restarted A, if it outlives its timeout there, is aborted as an operator would, with Kafka's
+    ``kafka-transactions.sh describe-producers`` and ``abort``. Returns how many were aborted."""
+    deadline = time.monotonic() + settle_seconds
+    while stable_everywhere(conf, [topic]) and time.monotonic() < deadline:
+        time.sleep(1)
+    aborted = 0
+    for k in range(PARTITIONS):
+        tool = ["org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", conf["bootstrap.servers"]]
+        done = subprocess.run(runtime.java_command(*tool, "describe-producers", "--topic", topic, "--partition", str(k),
+                                                   heap="256m", short_lived=True),
+                              capture_output=True, text=True, timeout=120)
+        rows = [line.split() for line in done.stdout.splitlines() if line.strip() and "INFO" not in line]
+        assert rows and rows[0][0] == "ProducerId", done.stdout + done.stderr
+        column = rows[0].index("CurrentTransactionStartOffset")
+        for start in {row[column] for row in rows[1:] if row[column].isdigit()}:
+            abort = subprocess.run(runtime.java_command(*tool, "abort", "--topic", topic, "--partition", str(k),
+                                                        "--start-offset", start, heap="256m", short_lived=True),
+                                   capture_output=True, text=True, timeout=120)
+            assert abort.returncode == 0, abort.stdout + abort.stderr
+            aborted += 1
+    return aborted
+
+
+class RestOperator:
+    """Each step through Airflow's REST API: unpause the DAG, trigger it with conf, wait for the run's
+    state, read the report from XCom. ``wait(predicate, seconds, what, seen)`` is the caller's bounded wait."""
+
+    def __init__(self, api, wait, config: Path):
+        self.api, self.wait, self.config, self.aborted = api, wait, str(config), 0
+
+    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None, seconds: float = 300) -> tuple[str, str]:
+        self.api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+        run_id = self.api.call("POST", f"/api/v2/dags/{dag_id}/dagRuns",
+                               {"logical_date": None, "conf": conf or {}})["dag_run_id"]
+
+        def state() -> str | None:
+            return next((r["state"] for r in self.api.runs(dag_id) if r["dag_run_id"] == run_id), None)
+
+        self.wait(lambda: state() in ("success", "failed"), seconds, f"{dag_id} run {run_id}", state)
+        return run_id, state()
+
+    def xcom(self, dag_id: str, run_id: str, task: str) -> dict[str, Any]:
+        got = self.api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task}/xcomEntries/report")
+        return got["value"] if isinstance(got["value"], dict) else json.loads(got["value"])
+
+    def tries(self, dag_id: str, run_id: str, task: str) -> int:
+        return self.api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task}")["try_number"]
+
+    def record_lag(self, mirror: str) -> None:
+        ok(cli("lag", mirror, "--record", "--config", self.config, timeout=CLI_BUDGET))
+
+    def run(self, mirror: str) -> dict[str, Any]:
+        from eosmirror.airflow import reports
+
+        dag_id = dagids.mirror_dag_id(mirror)
+        run_id, state = self.trigger(dag_id)
+        report = reports.run_report(dag_id, run_id)
+        assert state == "success" and report is not None, (dag_id, run_id, state, report)
+        return report.to_dict()
+
+    def promote(self, mirror: str) -> tuple[int, dict[str, Any]]:
+        dag_id = dagids.promote_dag_id(mirror)
+        run_id, state = self.trigger(dag_id, {"source_seconds": 3})
+        assert self.tries(dag_id, run_id, "promote") == 1, "a promotion is never retried"
+        return (5 if state == "failed" else 0), self.xcom(dag_id, run_id, "promote")
+
+    def failback(self, mirror: str, groups: list[str]) -> str:
+        dag_id = dagids.groups_dag_id(mirror)
+        run_id, state = self.trigger(dag_id, {"direction": "failback", "groups": groups})
+        self.api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})     # no scheduled failover after it
+        got = self.api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/sync_groups/xcomEntries/"
+                                   "return_value")
+        report = got["value"] if isinstance(got["value"], dict) else json.loads(got["value"])
+        assert state == "success", (state, report)
+        return decisions(report)
+
+    def switch_back(self, mirror: str) -> dict[str, Any]:
+        dag_id = dagids.switchover_dag_id(naming.reverse_mirror_name(mirror))
+        run_id, state = self.trigger(dag_id, {"quiet_seconds": 2, "wait_seconds": 60})
+        report = self.xcom(dag_id, run_id, "switchover")
+        assert state == "success", (state, report)
+        return report
+
+    def resume(self, mirror: str) -> dict[str, Any]:
+        dag_id = dagids.resume_dag_id(mirror)
+        run_id, state = self.trigger(dag_id)
+        report = self.xcom(dag_id, run_id, "resume")
+        assert state == "success", (state, report)
+        return report
+
+    def reverse(self, mirror: str, source_conf: dict[str, Any], topic: str) -> dict[str, Any]:
+        self.aborted = abort_open_transactions(source_conf, topic)
+        dag_id = dagids.reverse_dag_id(mirror)
+        run_id, state = self.trigger(dag_id, {"divergence": "copy", "source_seconds": 10})
+        report = self.xcom(dag_id, run_id, "reverse")
+        assert state == "success", (state, report)
+        return report
+
+
+def rest_drill(cluster_a, entry: dict[str, Any], topic: str, target_conf: dict[str, Any], unique,
+               operator: RestOperator) -> None:
+    """The drill of ``entry`` (a mirror of the running Airflow's mirrors file) through the REST API."""
+    drill = Drill(cluster_a.client_config(), target_conf, topic, entry["name"], operator, Writer(topic))
+    the_drill(drill, cluster_a, unique, "Airflow REST API", forward_runs=2)
