@@ -498,7 +498,7 @@ def rest_drill_a():
         yield a
 
 
-def abort_open_transactions(conf: dict[str, Any], topic: str, settle_seconds: float = 15) -> int:
+def abort_open_transactions(conf: dict[str, Any], topic: str, settle_seconds: float = 5) -> int:
     """Before the reverse DAG (whose settle wait is 120 s): the killed producer's transaction on the
     restarted A, if it outlives its timeout there, is aborted as an operator would, with Kafka's
     ``kafka-transactions.sh describe-producers`` and ``abort``. Returns how many were aborted."""
