@@ -120,3 +120,9 @@ def test_a_side_topic_is_copied_once_and_other_data_there_is_refused():
     assert refused.value.exit_code == EXIT_CONFIG and "1 of them not diverged records" in str(refused.value)
     with pytest.raises(divergence.SideTopicRefusedError, match="not exactly the 2"):
         divergence.side_topic_state("orders.diverged.dr", 0, expected[:1], expected)
+
+
+def test_a_reverse_mirror_never_takes_either_progress_group_for_a_consumer_group():
+    file = mirrors(groups={}, progress_group="custom")
+    assert config.own_groups(file.get("dr")) == ("custom",)
+    assert config.own_groups(file.get("dr__reverse")) == ("eosmirror.dr__reverse", "custom")

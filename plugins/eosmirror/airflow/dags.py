@@ -140,12 +140,14 @@ committed progress is.""") as dag:
 
 def _groups_doc(m: config.MirrorConfig) -> str:
     g = m.groups
+    way_back = (f" After a promotion and `eosmirror reverse`, the failback goes through both exact maps: this "
+                f"mirror's copies and what `{m.name}__reverse` copied back." if m.replication_policy == "identity" else "")
     return f"""### eosmirror consumer groups: `{m.name}`
 
 Moves consumer groups between **{_describe_ref(m.source)}** and **{_describe_ref(m.target)}** with exact
 offsets, translated through the mirror's offset syncs. Scheduled runs (`{g.schedule or 'manual only'}`) sync
 **failover** (source groups → target groups), so the target is ready before a disaster. After consumers ran on
-the target, trigger with `direction: failback` to move them back.
+the target, trigger with `direction: failback` to move them back.{way_back}
 
 Groups: include `{', '.join(g.include)}`, exclude `{', '.join(g.exclude) or '-'}`. A group with members on the
 written side is skipped, untouched; an offset never moves backwards unless `allow_rewind`; a group ahead of the

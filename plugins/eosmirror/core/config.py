@@ -217,6 +217,14 @@ class ReverseMirrorConfig(MirrorConfig):
     forward: MirrorConfig | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
+def own_groups(mirror: MirrorConfig) -> tuple[str, ...]:
+    """The progress groups of the mirror and, for a reverse mirror, of its forward mirror: each is kept
+    on both clusters of the pair (committed on the target, published on the source), so no group
+    failover, failback or group lag ever takes one for a consumer group."""
+    forward = mirror.forward if isinstance(mirror, ReverseMirrorConfig) else None
+    return (mirror.progress_group, *((forward.progress_group,) if forward is not None else ()))
+
+
 def not_reversible(mirror: MirrorConfig) -> str:
     return (f"mirror {mirror.name!r} names its target topics `{mirror.source_alias}{mirror.replication_separator}"
             f"<topic>` (replication_policy: prefix): its reverse would copy `{mirror.source_alias}"

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from eosmirror.core import groupfailover, naming
 from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
-from eosmirror.core.config import GroupSettings, MirrorConfig
+from eosmirror.core.config import GroupSettings, MirrorConfig, own_groups
 from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
@@ -88,16 +88,16 @@ Planner = Callable[[dict[str, tuple[dict, dict]], dict[str, str]], list[groupfai
 
 
 def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, planner: Planner,
-                never: tuple[str, ...] = ()) -> tuple[list[groupfailover.GroupPlan], list[str]]:
+                never: tuple[str, ...]) -> tuple[list[groupfailover.GroupPlan], list[str]]:
     """One plan per selected group with committed offsets on a mirrored topic; and the asked-for
     groups (``options.groups``) that are not there. ``owner``: the mirror whose `groups` section
-    selects (the forward mirror on the way back); its progress group and ``never`` are never moved.
+    selects (the forward mirror on the way back); ``never``: the mirrors' own progress groups.
     The groups' offsets are read first, so that the planner reads only the syncs their positions need
     (``groupfailover.sync_needs``)."""
     settings = owner.groups or GroupSettings()
     existing = kafka_groups.list_groups(sides.read)
     selected = groupfailover.select_groups(existing, settings.include, settings.exclude,
-                                       never=[owner.progress_group, *never], only=options.groups)
+                                       never=never, only=options.groups)
     missing = sorted(set(options.groups) - set(selected))
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
     states = kafka_groups.group_states(sides.write, selected)
@@ -163,7 +163,7 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
         owner.groups and owner.groups.allow_rewind)
     if way is None:
         sides, planner = _own_map(mirror, options.direction, allow_rewind)
-        never: tuple[str, ...] = ()
+        never = own_groups(mirror)
     else:
         sides = _Sides(way.new, way.old, way.topic_map, way.partitions, way.checkpoints_topic)
         groupwayback.settle(way, progress_settle_seconds(), settle_bound_seconds(way.reverse))
@@ -171,7 +171,7 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
         def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
             return settle_backward(groupwayback.plan(way, offsets, states, allow_rewind),
                                    _log_reader(way.old, way.reverse.progress_group, owner.name))
-        never = (way.reverse.progress_group,)
+        never = own_groups(way.reverse)             # m's and m__reverse's: both are kept on both clusters
     plans, missing = plan_groups(owner, options, sides, planner, never)
     errors = {} if options.dry_run else _write(owner, sides, plans)
     return {
@@ -211,8 +211,7 @@ def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[
 
 def _log_reader(side: Cluster, group: str, mirror_name: str) -> LogReader:
     def read(ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], groupfailover.LogRead]:
-        found = readers.data_offsets(side, ranges, f"eosmirror-{mirror_name}-groups", group_id=group)
-        return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+        return readers.log_reads(side, ranges, f"eosmirror-{mirror_name}-groups", group)
     return read
 
 

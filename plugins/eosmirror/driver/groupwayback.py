@@ -115,10 +115,7 @@ def plan(way: WayBack, group_offsets: dict[str, tuple[dict, dict]], states: dict
 
 
 def _data(cluster: Cluster, ranges: dict[TP, tuple[int, int]], group: str) -> dict[TP, groupfailover.LogRead]:
-    if not ranges:
-        return {}
-    found = readers.data_offsets(cluster, ranges, "eosmirror-groups-way-back", group_id=group)
-    return {tp: groupfailover.LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
+    return readers.log_reads(cluster, ranges, "eosmirror-groups-way-back", group)
 
 
 def _diverged(way: WayBack, committed_all: list[dict], points: dict[TP, PartitionPoint]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from eosmirror.core import groupfailover, lag
-from eosmirror.core.config import MirrorConfig, MirrorsFile
+from eosmirror.core.config import MirrorConfig, MirrorsFile, own_groups
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.runreport import Report
@@ -101,7 +101,7 @@ def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any],
     mirrored = {(pair.target, p) for pair in pairs for p in range(pair.partitions)}
     try:
         selected = groupfailover.select_groups(kafka_groups.list_groups(target), mirror.groups.include,
-                                           mirror.groups.exclude, never=[mirror.progress_group])
+                                           mirror.groups.exclude, never=own_groups(mirror))
         if not selected or not mirrored:
             return (), None
         with ThreadPoolExecutor(max_workers=PARALLEL_MIRRORS) as pool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
 from eosmirror.core.errors import EosMirrorError, TargetMismatchError
+from eosmirror.core.groupfailover import LogRead
 from eosmirror.kafka import calls, clients
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -186,6 +187,15 @@ def data_offsets(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]
     Transaction markers and aborted records are skipped by the consumer, as any consumer skips them."""
     reached, found = scan_ranges(cluster, ranges, lambda m: m.offset(), client_id, group_id, timeout)
     return {tp: (reached[tp], tuple(found[tp])) for tp in ranges}
+
+
+def log_reads(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]], client_id: str,
+              group_id: str | None = None) -> dict[tuple[str, int], LogRead]:
+    """``data_offsets`` as the group moves' decisions take it: per partition a ``LogRead`` of [start, end)."""
+    if not ranges:
+        return {}
+    found = data_offsets(cluster, ranges, client_id, group_id=group_id)
+    return {tp: LogRead(ranges[tp][0], reached, data) for tp, (reached, data) in found.items()}
 
 
 def read_ranges(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],
