@@ -118,7 +118,8 @@ def _reverse(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)
-    outcome = resume.resume(mirror, window=args.check_seconds, say=say)
+    outcome = resume.resume(mirror, window=args.check_seconds, say=say,
+                            accept_stray=args.accept_records_after_switch_back)
     if not args.no_unpause:
         for line in runonce.resume_dags(mirror.name, mirror.groups is not None):
             say(f"resume {mirror.name}: {line}")
@@ -164,6 +165,9 @@ def register(sub: Any) -> None:
                                      "retired")
     resuming.add_argument("--check-seconds", type=float, default=3.0,
                           help="how long the new primary's ends must stay still before the progress moves (default 3)")
+    resuming.add_argument("--accept-records-after-switch-back", action="store_true",
+                          help="resume although the new primary received records after the switch back (they stay "
+                               "there, not on the old source, and are named in the report)")
     resuming.add_argument("--no-unpause", action="store_true",
                           help="do not unpause the mirror's DAG (nor pause the reverse mirror's)")
     resuming.add_argument("--json", action="store_true")

@@ -116,15 +116,26 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     for k in range(PARTITIONS):    # A holds, after its own records, exactly what B received, once
         assert [r.value for r in a_records[k]] == a_before[k] + on_b[k] + last[k], k
 
-    # 5. Producers on A again; resume; the forward mirror copies exactly the new A records.
+    # 5. Producers on A again; a record written to B after the switch back refuses the resume (nothing
+    #    written) until accepted; resume; the forward mirror copies exactly the new A records.
     on_a = produce(source_conf, topic, "d", 10)
+    late = producer(target_conf, **{"enable.idempotence": True})
+    late.produce(topic, value=b"late on B", partition=1)
+    assert late.flush(30) == 0
+    stray = read_all(target_conf, topic, 1)[-1].offset
+    refused(cli("resume", m.name, "--config", config, "--no-unpause", timeout=120),
+            f"{topic}[1]: 1 record(s) at offsets {stray}..{stray}", "--accept-records-after-switch-back")
+    assert state.read_mirror_state(new, m.name, m.progress_group).phase is Phase.REVERSED          # nothing written
     b_before = values_of(target_conf, topic)
     started = time.monotonic()
-    resumed = cli("resume", m.name, "--config", config, "--no-unpause", "--json", timeout=CLI_BUDGET)
+    resumed = cli("resume", m.name, "--config", config, "--no-unpause", "--accept-records-after-switch-back",
+                  "--json", timeout=CLI_BUDGET)
     took["resume"] = time.monotonic() - started
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     report = json_tail(resumed.stdout)
     assert report["state"] == "mirroring", report
+    assert any(f"{topic}[1]: 1 record(s)" in line and "left on the new primary" in line
+               for line in report["notes"]), report
     starts = {p["partition"]: p["start"] for p in report["partitions"]}
     assert starts == {k: a_records[k][-1].offset + 1 for k in range(PARTITIONS)}, starts   # right after the last copy
     assert group_offsets(target_conf, m.progress_group, topic) == starts        # the progress committed on B
@@ -144,7 +155,7 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
         assert len(set(b_after[k])) == len(b_after[k]), f"a record twice on B, partition {k}"
     checks = verify.verify(m)       # a later switchover verifies this: B's own records are no foreign ones
     assert verify.exit_code(checks) == 0, verify.format_checks(checks)
-    assert sum(c.way_back_own for c in checks) == sum(len(on_b[k]) + len(last[k]) for k in range(PARTITIONS))
+    assert sum(c.way_back_own for c in checks) == sum(len(on_b[k]) + len(last[k]) for k in range(PARTITIONS)) + 1
 
     # 6. A group that processed records on A after the resume fails over to B exactly.
     group = unique("app")

@@ -184,7 +184,7 @@ def run_resume(mirror_name: str, config_path: str | None, context: dict[str, Any
     try:
         mirror = config.load(config_path).get(mirror_name)
         outcome = resume.resume(mirror, window=float(params.get("check_seconds") or 3), by=_who(context),
-                                say=log.info)
+                                say=log.info, accept_stray=bool(params.get("accept_records_after_switch_back")))
     except (ConfigError, RefusedError) as exc:   # refused: the states, records written after the switch back
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
@@ -202,7 +202,11 @@ def build_resume_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     back = m.reverse().name
     params = {"check_seconds": Param(3, type="integer", minimum=1, maximum=300, title="Check for (s)",
                                      description="How long the new primary's ends must stay still before the "
-                                                 "forward progress moves.")}
+                                                 "forward progress moves."),
+              "accept_records_after_switch_back": Param(
+                  False, type="boolean", title="Accept records written to the new primary after the switch back",
+                  description="They stay on the new primary, not on the old source, named in the report; without "
+                              "this the resume is refused while there are any.")}
     with DAG(dag_id=resume_dag_id(m.name), schedule=None, start_date=None, max_active_runs=1,
              default_args=_DEFAULT_ARGS | {"owner": m.airflow.owner}, params=params,
              tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),

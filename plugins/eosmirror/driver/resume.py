@@ -13,10 +13,11 @@ Runs for an identity mirror in ``reversed`` whose reverse mirror is ``switched-o
      switch back). Record ``resuming`` with them (a re-run uses the recorded points).
   3. The forward mirror's progress on each partition becomes that old-source offset, written as `eosmirror
      reset` writes progress (offset sync "that offset -> the new primary's end" + audit record ``resume``,
-     one transaction), where it is not there yet. Refused, nothing written, when the new primary holds
-     committed records after the switch-back point (a producer kept writing there: those records are on
-     neither side's offset map and not on the old source). Records that came from the new primary lie
-     below the new progress: they are never copied forward again (no cycle).
+     one transaction), where it is not there yet. Records that came from the new primary lie below the
+     new progress: they are never copied forward again (no cycle). Refused (before step 2 records
+     anything, and again after the check that nothing moves) when the new primary holds committed
+     records after the switch-back point (a producer kept writing there: those records are on neither
+     side's offset map and not on the old source), unless the operator accepts leaving them there.
   4. Retire the reverse mirror (state ``retired`` on the old source): its runs are refused, and the next
      `eosmirror reverse <mirror>` after a later promotion prepares it again at that promotion's point.
   5. Record ``mirroring`` again (since now, by whom, "resumed after the switch back").
@@ -37,7 +38,7 @@ from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.steptimes import said_steps
 from eosmirror.driver.migrate import Migration, RefusedError
-from eosmirror.kafka import readers, state, syncstore
+from eosmirror.kafka import offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class ResumeOutcome:
     state: MirrorState
     points: tuple[PartitionPoint, ...]
     progress: list[PartitionChange]
-    already: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)
 
     exit_code = EXIT_OK
@@ -63,9 +64,10 @@ class ResumeOutcome:
             c = moved.get((p.source_topic, p.partition))
             was = f" (was {c.old})" if c is not None and c.old is not None else ""
             out.append(f"  {p.label}: the forward mirror continues at old-source offset {p.progress}{was}, right "
-                       f"after the reverse mirror's last copy; new primary {p.target_topic}[{p.partition}] from "
-                       f"{p.target_end}" + ("" if c is not None else " (already there)"))
-        out += [f"  {a}" for a in self.already]
+                       f"after the reverse mirror's last copy; its copies land on {p.target_topic}[{p.partition}] "
+                       f"from {c.target_end if c is not None else p.target_end}"
+                       + ("" if c is not None else " (already there)"))
+        out += [f"  {a}" for a in self.notes]
         out.append(f"mirror {self.mirror}: {self.state.phase.value} ({RESUMED_NOTE}); {self.reverse_mirror} retired. "
                    f"Next: `eosmirror run {self.mirror}` (or its DAG eosmirror__{self.mirror}) copies what the old "
                    f"source received since the switch back")
@@ -74,7 +76,7 @@ class ResumeOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "resume", "reverse_mirror": self.reverse_mirror,
                 "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
-                "steps": self.steps, "already": self.already,
+                "steps": self.steps, "notes": self.notes,
                 "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
                                 "partition": p.partition, "start": p.progress, "target_end": p.target_end}
                                for p in self.points],
@@ -103,22 +105,37 @@ def continue_points(old: Cluster, back: MirrorConfig, switched: MirrorState) -> 
     return tuple(points)
 
 
-def stray_records(new: Cluster, mirror: MirrorConfig, changes: list[PartitionChange],
-                  points: dict[tuple[str, int], PartitionPoint]) -> list[str]:
-    """Committed records on the new primary after the switch-back point (the new primary's end now is
-    past it): written there after the switch back. Aborted records and markers there are no records."""
-    ranges = {(c.target_topic, c.partition): (points[(c.source_topic, c.partition)].target_end, c.target_end)
-              for c in changes if c.target_end > points[(c.source_topic, c.partition)].target_end}
+def stray_records(new: Cluster, mirror: MirrorConfig, ends: dict[tuple[str, int], int],
+                  points: tuple[PartitionPoint, ...]) -> list[str]:
+    """Committed records on the new primary after the switch-back point (``ends``: its high watermarks
+    now, past that point): written there after the switch back. Aborted records and markers are no records."""
+    ranges = {(p.target_topic, p.partition): (p.target_end, ends[(p.target_topic, p.partition)]) for p in points
+              if ends.get((p.target_topic, p.partition), 0) > p.target_end}
     if not ranges:
         return []
     found = readers.read_ranges(new, ranges, client_id=f"eosmirror-{mirror.name}-resume-reader",
-                               group_id=mirror.progress_group)
+                                group_id=mirror.progress_group)
     return [f"{t}[{k}]: {len(found[(t, k)])} record(s) at offsets {found[(t, k)][0].offset}.."
             f"{found[(t, k)][-1].offset}" for (t, k) in sorted(ranges) if found.get((t, k))]
 
 
+def refuse_stray(stray: list[str], mirror: str, accept: bool) -> list[str]:
+    """Records the new primary received after the switch back are on neither side's offset map and not
+    on the old source: refused (exit 2) unless the operator accepts leaving them there (``accept``); then
+    they are named in the report and the forward mirror's copies land after them."""
+    if stray and not accept:
+        raise RefusedError(f"mirror {mirror!r}: the new primary received records after the switch back "
+                           f"({'; '.join(stray[:5])}): they are not on the old source and no offset map holds them, "
+                           f"so they would stay behind unnoticed. Stop every producer of the new primary (the switch "
+                           f"back moved them to the old source), produce those records to the old source yourself if "
+                           f"they matter, then resume with --accept-records-after-switch-back (DAG Param "
+                           f"accept_records_after_switch_back): the forward mirror's copies then land after them. "
+                           f"Nothing was written.")
+    return [f"left on the new primary, not on the old source (written after the switch back): {line}" for line in stray]
+
+
 def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[PartitionPoint, ...], by: str,
-                  window: float) -> tuple[list[PartitionChange], list[str]]:
+                  window: float, accept: bool = False) -> tuple[list[PartitionChange], list[str]]:
     """Step 3: (changes written, notes). Writes nothing when every partition is at its point already."""
     mig = Migration(mirror, who=by, window=window)
     by_source = {(p.source_topic, p.partition): p for p in points}
@@ -126,13 +143,6 @@ def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[Partit
              if (t, k) not in mig.target_of]
     agreed = mig.steady_look(lambda: {}, "a producer of the new primary")
     changes = mig.changes({tp: int(p.progress or 0) for tp, p in by_source.items() if tp in mig.target_of}, agreed)
-    stray = stray_records(mig.target, mirror, changes, by_source)
-    if stray:
-        raise RefusedError(f"mirror {mirror.name!r}: the new primary received records after the switch back "
-                           f"({'; '.join(stray[:5])}): they are on neither side's offset map and not on the old "
-                           f"source, so the forward mirror cannot continue exactly. Stop every producer of the new "
-                           f"primary (the switch back moved them to the old source) and copy those records to the "
-                           f"old source if they matter. Nothing was written.")
     backwards = [c for c in changes if c.old is not None and c.old > c.new]
     if backwards:
         raise RefusedError(f"mirror {mirror.name!r}: its progress is already past the reverse mirror's last copy "
@@ -141,6 +151,7 @@ def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[Partit
     todo = [c for c in changes if c.old != c.new]
     if not todo:
         return [], notes + [f"{mirror.name}: progress already after the reverse mirror's last copy"]
+    notes += refuse_stray(stray_records(mig.target, mirror, agreed.target_high, points), mirror.name, accept)
     low, high = mig.source_offsets()
     try:
         migration.check_in_source_range(todo, low, high)
@@ -151,8 +162,8 @@ def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[Partit
     return todo, notes
 
 
-def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None,
-           say: Callable[[str], None] = log.info) -> ResumeOutcome:
+def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say: Callable[[str], None] = log.info,
+           accept_stray: bool = False) -> ResumeOutcome:
     """Steps 1-5 of the module doc."""
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
@@ -170,9 +181,12 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None,
         points = current.points
     else:
         points = timed("where the forward mirror continues", lambda: continue_points(old, back, back_state))
+        # Before anything is written: records the new primary received after the switch back.
+        refuse_stray(stray_records(new, mirror, _ends(new, points), points), mirror.name, accept_stray)
         current = timed("record resuming", lambda: _record(new, mirror, mirrorstate.resuming_state(
             _now(), by, points, f"after the switch back of {back.name} ({back_state.describe()})")))
-    moved, notes = timed("move the forward progress", lambda: move_progress(mirror, back, points, by, window))  # 3
+    moved, notes = timed("move the forward progress", lambda: move_progress(mirror, back, points, by, window,
+                                                                                   accept_stray))  # 3
     if back_state.phase is not Phase.RETIRED:                                            # 4
         timed("retire the reverse mirror", lambda: state.write_mirror_state(
             old, back.name, back.transactional_id_prefix, MirrorState(
@@ -181,6 +195,12 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None,
     done = timed("record mirroring", lambda: _record(new, mirror, MirrorState(                   # 5
         Phase.MIRRORING, _now(), by, note=RESUMED_NOTE)))
     return ResumeOutcome(mirror.name, back.name, done, points, moved, notes, steps)
+
+
+def _ends(new: Cluster, points: tuple[PartitionPoint, ...]) -> dict[tuple[str, int], int]:
+    from confluent_kafka.admin import OffsetSpec
+
+    return offsets.list_offsets_of(new, {(p.target_topic, p.partition): OffsetSpec.latest() for p in points})
 
 
 def _now() -> int:
