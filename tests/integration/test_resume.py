@@ -3,7 +3,8 @@ restarted, `reverse`, the reverse mirror copies B back, B's producers stop, the 
 switchover <m>__reverse`, proven safe), producers on A, `eosmirror resume`, and the forward mirror copies
 exactly the records A received after the switch back: once, in order, none of those that came from B
 (judged with a read_committed reader on record values). A group committed on A after the resume fails over
-to B exactly. Then the cycle again: a second promotion and reverse prepare the reverse mirror again, at
+to B exactly; a stale group left on B inside B's own records (between the promotion point and the switch
+back) fails back after the resume to exactly its next record on A, through the retired reverse mirror's map. Then the cycle again: a second promotion and reverse prepare the reverse mirror again, at
 the new promotion point. And the refusals (exit 2, state named, nothing written).
 
 A (the old source) is this file's own broker (port 18280) so it can be killed and restarted."""
@@ -22,6 +23,7 @@ from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools import waits
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run
+from tests.integration.test_group_failback_after_reverse import read_as
 from tests.integration.test_group_failover import consume_and_commit, group_offsets
 from tests.integration.test_switchover_promote import CLI_BUDGET, PARTITIONS, Load, json_tail, killable_cluster
 
@@ -91,6 +93,7 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     assert state.read_mirror_state(old, back.name, back.progress_group).since_ms == 0             # nothing written
 
     # 3. Producers on B; reverse; resume before the switch back is refused.
+    copies = {k: len(v) for k, v in values_of(target_conf, topic).items()}
     on_b = produce(target_conf, topic, "b", 8)
     started = time.monotonic()
     reversed_ = cli("reverse", m.name, "--config", config, "--no-unpause", "--settle-seconds", "30", "--json",
@@ -115,6 +118,10 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     a_records = {k: read_all(source_conf, topic, k) for k in range(PARTITIONS)}
     for k in range(PARTITIONS):    # A holds, after its own records, exactly what B received, once
         assert [r.value for r in a_records[k]] == a_before[k] + on_b[k] + last[k], k
+    # A stale group on B, which the switch back's group step did not move (a slow application commits it
+    # only now): it processed B's first 3 records of each partition, b{k}-3 is its next.
+    stale = unique("stale")
+    consume_and_commit(target_conf, stale, topic, {k: copies[k] + 3 for k in range(PARTITIONS)})
 
     # 5. Producers on A again; a record written to B after the switch back refuses the resume (nothing
     #    written) until accepted; resume; the forward mirror copies exactly the new A records.
@@ -166,6 +173,20 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     for k in range(PARTITIONS):
         following = [r.value for r in read_all(target_conf, topic, k) if r.offset >= moved[k]]
         assert following == on_a[k][5:], (k, moved[k], following[:3])
+
+    # 6b. The stale group on B (inside B's own records, before the switch back) fails back after the resume:
+    #     a consumer of it on A receives first b{k}-3, then exactly what follows on A. The forward map alone
+    #     sent it to the resume's start on A (d{k}-0): it skipped b{k}-3..c{k}-3.
+    started = time.monotonic()
+    back_report = groups.move_groups(m, groups.GroupMoveOptions(direction="failback", groups=(stale,)))
+    took["stale group failback"] = time.monotonic() - started
+    assert groups.exit_code(back_report) == 0, back_report
+    assert [p["via"] for g in back_report["groups"] for p in g["partitions"]] == ["reverse"] * PARTITIONS, back_report
+    a_values = {k: [v.decode() for v in vs] for k, vs in values_of(source_conf, topic).items()}
+    resumed_on_a = read_as(source_conf, stale, topic)
+    for k in range(PARTITIONS):
+        assert resumed_on_a[k][:1] == [f"b{k}-3"], (k, resumed_on_a[k][:3])
+        assert resumed_on_a[k] == a_values[k][a_values[k].index(f"b{k}-3"):], k
 
     # 7. The cycle again: new records on A are copied, a second promotion, and the reverse prepares the
     #    reverse mirror again at the new promotion point.

@@ -25,6 +25,7 @@ import pytest
 from eosmirror.core import config, report
 from eosmirror.core import groupfailover as gf
 from eosmirror.core import groupwayback as wb
+from eosmirror.core import migration as mg
 from eosmirror.core import mirrorstate as ms
 from eosmirror.core.mirrorstate import PartitionPoint
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync, PartitionSyncs
@@ -120,22 +121,23 @@ def test_an_active_group_is_skipped_whole_and_a_backward_move_is_refused_unless_
 def test_the_reads_asked_for_are_only_those_the_positions_need():
     committed = [{TP: 3, ("t", 1): 20}, {TP: 11}, {("n", 0): 4}]
     points = {TP: POINT, ("t", 1): PartitionPoint("t", "t", 1, 12, 10, old_source_end=10)}
-    forward, reverse = wb.sync_needs(committed, points)
+    cycles = wb.reversed_cycles(committed, points)
+    forward, reverse = wb.sync_needs(committed, cycles)
     assert forward == {TP: Need(target_offset=3)}                      # only positions below a point
     assert reverse == {TP: Need(source_offset=12), ("t", 1): Need(source_offset=20),
                        ("n", 0): Need(source_offset=4)}
     # B is read between m's last copy and the point only where a group committed there
-    assert wb.before_point_ranges(committed, points, {TP: FORWARD}) == {TP: (11, 12)}
-    assert wb.before_point_ranges([{TP: 3}], points, {TP: FORWARD}) == {}
+    assert wb.before_point_ranges(committed, cycles, {TP: FORWARD}) == {TP: (11, 12)}
+    assert wb.before_point_ranges([{TP: 3}], cycles, {TP: FORWARD}) == {}
     # A's diverged range, from A's log start when retention removed some of it since
     assert wb.diverged_ranges(committed, points, {}) == {TP: (10, 15), ("t", 1): (10, 10)}
     assert wb.diverged_ranges(committed, points, {("t", 0): 13})[TP] == (13, 15)
 
 
-def test_both_commands_take_the_way_back_only_while_the_forward_mirror_is_reversed(monkeypatch):
+def test_both_commands_take_the_way_back_while_the_forward_mirror_is_reversed(monkeypatch):
     """`groups sync m --direction failback` and `groups sync m__reverse` (failover) find the same way
     back, built from the forward mirror (its configured progress group, its clusters); any other move,
-    or a mirror in another state, keeps its own map (driver/groupwayback.find)."""
+    or a mirror in another state that was never resumed, keeps its own map (driver/groupwayback.find)."""
     file = config.parse({"mirrors": [
         {"name": "dr", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"],
          "groups": {}, "progress_group": "custom"},
@@ -149,6 +151,7 @@ def test_both_commands_take_the_way_back_only_while_the_forward_mirror_is_revers
         return ms.MirrorState(phase["now"], 5, "cli:ops", (POINT,), note="promoted at X; divergence 4")
 
     monkeypatch.setattr(groupwayback.state, "read_mirror_state", read_state)
+    monkeypatch.setattr(groupwayback.state, "read_audit", lambda cluster, mirror, group: [])
     monkeypatch.setattr(groupwayback.topics, "resolve", lambda mirror, cluster: [
         type("Pair", (), {"source": "t", "target": "t", "partitions": 1})()])
     monkeypatch.setattr(Cluster, "resolve", classmethod(
@@ -165,7 +168,23 @@ def test_both_commands_take_the_way_back_only_while_the_forward_mirror_is_revers
     assert groupwayback.find(file.get("dr__reverse"), gf.FAILBACK) is None       # the reverse mirror's failback
     assert groupwayback.find(file.get("pre"), gf.FAILBACK) is None               # no reverse for a prefix mirror
     phase["now"] = ms.Phase.PROMOTED
-    assert groupwayback.find(file.get("dr"), gf.FAILBACK) is None                # not reversed (yet)
+    assert groupwayback.find(file.get("dr"), gf.FAILBACK) is None                # not reversed (yet), never resumed
+
+    # After a resume (mirroring again): the failback of m keeps the way back, from the audit records
+    # (m's `resume` on B, m__reverse's `reverse` on A); the retired reverse mirror's failover does not.
+    audits = {("target", "dr"): [mg.AuditRecord("resume", "dr", "switch back", "ops", 200, (
+                  mg.PartitionChange("t", "t", 0, 10, 25, 21),))],
+              ("source", "dr__reverse"): [mg.AuditRecord("reverse", "dr__reverse", "promotion", "ops", 100, (
+                  mg.PartitionChange("t", "t", 0, None, 12, 16),))]}
+    monkeypatch.setattr(groupwayback.state, "read_audit",
+                        lambda cluster, mirror, group: audits.get((cluster.role, mirror), []))
+    phase["now"] = ms.Phase.MIRRORING
+    way = groupwayback.find(file.get("dr"), gf.FAILBACK)
+    assert way.cycles == {TP: (wb.Cycle(12, 21),)} and way.points == {}       # the resume's points are no promotion
+    assert way.cycles_of([{TP: 14, ("t", 1): 3}]) == {TP: (wb.Cycle(12, 21),), ("t", 1): ()}
+    assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER) is None
+    phase["now"] = ms.Phase.RESUMING                                            # both commands, as while reversed
+    assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER).cycles == {TP: (wb.Cycle(12, 21),)}
 
 
 def test_the_table_says_what_each_move_passes_over_and_where_it_is():
@@ -180,3 +199,90 @@ def test_the_table_says_what_each_move_passes_over_and_where_it_is():
                                                                   "left": p.left()}]})
         assert ("t[0]: passes over 4 of the 4 diverged record(s) (old source offsets 10..14), never on the new "
                 "primary; " + where) in shown, shown
+
+
+# After `eosmirror resume m` the same partition goes on (module doc above): the switch back at B 21
+# (m__reverse's progress = B's end), the resume moved m's progress on A to 25 (after the reverse's
+# marker at 24) with the sync "A 25 -> B 21"; then m copied A 25..27 to B 21..23, its marker at 24.
+RESUMED = PartitionSyncs(FORWARD.syncs + [OffsetSync("t", 0, "t", 25, 25, 21, (), slot=BOUNDARY_SLOT),
+                                          OffsetSync("t", 0, "t", 25, 28, 21, ((25, 3),))])
+ONE_CYCLE = (wb.Cycle(12, 21),)                # [P, b0): the reverse audit's start, the resume's target end
+AFTER = wb.PartitionMaps(forward=RESUMED, reverse=REVERSE, cycles=ONE_CYCLE, before_point=gf.LogRead(11, 12, ()))
+
+
+@pytest.mark.parametrize("committed, offset, via", [
+    (3, 3, wb.FORWARD_MAP),       # before the promotion point, on a copy: a3 next, as before the resume
+    (10, 9, wb.FORWARD_MAP),      # the last copy before the promotion not processed yet
+    (11, 16, wb.REVERSE_MAP),     # every copy processed, only m's marker before P: b0 next (on A at 16)
+    (12, 16, wb.REVERSE_MAP),     # stale at P: b0 next, never the forward mirror's A 25 (the skip)
+    (14, 18, wb.REVERSE_MAP),     # stale inside B's own records: b2 next
+    (20, 24, wb.REVERSE_MAP),     # B's last marker before the switch back: A after m__reverse's last copy
+    (21, 25, wb.FORWARD_MAP),     # at b0: the resume's sync, A 25 (the first record A received after it)
+    (22, 26, wb.FORWARD_MAP),     # inside the forward copies after the resume
+    (24, 28, wb.FORWARD_MAP),     # past the last copy, only its marker between: m's progress
+])
+def test_after_the_resume_b_s_own_records_keep_the_reverse_map_and_the_rest_the_forward_one(committed, offset, via):
+    assert wb.translate(committed, AFTER) == gf.Translation(gf.EXACT, offset, via=via)
+
+
+def test_the_plain_failback_skips_what_a_stale_group_never_read_after_the_resume():
+    """What this rule prevents: m's own map alone sends the group at B 14 to A 25 ("between two runs"),
+    passing over b2..b6 (A 18..23) that it never read."""
+    assert gf.failback(14, RESUMED) == gf.Translation(gf.EXACT, 25)
+    assert wb.translate(14, AFTER).offset == 18
+
+
+def test_past_m_s_copies_after_the_resume_a_record_that_is_no_copy_is_reported():
+    tail = wb.PartitionMaps(forward=RESUMED, reverse=REVERSE, cycles=ONE_CYCLE, before_point=gf.LogRead(24, 26, (25,)))
+    assert wb.translate(26, tail) == gf.Translation(gf.BEYOND_MIRROR, records=1, via=wb.FORWARD_MAP)
+    # a record written on B before the promotion (B 11, no copy): the forward map below P, not the
+    # forward copies after b0 (they are another stretch)
+    foreign = replace(AFTER, before_point=gf.LogRead(11, 12, (11,)))
+    assert wb.translate(11, foreign) == gf.Translation(gf.EXACT, 10, via=wb.FORWARD_MAP)
+
+
+def test_a_way_back_whose_start_is_not_recorded_moves_only_what_lies_on_a_copy():
+    unknown = replace(AFTER, cycles=(wb.Cycle(None, 21),))
+    assert wb.translate(3, unknown) == gf.Translation(gf.EXACT, 3, via=wb.FORWARD_MAP)
+    assert wb.translate(14, unknown) == gf.Translation(wb.UNRECORDED, records=7)
+    assert wb.translate(11, unknown).outcome == wb.UNRECORDED
+    assert wb.translate(22, unknown) == gf.Translation(gf.EXACT, 26, via=wb.FORWARD_MAP)
+    plan = wb.plan_group("g", "EMPTY", {TP: 14}, {}, {TP: unknown}, {"t": "t"}, allow_rewind=False)
+    assert plan.writes() == {} and plan.left() == {wb.UNRECORDED: 1}
+    shown = report.groups_table({
+        "mirror": "m", "direction": "failback", "dry_run": False, "read_from": "target", "written_to": "source",
+        "checkpoints_topic": "target.checkpoints.internal", "way_back": {
+            "forward": "m", "reverse": "m__reverse", "state": "mirroring since ...", "promotion": "1 way back(s)"},
+        "groups": [{**plan.as_dict(), "written": False, "error": None, "left": plan.left()}]})
+    assert "7 offsets of the new primary went back by m__reverse, whose start there is not recorded" in shown, shown
+    assert "`eosmirror history m__reverse` shows no `reverse` before the resume" in shown, shown
+
+
+def test_the_cycles_come_from_the_audit_records_in_the_order_they_were_written():
+    # reverse at P=12 (t=100), resume b0=21 (t=200), promoted again and reversed at P=30 (t=300)
+    assert wb.cycles_from_audits([(200, 21)], [(100, 12), (300, 30)], resuming=False) == (wb.Cycle(12, 21),)
+    # a second cycle resumed too; a promotion right after a resume has P == the previous b0: times decide
+    assert wb.cycles_from_audits([(200, 21), (400, 40)], [(100, 12), (300, 21)], resuming=False) == (
+        wb.Cycle(12, 21), wb.Cycle(21, 40))
+    # resuming, its progress not moved yet: the newest reverse's cycle is open
+    assert wb.cycles_from_audits([(200, 21)], [(100, 12), (300, 30)], resuming=True) == (
+        wb.Cycle(12, 21), wb.Cycle(30))
+    assert wb.cycles_from_audits([], [(100, 12)], resuming=True) == (wb.Cycle(12),)
+    # a resume without a reverse before it (or one past its end): not recorded, never guessed
+    assert wb.cycles_from_audits([(200, 21)], [], resuming=False) == (wb.Cycle(None, 21),)
+    assert wb.cycles_from_audits([(200, 21)], [(100, 25)], resuming=False) == (wb.Cycle(None, 21),)
+    assert wb.cycles_from_audits([(200, 21)], [(300, 12)], resuming=False) == (wb.Cycle(None, 21),)
+
+
+def test_two_cycles_each_stretch_through_its_own_map():
+    """Cycle 1 [12, 21) resumed; m then copied B 21..23 (marker 24); promoted at P=25, reversed again:
+    m__reverse's second start B 25 -> A 30 (A's end then), B's records 25..27 copied to A 30..32."""
+    reverse = PartitionSyncs(REVERSE.syncs + [OffsetSync("t", 0, "t", 25, 25, 30, (), slot=BOUNDARY_SLOT),
+                                              OffsetSync("t", 0, "t", 25, 28, 30, ((25, 3),))])
+    maps = wb.PartitionMaps(forward=RESUMED, reverse=reverse, cycles=(wb.Cycle(12, 21), wb.Cycle(25)),
+                            before_point=gf.LogRead(11, 25, (12, 13, 14, 15, 17, 18, 19, 21, 22, 23)))
+    assert [wb.translate(x, maps).offset for x in (3, 11, 14, 21, 23, 24, 26)] == [3, 16, 18, 25, 27, 30, 31]
+    assert [wb.translate(x, maps).via for x in (14, 22, 24, 26)] == [wb.REVERSE_MAP, wb.FORWARD_MAP] + [wb.REVERSE_MAP] * 2
+    assert wb.sync_needs([{TP: 14}, {TP: 22}], {TP: maps.cycles}) == (
+        {TP: Need(target_offset=22)}, {TP: Need(source_offset=14)})
+    assert wb.before_point_ranges([{TP: 11}, {TP: 24}], {TP: maps.cycles}, {TP: RESUMED}) == {TP: (11, 25)}

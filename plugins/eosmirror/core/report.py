@@ -110,6 +110,7 @@ _LEFT_REASONS = {
     "waiting": "waiting for the mirror",
     "before_range": "before the mirror's start",
     "not_mirrored": "with nothing mirrored yet",
+    "unrecorded": "inside a way back whose start is not recorded",
     "rewind_refused": "refused: would move backwards (allow_rewind)",
 }
 
@@ -128,6 +129,10 @@ def _group_result(p: dict[str, Any], skipped: bool, reverse_mirror: str | None =
         return f"{records} target records after the mirrored range are not copies"
     if outcome == "not_mirrored":
         return "nothing mirrored yet"
+    if outcome == "unrecorded":
+        back = reverse_mirror or "the reverse mirror"
+        return (f"{records} offsets of the new primary went back by {back}, whose start there is not recorded "
+                f"(`eosmirror history {back}` shows no `reverse` before the resume): not guessed")
     if skipped:
         return "skipped (group active)"
     return {"write": "write", "unchanged": "unchanged", "rewind_refused": "refused: would move backwards"}[decision]
