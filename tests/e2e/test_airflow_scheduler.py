@@ -6,7 +6,7 @@ manual mirror's switchover DAG proves zero loss, and its promotion DAG is refuse
 scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
 Last, the whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the REST API, on this
 same Airflow (one standalone start for both; its cluster A is that file's).
-Slow (90-170 s on 2 cores, plus 190-250 s for the drill at load 7-19): one standalone start, then about
+Slow (90-170 s on 2 cores, plus 150-250 s for the drill at load 1-19): one standalone start, then about
 ten DAG runs through the real scheduler, most of them a spark-submit, and the drill's sixteen steps.
 
 One Airflow start serves every check; every wait draws on one budget below the test's timeout and
