@@ -181,12 +181,12 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     back_report = groups.move_groups(m, groups.GroupMoveOptions(direction="failback", groups=(stale,)))
     took["stale group failback"] = time.monotonic() - started
     assert groups.exit_code(back_report) == 0, back_report
-    assert [p["via"] for g in back_report["groups"] for p in g["partitions"]] == ["reverse"] * PARTITIONS, back_report
     a_values = {k: [v.decode() for v in vs] for k, vs in values_of(source_conf, topic).items()}
     resumed_on_a = read_as(source_conf, stale, topic)
     for k in range(PARTITIONS):
         assert resumed_on_a[k][:1] == [f"b{k}-3"], (k, resumed_on_a[k][:3])
         assert resumed_on_a[k] == a_values[k][a_values[k].index(f"b{k}-3"):], k
+    assert [p["via"] for g in back_report["groups"] for p in g["partitions"]] == ["reverse"] * PARTITIONS, back_report
 
     # 7. The cycle again: new records on A are copied, a second promotion, and the reverse prepares the
     #    reverse mirror again at the new promotion point.
@@ -206,6 +206,11 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     for k in range(PARTITIONS):     # only B's new records go back: none of A's own (d, e) return to A
         assert values_of(source_conf, topic)[k] == a_now[k] + later[k], k
         assert a_now[k][-3:] == more[k], k
+    # The stale group, still on B inside the first cycle's records, while reversed a second time: the
+    # same A offsets through the first cycle's reverse map (its start and end from the audit records).
+    again_back = groups.move_groups(m, groups.GroupMoveOptions(direction="failback", dry_run=True, groups=(stale,)))
+    assert [(p["via"], p["new_offset"], p["decision"]) for g in again_back["groups"] for p in g["partitions"]] == [
+        ("reverse", p["new_offset"], "unchanged") for g in back_report["groups"] for p in g["partitions"]], again_back
     checks = verify.verify(back)    # a second switch back verifies this: A's own records are no foreign ones
     assert verify.exit_code(checks) == 0, verify.format_checks(checks)
     print(f"switch back and resume: {time.monotonic() - clock:.1f} s in all; "

@@ -185,6 +185,11 @@ def test_both_commands_take_the_way_back_while_the_forward_mirror_is_reversed(mo
     assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER) is None
     phase["now"] = ms.Phase.RESUMING                                            # both commands, as while reversed
     assert groupwayback.find(file.get("dr__reverse"), gf.FAILOVER).cycles == {TP: (wb.Cycle(12, 21),)}
+    # reversed a second time (promotion point 12 in this fake state): the first cycle's stretch stays,
+    # the one under way follows it
+    phase["now"] = ms.Phase.REVERSED
+    assert groupwayback.find(file.get("dr"), gf.FAILBACK).cycles_of([{TP: 30}]) == {
+        TP: (wb.Cycle(12, 21), wb.Cycle(POINT.target_end))}
 
 
 def test_the_table_says_what_each_move_passes_over_and_where_it_is():

@@ -8,14 +8,14 @@ failback` and `eosmirror groups sync m__reverse` (failover) read B's groups and 
 through ``plan``: the same reads, the same decision function, the same writer (m's group writer id and
 m's failback checkpoints topic on A), so either command gives the same outcome.
 
-While m is ``resuming``, or ``mirroring`` (or promoted again) after a resume, B's records of each
-earlier way back stay in m__reverse's map: its cycles come from the audit records (m's ``resume`` on B,
-m__reverse's ``reverse`` on A), since the state record holds only the newest cycle. Only the failback
-of m takes the way back then; m__reverse's failover does while m is reversed or resuming.
+After a resume (m ``mirroring``, promoted or reversed again) and while it is ``resuming``, B's records
+of each earlier way back stay in m__reverse's map: those cycles come from the audit records (m's
+``resume`` on B, m__reverse's ``reverse`` on A), since the state record holds only the newest cycle.
+m__reverse's failover takes the way back only while m is reversed or resuming; m's failback always.
 
 Reads, in order (each only where a group's position needs it):
   1. m's state on B: the promotion points (``target_end``, ``progress``, ``old_source_end``) while
-     reversed; otherwise m's audit records on B and, when one is a ``resume``, m__reverse's on A;
+     reversed; m's audit records on B and, when one is a ``resume`` (or m is resuming), m__reverse's on A;
   2. the sync chains: m's on B for positions below a promotion point, m__reverse's on A for the rest
      (and for the promotion point itself);
   3. B read_committed over [end of m's copies, P) where a group committed in it (rules 3, 4), and
@@ -28,7 +28,7 @@ Reads, in order (each only where a group's position needs it):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from eosmirror.core import groupfailover, naming
@@ -54,7 +54,7 @@ class WayBack:
     old: Cluster                 # A, the old source: the groups are written here
     topic_map: dict[str, str]    # B topic -> A topic (the reverse mirror's resolution on B)
     partitions: dict[str, int]   # B topic -> partition count
-    cycles: dict[TP, tuple[rules.Cycle, ...]] | None = None   # not reversed: from the audit records
+    cycles: dict[TP, tuple[rules.Cycle, ...]] = field(default_factory=dict)   # from the audit records
 
     @property
     def points(self) -> dict[TP, PartitionPoint]:
@@ -64,9 +64,10 @@ class WayBack:
         return {(p.target_topic, p.partition): p for p in self.state.points}
 
     def cycles_of(self, committed_all: list[dict]) -> dict[TP, tuple[rules.Cycle, ...]]:
-        if self.cycles is None:
-            return rules.reversed_cycles(committed_all, self.points)
-        return {tp: self.cycles.get(tp, ()) for offsets_ in committed_all for tp in offsets_}
+        """Per B partition a group committed on: the way backs resumes closed, then, while reversed, the
+        one under way (from the promotion point, or from 0 on a partition created on B after it)."""
+        under_way = rules.reversed_cycles(committed_all, self.points) if self.state.phase is Phase.REVERSED else {}
+        return {tp: self.cycles.get(tp, ()) + under_way.get(tp, ()) for offsets_ in committed_all for tp in offsets_}
 
     @property
     def checkpoints_topic(self) -> str:
@@ -75,14 +76,15 @@ class WayBack:
 
     def as_dict(self) -> dict[str, Any]:
         return {"forward": self.forward.name, "reverse": self.reverse.name, "state": self.state.describe(),
-                "promotion": self.state.note.split(";")[0] if self.cycles is None else
+                "promotion": self.state.note.split(";")[0] if self.state.phase is Phase.REVERSED else
                 f"{sum(len(c) for c in self.cycles.values())} way back(s) recorded"}
 
 
 def find(mirror: MirrorConfig, direction: str) -> WayBack | None:
     """The way back, when it applies: a failback of an identity mirror that is ``reversed`` or
     ``resuming`` or was resumed before (a ``resume`` audit record), or a failover of its reverse mirror
-    while it is reversed or resuming. None: the move uses the mirror's own map alone."""
+    while it is reversed or resuming. None: the move uses the mirror's own map alone. The way backs that
+    resumes closed come from the audit records in every state (reversed a second time too)."""
     if direction == groupfailover.FAILOVER and isinstance(mirror, ReverseMirrorConfig) and mirror.forward:
         forward = mirror.forward
     elif (direction == groupfailover.FAILBACK and mirror.replication_policy == "identity"
@@ -95,18 +97,17 @@ def find(mirror: MirrorConfig, direction: str) -> WayBack | None:
     if current.phase is not Phase.REVERSED and (
             current.phase is not Phase.RESUMING and direction == groupfailover.FAILOVER):
         return None
-    cycles = None
     old = Cluster.resolve("source", forward.source, forward.name)
     back = forward.reverse()
-    if current.phase is not Phase.REVERSED:
-        resumes = [r for r in state.read_audit(new, forward.name, forward.progress_group) if r.action == "resume"]
-        if not resumes and current.phase is not Phase.RESUMING:
-            return None                     # never resumed: no way back left anything on B
-        reverses = [r for r in state.read_audit(old, back.name, back.progress_group) if r.action == "reverse"]
-        cycles = _cycles(resumes, reverses, current.phase is Phase.RESUMING)
+    # The way backs a resume closed (also while reversed again: a second cycle keeps the first's stretch).
+    resumes = [r for r in state.read_audit(new, forward.name, forward.progress_group) if r.action == "resume"]
+    if not resumes and current.phase not in (Phase.REVERSED, Phase.RESUMING):
+        return None                         # never resumed: no way back left anything on B
+    reverses = ([r for r in state.read_audit(old, back.name, back.progress_group) if r.action == "reverse"]
+                if resumes or current.phase is Phase.RESUMING else [])
     pairs = topics.resolve(back, new)
     return WayBack(forward, back, current, new, old, {p.source: p.target for p in pairs},
-                   {p.source: p.partitions for p in pairs}, cycles)
+                   {p.source: p.partitions for p in pairs}, _cycles(resumes, reverses, current.phase is Phase.RESUMING))
 
 
 def _cycles(resumes: list[Any], reverses: list[Any], resuming: bool) -> dict[TP, tuple[rules.Cycle, ...]]:
