@@ -4,8 +4,10 @@ run copies exactly the records below its data interval's end, intervals run in o
 finished interval copies nothing, and a manual run's task logs can be read through the API. Then the
 manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry; the
 scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
-Slow (90-170 s on 2 cores): one standalone start, then about ten DAG runs through the real scheduler,
-most of them a spark-submit.
+Last, the whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the REST API, on this
+same Airflow (one standalone start for both; its cluster A is that file's).
+Slow (90-170 s on 2 cores, plus 150-250 s for the drill at load 1-19): one standalone start, then about
+ten DAG runs through the real scheduler, most of them a spark-submit, and the drill's sixteen steps.
 
 One Airflow start serves every check; every wait draws on one budget below the test's timeout and
 says what it saw when it gives up."""
@@ -26,6 +28,7 @@ import pytest
 from eosmirror.airflow import reports
 from eosmirror.core.runreport import RunReport
 from eosmirror_tools import waits
+from tests.e2e.test_dr_drill import RestOperator, drill_mirror, rest_drill, rest_drill_a  # noqa: F401 (a fixture)
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1300)]
@@ -178,7 +181,7 @@ def result_of(dag_id, run_id):
 
 
 def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by_interval(
-        source_conf, target_conf, unique, tmp_path, standalone):
+        source_conf, target_conf, unique, tmp_path, standalone, rest_drill_a):
     # The three intervals are the last complete hours. Started just before an hour ends, the test would
     # see the scheduler (catch-up on) also run the hour that completes meanwhile (seen once, at 03:00:54
     # UTC): start after that hour instead.
@@ -206,6 +209,8 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     seed_sequence(source_conf, manual_topic, 1, 7)
     scheduled, backfilled = unique("sched").replace("-", "_"), unique("bfill").replace("-", "_")
     manual = unique("manual").replace("-", "_")
+    # the disaster-recovery drill of tests/e2e/test_dr_drill.py runs last, on this Airflow (one start for both)
+    drill_entry, drill_topic = drill_mirror(rest_drill_a, unique, airflow={"schedule": None, "retries": 0})
     common = {"source": {"local": "source"}, "target": {"local": "target"}, "slots": 1, "max_transaction_seconds": 10}
     config_file = mirrors_file(tmp_path / "mirrors.yaml", [
         {**common, "name": scheduled, "topics": [scheduled_topic],
@@ -213,7 +218,8 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         {**common, "name": backfilled, "topics": [backfill_topic],
          "airflow": {"schedule": "0 * * * *", "catchup": False, "retries": 0,
                      "start_date": (starts[0] - dt.timedelta(days=1)).isoformat()}},
-        {**common, "name": manual, "topics": [manual_topic], "airflow": {"schedule": None, "retries": 0}}])
+        {**common, "name": manual, "topics": [manual_topic], "airflow": {"schedule": None, "retries": 0}},
+        drill_entry])
     state = standalone
     start_standalone(state, config_file)
     api = Api(f"http://127.0.0.1:{API_PORT}")
@@ -320,6 +326,12 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
     assert (run_state(lossy_id, lossy), ti["try_number"]) == ("failed", 1), (ti, loss)
     assert (loss["state"], loss["source_answered"], loss["may_be_lost"]) == ("promoted", True, 2), loss
     assert [p["may_be_lost"] for p in loss["partitions"]] == [1, 1], loss
+
+    # The whole disaster-recovery drill through the REST API (tests/e2e/test_dr_drill.py), on this Airflow.
+    def wait(predicate, seconds, what, seen):
+        wait_for(predicate, seconds, what, state, budget, seen=seen)
+
+    rest_drill(rest_drill_a, drill_entry, drill_topic, target_conf, unique, RestOperator(api, wait, config_file))
 
 
 def values_on(conf, topic):
