@@ -40,8 +40,15 @@ def test_the_soak_harness_measures_follow_and_mirrormaker2_under_load_through_th
     produced = doc["load"]["committed"] + doc["load"]["plain"]
     assert doc["load"]["aborted"] > 0 and produced > 40_000, doc["load"]
     for name, c in doc["configurations"].items():
-        assert (c["duplicates"], c["out_of_order"], c["losses"], c["aborted"]) == (0, 0, 0, 0), (name, c)
-        assert c["records"] == produced and c["samples"] >= 20, (name, c, produced)
+        assert (c["duplicates"], c["out_of_order"], c["aborted"]) == (0, 0, 0), (name, c)
+        if c.get("task_failures"):
+            # MirrorMaker 2's exactly-once task can die on a loaded broker (InvalidTxnStateException after
+            # CONCURRENT_TRANSACTIONS retries; Connect does not restart it): the peer's records stop there,
+            # which the report says. eosmirror's configurations have no such excuse.
+            assert name == "mm2" and c["losses"] > 0, (name, c)
+            print(f"MirrorMaker 2 lost {c['losses']:,} records after its task died: {c['task_failures'][0]}")
+            continue
+        assert c["losses"] == 0 and c["records"] == produced and c["samples"] >= 20, (name, c, produced)
     follow = doc["configurations"]["follow"]
     assert follow["failed_runs"] == 0 and follow["runs"] >= 2 and follow["handed_over"] >= 1, doc["runs"]["follow"]
     # Caught up, counted from the first run's start (not the load's: the scheduler's and spark-submit's

@@ -30,3 +30,24 @@ def test_service_budgets_grow_with_the_load_and_stay_under_their_cap(monkeypatch
     monkeypatch.setattr(waits.os, "getloadavg", lambda: (40.0, 4.0, 3.0))
     assert waits.service_budget(90) == 90 * waits.MAX_FACTOR   # stuck, not slow: never unbounded
     assert "load average 40.0" in waits.machine_now() and "2 cores" in waits.machine_now()
+
+
+def test_a_dead_mirrormaker2_task_is_found_in_its_log_with_its_cause(tmp_path):
+    """Connect kills an exactly-once task on InvalidTxnStateException and never restarts it: the soak
+    names that death (and stops waiting for MirrorMaker 2) instead of waiting out its budget."""
+    from eosmirror_tools.soak.harness import task_failures
+
+    log = tmp_path / "mm2.log"
+    log.write_text(
+        "[2026-11-28 05:08:22,945] WARN [Producer ...] Got error produce response ... Error: CONCURRENT_TRANSACTIONS\n"
+        "[2026-11-28 05:08:24,243] ERROR ExactlyOnceWorkerSourceTask{id=MirrorSourceConnector-0} Task threw an "
+        "uncaught and unrecoverable exception. Task is being killed and will not recover until manually restarted\n"
+        "org.apache.kafka.connect.errors.ConnectException: Failed to flush offsets and/or records for task 0\n"
+        "\tat org.apache.kafka.connect.runtime.WorkerTask.run(WorkerTask.java:1)\n"
+        "Caused by: org.apache.kafka.common.errors.InvalidTxnStateException: invalid state.\n"
+        "[2026-11-28 05:08:24,244] INFO refreshing topics took 111 ms\n")
+    (found,) = task_failures(log)
+    assert "MirrorSourceConnector-0" in found and "Failed to flush" in found and "InvalidTxnStateException" in found
+    healthy = tmp_path / "healthy.log"
+    healthy.write_text("[2026-11-28 05:08:24,244] INFO refreshing topics took 111 ms\n")
+    assert task_failures(healthy) == [] and task_failures(tmp_path / "absent.log") == [] and task_failures(None) == []

@@ -158,10 +158,37 @@ def _produce_for(s: SoakSettings, source: str, topic: str, run_id: str, sampler:
     return counts
 
 
-def _wait_caught_up(s: SoakSettings, sampler: Sampler, say: Any) -> None:
-    """Step 4: every configuration holds every committed record, or the budget is spent."""
+# What Kafka Connect logs when a task dies and "will not recover until manually restarted" (an
+# exactly-once MirrorMaker 2 task does, e.g. on InvalidTxnStateException after CONCURRENT_TRANSACTIONS
+# retries on a loaded broker): its records stop there, and the soak reports why instead of waiting.
+TASK_DIED = "Task threw an uncaught and unrecoverable exception"
+
+
+def task_failures(log_path: Path | None) -> list[str]:
+    """The dead Connect tasks in a MirrorMaker 2 log: each death's line and the cause under it."""
+    if log_path is None or not log_path.exists():
+        return []
+    lines = log_path.read_text(errors="replace").splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if TASK_DIED in line:
+            trace = lines[i + 1:i + 60]
+            error = trace[0].strip() if trace and not trace[0].startswith("[") else ""
+            cause = next((c.strip() for c in trace if c.startswith("Caused by:")), "")
+            found.append(" ".join(filter(None, [line.strip(), error, cause])))
+    return found
+
+
+def _wait_caught_up(s: SoakSettings, sampler: Sampler, say: Any, mm2_log: Path | None = None) -> None:
+    """Step 4: every configuration holds every committed record, or the budget is spent (MirrorMaker 2
+    is not waited for once one of its tasks died: it copies nothing more)."""
     deadline = time.monotonic() + s.catchup_budget_s
-    while time.monotonic() < deadline and any(sampler.lag_now(c) > 0 for c in s.configs):
+
+    def waiting() -> list[str]:
+        dead = {"mm2"} if task_failures(mm2_log) else set()
+        return [c for c in s.configs if c not in dead and sampler.lag_now(c) > 0]
+
+    while time.monotonic() < deadline and waiting():
         time.sleep(2)
     say("caught up: " + ", ".join(f"{c} {sampler.lag_now(c):.1f} s behind" for c in s.configs))
     time.sleep(3)     # the last copies reach the sampler's target readers
@@ -223,7 +250,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
         counts = _produce_for(s, source, topic, run_id, sampler, [(mm2_child, "MirrorMaker 2"), (airflow, "Airflow")],
                               say)
         t_end = time.time()
-        _wait_caught_up(s, sampler, say)                                         # step 4
+        _wait_caught_up(s, sampler, say, mm2_child.log_path if mm2_child else None)   # step 4
         _wait_handovers(s, dag_ids.get("follow"), t_airflow - 120, say)
     finally:
         measured = sampler.stop(since=t_load + s.warmup_s, until=t_end)
@@ -239,6 +266,8 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
     growth = {"airflow_db_bytes": airflowrun.database_bytes(airflow_home) - db_before,
               "eosmirror_internal_topic_bytes": internal_bytes(target_data_dir, ("eosmirror-",)) - internal_before,
               "mm2_internal_topic_bytes": internal_bytes(target_data_dir, ("mm2-",))}
+    measured = {c: {**m, "task_failures": task_failures(mm2_child.log_path)} if c == "mm2" and mm2_child else m
+                for c, m in measured.items()}
     return report.build(machine=machine, settings=asdict(s), topic=topic, targets=targets, counts=counts, measured=measured,
                         runs=runs, usage=usage, cpu=_costs(window, [airflow, mm2_child], t_airflow), growth=growth,
                         series={label: list(points) for label, points in sampler.samples.items()},

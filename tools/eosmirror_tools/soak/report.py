@@ -142,6 +142,9 @@ def summary(doc: dict[str, Any]) -> str:
               f"internal topics {growth['eosmirror_internal_topic_bytes'] / 1e6:.2f} MB (MirrorMaker 2's internal "
               f"topics on the target: {growth['mm2_internal_topic_bytes'] / 1e6:.2f} MB).",
               "", "Goals: " + ", ".join(f"{k}={v}" for k, v in doc["goals"].items())]
+    for name, c in confs.items():
+        lines += [f"{LABELS[name].format(**s)}: a task died, its losses are the records after it: {failure}"
+                  for failure in c.get("task_failures", ())]
     return "\n".join(lines)
 
 
