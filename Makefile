@@ -47,9 +47,11 @@ demo: setup
 # whole files go to one worker (fixed-port test clusters stay within their file). The suite waits on
 # brokers, Spark and Airflow far more than it computes: on 2 cores, 3 workers took 10 min 16 s where
 # 2 took 16 min 14 s (the latter before the 45 s close() fix; see docs/testing-and-benchmarks.md).
+# --no-loadscope-reorder keeps the collection order, where tests/conftest.py puts the longest files
+# first (xdist's default reorder by test count put them last, as the run's tail).
 TEST_WORKERS ?= 3
 test: setup browser lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e tests/integration tests/unit
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/e2e tests/integration tests/unit
 
 # ruff (pyflakes, blind excepts, no Airflow/Spark import at module top) and mypy --strict on core/ and
 # kafka/; both configured in pyproject.toml. A few seconds; `make test` runs them first.
