@@ -18,6 +18,8 @@
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows
                    otherwise run with mm2.TUNED, the settings its users tune for throughput
+  --mm2-tuned-only MirrorMaker 2 only with mm2.TUNED (the rows the ratios use; its defaults' exactly-once
+                   run once held a transaction open for minutes, waiting out the copy timeout)
   --mm2-property K=V   extra or overriding MirrorMaker 2 setting (repeatable, over mm2.TUNED);
                    {source} and {target} stand for the cluster aliases, which are fresh per configuration:
                    --mm2-property '{source}->{target}.transaction.boundary=interval'
@@ -47,6 +49,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
                                      description="eosmirror vs MirrorMaker 2, a raw copy loop and the broker ceiling")
     parser.add_argument("--records", type=int, help="records of the 200 B class (default $BENCH_RECORDS or 2,000,000)")
     parser.add_argument("--mm2-defaults", action="store_true", help="MirrorMaker 2 at its defaults too (quick)")
+    parser.add_argument("--mm2-tuned-only", action="store_true",
+                        help="MirrorMaker 2 only with its tuned settings (the rows the ratios use)")
     parser.add_argument("--quick", action="store_true", help="smoke size: 20,000 records, 200B only, no slot sweep")
     parser.add_argument("--only", type=_csv, default=KINDS, help="subset of " + ",".join(KINDS))
     parser.add_argument("--sizes", type=_csv, default=None, help="subset of 200B,2KB (default both; quick: 200B)")
@@ -75,7 +79,7 @@ def parse(argv: list[str] | None) -> BenchSettings:
     sizes = args.sizes if args.sizes is not None else (("200B",) if args.quick else ("200B", "2KB"))
     settings = BenchSettings(records=records, sizes=sizes, kinds=kinds,
                              quick=args.quick, keep_topics=args.keep_topics, profile=args.profile or args.profile_only,
-                             mm2_properties=extra, mm2_defaults_too=not args.quick or args.mm2_defaults,
+                             mm2_properties=extra, mm2_defaults_too=(not args.quick or args.mm2_defaults) and not args.mm2_tuned_only,
                              slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)))
     if args.out:
         settings.out_dir = args.out.resolve()
