@@ -141,3 +141,12 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))   # stable: the rest keep order
+
+
+@pytest.fixture(autouse=True)
+def _no_airflow_task_context(monkeypatch):
+    """Airflow's in-process task runs (``dag.test()``) export ``AIRFLOW_CTX_*`` into this process's
+    environment and leave them: a later test on the same worker would act as if inside that DAG run
+    (migrate's audit records name their author from them; seen once the longest files ran first)."""
+    for key in [k for k in os.environ if k.startswith("AIRFLOW_CTX_")]:
+        monkeypatch.delenv(key)
