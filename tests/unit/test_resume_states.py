@@ -67,3 +67,19 @@ def test_the_resuming_record_keeps_where_the_forward_mirror_continues():
     assert [p.partition for p in written.points] == [0, 1]
     assert ms.MirrorState.decode(written.encode()) == written
     assert ms.MirrorState.decode(RETIRED.encode()).phase is ms.Phase.RETIRED
+
+
+def test_resume_refuses_a_check_window_out_of_range_before_any_broker(tmp_path):
+    from eosmirror.core import config
+    from eosmirror.core.errors import ConfigError
+    from eosmirror.driver import resume
+    from tests.helpers import mirrors_file
+
+    path = mirrors_file(tmp_path / "mirrors.yaml", [
+        {"name": "east", "source": {"config": {"bootstrap.servers": "127.0.0.1:1"}},
+         "target": {"config": {"bootstrap.servers": "127.0.0.1:2"}}, "topics": ["t"],
+         "replication_policy": "identity"}])
+    mirror = config.load(path).get("east")
+    for bad in (0.0, -1.0, 601.0):
+        with pytest.raises(ConfigError, match=r"check seconds must be in \(0, 600\]"):
+            resume.resume(mirror, window=bad)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from eosmirror.core import migration, mirrorstate
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EXIT_OK, EosMirrorError
+from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.steptimes import said_steps
@@ -165,6 +165,8 @@ def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[Partit
 def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say: Callable[[str], None] = log.info,
            accept_stray: bool = False) -> ResumeOutcome:
     """Steps 1-5 of the module doc."""
+    if not 0 < window <= 600:   # the "nothing moves" check: a Param or flag error, refused before any broker
+        raise ConfigError(f"resume {mirror.name}: check seconds must be in (0, 600] (given {window:g})")
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
     steps: dict[str, float] = {}
