@@ -163,6 +163,10 @@ def scale_table(doc: dict[str, Any]) -> str:
               f"read_committed; eosmirror end to end {_n(m['eosmirror_end_to_end_s'], 1)} s "
               f"(x{m['eosmirror_speedup']})" + (f"; failed: {m['error']}" if m.get("error") else "")
               for r in section["rows"] for m in [r.get("mm2")] if m]
+    beside += [f"The same {f['records']:,} records over {f['partitions']} partitions: first run {_n(f['first_run_s'], 1)} s "
+               f"(target topics {_n(f['target_topics_s'], 1)} s of it), copy {_n(f['copy_s'], 1)} s; the "
+               f"{r['partitions']:,}-partition copy {_n(r.get('first_run_copy_s'), 1)} s (x{f['copy_ratio']})"
+               for r in section["rows"] for f in [r.get("few_partitions")] if f]
     return "\n\n".join([table, *beside])
 
 

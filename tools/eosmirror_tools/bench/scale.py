@@ -62,6 +62,8 @@ GOALS = (("1x5000", "visible_after_first_run_s", 5), ("1x5000", "empty_run_s", 8
 RSS_GOAL_MB = 500
 MM2_SHAPE = "1x5000"          # full size: MirrorMaker 2 exactly-once copies this shape's data too
 MM2_GOAL_RATIO = 1.5          # eosmirror end to end at least this many times faster than tuned MM2 EOS
+FEW_PARTITIONS = 8            # issue #44: the same records over this many partitions, the first run's reference
+FEW_GOAL_RATIO = 2.0          # the first run's copy at 5,000 partitions at most this many times the reference's
 
 
 def _create(conf: dict[str, Any], names: list[str], partitions: int) -> None:
@@ -74,7 +76,7 @@ def _create(conf: dict[str, Any], names: list[str], partitions: int) -> None:
             future.result(180)
 
 
-def _produce(conf: dict[str, Any], names: list[str], partitions: int) -> None:
+def _produce(conf: dict[str, Any], names: list[str], partitions: int, records: int = RECORDS) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({**conf, "linger.ms": 20, "batch.num.messages": 10_000, "queue.buffering.max.messages":
@@ -82,8 +84,10 @@ def _produce(conf: dict[str, Any], names: list[str], partitions: int) -> None:
     value = b"v" * VALUE_BYTES
     for name in names:
         for p in range(partitions):
-            for i in range(RECORDS):
+            for i in range(records):
                 producer.produce(name, key=b"%016d" % i, value=value, partition=p, headers=[("bench", b"1")])
+                if i % 10_000 == 9_999:
+                    producer.poll(0)
             producer.poll(0)
     if producer.flush(300) != 0:
         raise RuntimeError("the scale data set was not fully produced within 300 s")
@@ -280,6 +284,38 @@ def mm2_beside(source_conf: dict[str, Any], target_conf: dict[str, Any], names: 
     return out
 
 
+def few_partitions_beside(source_conf: dict[str, Any], target_conf: dict[str, Any], shape: Shape, run_id: str,
+                          row: dict[str, Any], work: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    """The first run's reference (issue #44): the shape's records (RECORDS x partitions, 200 B each) in one
+    topic of FEW_PARTITIONS partitions, copied by a first run of the same mirror definition (4 slots,
+    ``local[2]``); its copy (the run minus its target sync step) beside the shape's copy."""
+    prefix = f"scale-{run_id}-few"
+    name = f"{prefix}-t0"
+    per_partition = shape.total * RECORDS // FEW_PARTITIONS
+    try:
+        _create(source_conf, [name], FEW_PARTITIONS)
+        _produce(source_conf, [name], FEW_PARTITIONS, per_partition)
+        config = str(_definition(work / "few.yaml", prefix, prefix))
+        result = work / "results" / "few-first.json"
+        result.parent.mkdir(parents=True, exist_ok=True)
+        step = _step(work, "few-first", ["run", prefix, "--config", config, "--master", "local[2]",
+                                         "--result-json", str(result)], 600.0)
+        report = json.loads(result.read_text()) if result.exists() else {}
+    finally:
+        _cleanup(source_conf, target_conf, prefix)
+    creation = (report.get("steps") or {}).get("target sync")
+    copy_s = round(step["seconds"] - creation, 2) if creation is not None else None
+    ours = row.get("first_run_copy_s")
+    out = {"partitions": FEW_PARTITIONS, "records": per_partition * FEW_PARTITIONS, "first_run_s": step["seconds"],
+           "target_topics_s": creation, "copy_s": copy_s, "exit_code": step["exit_code"],
+           "verified": step["exit_code"] == 0 and report.get("records") == per_partition * FEW_PARTITIONS}
+    out["copy_ratio"] = round(ours / copy_s, 2) if out["verified"] and ours and copy_s else None
+    say(f"{shape.slug}: the same {out['records']:,} records over {FEW_PARTITIONS} partitions: first run "
+        f"{step['seconds']} s (target topics {creation} s of it), copy {copy_s} s; the {shape.total:,}-partition "
+        f"copy {ours} s: x{out['copy_ratio']}" + ("" if out["verified"] else "  NOT VERIFIED"))
+    return out
+
+
 def _cleanup(source_conf: dict[str, Any], target_conf: dict[str, Any], prefix: str) -> None:
     """Best effort: the shape's topics (``prefix``-*) and its mirror's internal topics on both clusters."""
     from confluent_kafka.admin import AdminClient
@@ -324,6 +360,11 @@ def targets(section: dict[str, Any] | None) -> list[dict[str, Any]]:
                        f"exactly-once", "goal": f">= {MM2_GOAL_RATIO}x", "measured": r["mm2"]["eosmirror_speedup"],
              "met": r["mm2"]["eosmirror_speedup"] is not None and r["mm2"]["eosmirror_speedup"] >= MM2_GOAL_RATIO}
             for r in section["rows"] if r.get("mm2")]
+    out += [{"target": f"scale {r['shape']}: the first run's copy vs the same records over {FEW_PARTITIONS} "
+                       f"partitions", "goal": f"<= {FEW_GOAL_RATIO}x", "measured": r["few_partitions"]["copy_ratio"],
+             "met": r["few_partitions"]["copy_ratio"] is not None
+             and r["few_partitions"]["copy_ratio"] <= FEW_GOAL_RATIO}
+            for r in section["rows"] if r.get("few_partitions")]
     out += [{"target": f"scale {r['shape']}: peak RSS of a Python process (MB)", "goal": f"< {RSS_GOAL_MB}",
              "measured": r["peak_rss_mb"], "met": r["peak_rss_mb"] is not None and r["peak_rss_mb"] < RSS_GOAL_MB}
             for r in section["rows"] if r["partitions"] >= 5_000]
@@ -344,12 +385,15 @@ def run(source_conf: dict[str, Any], target_conf: dict[str, Any], quick: bool, k
                 names = [f"scale-{run_id}-{shape.slug}-t{i}" for i in range(shape.topics)]
                 rows[-1]["mm2"] = mm2_beside(source_conf, target_conf, names, shape, rows[-1],
                                              work / f"mm2-{shape.slug}", say)
+                rows[-1]["few_partitions"] = few_partitions_beside(source_conf, target_conf, shape, run_id,
+                                                                   rows[-1], work, say)
         finally:   # a shape's topics go before the next: the brokers carry one shape at a time
             if not keep_topics:
                 _cleanup(source_conf, target_conf, f"scale-{run_id}-{shape.slug}")
     return {"quick": quick, "records_per_partition": RECORDS, "slots": SLOTS, "rows": rows, "growth": growth(rows),
             "load_average_after": os.getloadavg(),
-            "verified": all(r["verified"] and (r.get("mm2") or {}).get("verified", True) for r in rows)}
+            "verified": all(r["verified"] and (r.get("mm2") or {}).get("verified", True)
+                            and (r.get("few_partitions") or {}).get("verified", True) for r in rows)}
 
 
 def write(section: dict[str, Any], out_dir: Path) -> Path:
