@@ -17,12 +17,14 @@ def test_source_consumer_forces_exactly_once_settings():
     c.close()  # built without contacting a broker: the forced settings are accepted by librdkafka
 
 
-def test_a_follow_slots_consumer_waits_at_most_100_ms_at_the_logs_end_unless_the_user_says_otherwise():
-    plain = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {}, "g", "c")
+def test_a_slots_consumer_waits_at_most_20_ms_bounded_100_ms_following_unless_the_user_says_otherwise():
+    bounded = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {}, "g", "c")
     follow = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {}, "g", "c", follow=True)
     mine = clients.source_consumer_config({"bootstrap.servers": "x:1"}, {"fetch.wait.max.ms": 250}, "g", "c",
                                           follow=True)
-    assert "fetch.wait.max.ms" not in plain and follow["fetch.wait.max.ms"] == 100 and mine["fetch.wait.max.ms"] == 250
+    cluster = clients.source_consumer_config({"bootstrap.servers": "x:1", "fetch.wait.max.ms": 300}, {}, "g", "c")
+    assert bounded["fetch.wait.max.ms"] == 20 and follow["fetch.wait.max.ms"] == 100
+    assert mine["fetch.wait.max.ms"] == 250 and cluster["fetch.wait.max.ms"] == 300
 
 
 @pytest.mark.parametrize("key, value, reason", [
@@ -93,9 +95,8 @@ def test_the_lag_history_writer_acknowledges_with_all_replicas_but_skips_the_pro
     clients.observation_producer(cluster, "w").flush(0)   # librdkafka accepts the result
 
 
-def test_range_readers_wait_20_ms_at_the_log_end_the_slots_consumer_keeps_the_default():
+def test_a_range_reader_accepts_the_clusters_own_fetch_wait():
     base = {"bootstrap.servers": "127.0.0.1:1"}
-    assert "fetch.wait.max.ms" not in clients.source_consumer_config(base, {}, "g", "c")
     reader = clients.plain_consumer({**base, "fetch.wait.max.ms": 100}, "r")   # the cluster's setting wins
     reader.close()
 

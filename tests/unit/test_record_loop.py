@@ -73,6 +73,9 @@ class RecordingProducer:
         self.produced: list[dict] = []
         self.polls: list[float] = []
         self.full, self.error = full, error
+        self.metadata: list[str | None] = []
+
+    def list_topics(self, topic=None, timeout=None): self.metadata.append(topic)
 
     def produce(self, topic, value=None, key=None, partition=-1, **kwargs):
         if self.full:
@@ -291,8 +294,12 @@ def test_a_slot_of_many_topics_asks_the_whole_metadata_once_not_topic_by_topic(c
         monkeypatch.setitem(TARGET, key, key[0])
     task, states, faults = slot(many)
     consumer = ScriptedConsumer(clock, [])
-    RecordLoop(task, consumer, RecordingProducer(), faults).assign(states)
+    producer = RecordingProducer()
+    loop = RecordLoop(task, consumer, producer, faults)
+    loop.assign(states)
+    loop.assign(states)
     assert [c for c in consumer.calls if c[0] == "metadata"] == [("metadata", [(None,)])]
+    assert producer.metadata == [None]                          # the target cluster's whole metadata, once
 
 
 def test_a_chunk_of_topics_not_asked_yet_asks_their_metadata_and_a_message_of_another_chunk_is_skipped(clock):
@@ -306,6 +313,7 @@ def test_a_chunk_of_topics_not_asked_yet_asks_their_metadata_and_a_message_of_an
     loop.assign({B: states[B]})
     loop.assign({A: states[A]})
     assert [c for c in consumer.calls if c[0] == "metadata"] == [("metadata", [("src-a",)]), ("metadata", [("src-b",)])]
+    assert loop.producer.metadata == [TARGET[A], TARGET[B]]     # the producer learns each chunk's target topics too
     loop.copy({A: states[A]}, 1e9, 0)
     assert (states[A].count, states[B].count) == (1, 0)
 

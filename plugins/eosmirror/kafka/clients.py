@@ -103,7 +103,8 @@ def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], g
 
     ``group_id`` is the mirror's progress group: the consumer never joins it (it uses assign()), it
     only lets the after-commit step publish progress on the source cluster for lag tools.
-    ``follow``: the slot of a follow run (FOLLOW_READER_DEFAULTS).
+    ``follow``: the slot of a follow run (FOLLOW_READER_DEFAULTS); otherwise a bounded range reader
+    (RANGE_READER_DEFAULTS).
     """
     from confluent_kafka import Consumer
 
@@ -113,7 +114,7 @@ def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], g
 def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                            client_id: str, where: str = "source consumer", follow: bool = False) -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
-    conf = {**READER_CONSUMER_DEFAULTS, **(FOLLOW_READER_DEFAULTS if follow else {}),
+    conf = {**READER_CONSUMER_DEFAULTS, **(FOLLOW_READER_DEFAULTS if follow else RANGE_READER_DEFAULTS),
             **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
