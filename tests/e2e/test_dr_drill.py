@@ -41,7 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -576,9 +576,13 @@ class Drill:
         return self.steps.table() + "\ndiverged (they stay in A's log too):\n" + "\n".join(where)
 
 
-def the_drill(drill: Drill, cluster_a, unique, how: str, forward_runs: int = 3, follow_in: Path | None = None) -> None:
+def the_drill(drill: Drill, cluster_a, unique, how: str, forward_runs: int = 3, follow_in: Path | None = None,
+              before_the_last_check: Callable[[], None] | None = None) -> None:
     """The drill's steps in order, then the judgement; the figures are printed whatever happens.
-    ``follow_in``: A -> B is one follow run (its output in that folder), else ``forward_runs`` runs."""
+    ``follow_in``: A -> B is one follow run (its output in that folder), else ``forward_runs`` runs.
+    ``before_the_last_check``: called before LSO = HW is checked on B's shared topics (``__consumer_offsets``
+    holds every mirror's transactional progress commits): the REST drill runs beside other mirrors of B
+    and waits there until they are done, else their open transaction would read as the drill's."""
     try:
         if follow_in is not None:
             drill.follow_under_load(follow_in)
@@ -593,6 +597,8 @@ def the_drill(drill: Drill, cluster_a, unique, how: str, forward_runs: int = 3, 
         drill.failback_and_consumers_on_a()
         drill.switch_back_and_resume()
         drill.check_every_record()
+        if before_the_last_check is not None:
+            before_the_last_check()
         checked = drill.check_no_open_transaction()
         print(f"\nLSO = HW and no hanging transaction on {len(checked)} topics of A and B")
     finally:
@@ -732,7 +738,7 @@ class RestOperator:
 
 
 def rest_drill(cluster_a, entry: dict[str, Any], topic: str, target_conf: dict[str, Any], unique,
-               operator: RestOperator) -> None:
+               operator: RestOperator, before_the_last_check: Callable[[], None] | None = None) -> None:
     """The drill of ``entry`` (a mirror of the running Airflow's mirrors file) through the REST API."""
     drill = Drill(cluster_a.client_config(), target_conf, topic, entry["name"], operator, Writer(topic))
-    the_drill(drill, cluster_a, unique, "Airflow REST API", forward_runs=2)
+    the_drill(drill, cluster_a, unique, "Airflow REST API", forward_runs=2, before_the_last_check=before_the_last_check)
