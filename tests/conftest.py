@@ -133,7 +133,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_soak_smoke.py",             # 142 s in make test
     "tests/e2e/test_loopback.py",               # its two longest tests 59 + 36 s in make test (Airflow starts)
     "tests/integration/test_switchover_promote.py",   # its two longest 54 + 49 s
-    "tests/e2e/test_dr_drill.py",               # 108 s
+    "tests/e2e/test_dr_drill.py",               # 85 s quiet (was 102): A restarts beside the steps on B; 108 s
     "tests/integration/test_group_failback_after_reverse.py",   # 76 s
     "tests/integration/test_resume.py",         # its longest test 72 s
     "tests/integration/test_reverse.py",        # its longest test 62 s
