@@ -127,7 +127,7 @@ def unique(request):
 # Seconds: the file alone with other engineers' tests on the same 2 cores (load 4-11, 2026-11-28), then
 # its time inside the last clean-clone `make test` (fdc6623, 3 workers), before the files' own cuts.
 LONGEST_FIRST = (
-    "tests/e2e/test_airflow_scheduler.py",      # 204 s (was 374): the REST drill beside the scheduler checks; 390 s in make test
+    "tests/e2e/test_airflow_scheduler.py",      # 186-204 s (was 374): the REST drill beside the scheduler checks; 390 s in make test
     "tests/e2e/test_bench_smoke.py",            # 145 s (was 221): the scale bench beside the quick bench; 372 s
     "tests/e2e/test_chaos.py",                  # 161 s; 158 s (every short fault kind once, 12 rounds)
     "tests/e2e/test_soak_smoke.py",             # 142 s in make test

@@ -6,7 +6,7 @@ manual mirror's switchover DAG proves zero loss, and its promotion DAG is refuse
 scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
 Beside all this, in a thread, the whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the
 REST API, on this same Airflow (one standalone start for both; its cluster A is that file's).
-Slow (195 s on 2 cores at load 4-8; 358 s with the drill run after the checks instead of beside them):
+Slow (175-195 s on 2 cores at load 1-8; 358 s with the drill run after the checks instead of beside them):
 one standalone start, then about ten DAG runs through the real scheduler, most of them a spark-submit,
 and beside them the drill's sixteen steps (180 s of them).
 
