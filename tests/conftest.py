@@ -118,23 +118,26 @@ def unique(request):
     return make
 
 
-# The longest test files first, in this order (their time in the clean-clone `make test` at e69a54b, 3
-# workers). pytest-xdist hands whole files to the workers in collection order (`make test` passes
-# --no-loadscope-reorder: its default orders files by their NUMBER of tests, which put these one-test
-# files last, so the longest of them formed the run's tail alone). Longest first, the tail is the short
-# files. A file missing here keeps its place after these.
+# The longest test files first, in this order. pytest-xdist hands whole files to the workers in
+# collection order (`make test` passes --no-loadscope-reorder: its default orders files by their NUMBER
+# of tests, which put these one-test files last, so the longest of them formed the run's tail alone).
+# Longest first, the tail is the short files. A file missing here keeps its place after these. (xdist
+# also sends a worker its next file while it holds 2 tests or fewer: a one-test file's worker gets the
+# file after the first three at once, queued behind it.)
+# Seconds: the file alone with other engineers' tests on the same 2 cores (load 4-11, 2026-11-28), then
+# its time inside the last clean-clone `make test` (fdc6623, 3 workers), before the files' own cuts.
 LONGEST_FIRST = (
-    "tests/e2e/test_airflow_scheduler.py",      # 336 s: the scheduler, REST triggers, the REST drill
-    "tests/e2e/test_bench_smoke.py",            # about 250 s
-    "tests/e2e/test_soak_smoke.py",             # 115-236 s
-    "tests/e2e/test_chaos.py",                  # 160 s
-    "tests/e2e/test_loopback.py",               # about 140 s
-    "tests/integration/test_switchover_promote.py",
-    "tests/integration/test_reverse.py",
-    "tests/e2e/test_dr_drill.py",
-    "tests/integration/test_group_failback_after_reverse.py",
-    "tests/integration/test_migrate_mm2.py",
-    "tests/integration/test_resume.py",
+    "tests/e2e/test_airflow_scheduler.py",      # 186-204 s (was 374): the REST drill beside the scheduler checks; 390 s in make test
+    "tests/e2e/test_bench_smoke.py",            # 145 s (was 221): the scale bench beside the quick bench; 372 s
+    "tests/e2e/test_chaos.py",                  # 161 s; 158 s (every short fault kind once, 12 rounds)
+    "tests/e2e/test_soak_smoke.py",             # 142 s in make test
+    "tests/e2e/test_loopback.py",               # its two longest tests 59 + 36 s in make test (Airflow starts)
+    "tests/integration/test_switchover_promote.py",   # its two longest 54 + 49 s
+    "tests/e2e/test_dr_drill.py",               # 85 s quiet (was 102): A restarts beside the steps on B; 108 s
+    "tests/integration/test_group_failback_after_reverse.py",   # 76 s
+    "tests/integration/test_resume.py",         # its longest test 72 s
+    "tests/integration/test_reverse.py",        # its longest test 62 s
+    "tests/integration/test_migrate_mm2.py",    # its longest test 29 s
 )
 
 
