@@ -127,3 +127,10 @@ def test_a_local_cluster_never_started_here_says_where_local_clusters_come_from(
     text = str(err.value)
     assert "mirror 'm': source: the local cluster 'source' was never started" in text
     assert "eosmirror local up" in text and "EOSMIRROR_HOME=<checkout>/var" in text and "connection:" in text
+
+
+def test_no_slot_producer_asks_the_broker_to_create_a_topic():
+    base = {"bootstrap.servers": "127.0.0.1:1"}
+    assert clients.transactional_producer_config(base, {}, "t", 60_000, "c")["allow.auto.create.topics"] is False
+    clients.transactional_producer(base, {}, "t", 60_000, "c").flush(0)   # librdkafka accepts it on a producer
+    clients.idempotent_producer(base, {}, "c").flush(0)

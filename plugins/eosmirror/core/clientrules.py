@@ -46,7 +46,11 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
 # every broker at once removes that wait from fencing and from a follow run's hand-over (figures:
 # docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: one connection per target
 # broker per producer; a slot's producer writes to most of them anyway.
-PRODUCER_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
+# And no topic is ever created by a producer (librdkafka's producer default asks the broker to auto-create a
+# topic it writes or asks metadata for): a mirror writes only topics it prepared, so a target topic deleted
+# mid-run must fail the slot loudly, never come back with the broker's default partition count (a slot also
+# asks each chunk's target topics' metadata ahead of its first record: recordloop._learn_leaders).
+PRODUCER_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False, "allow.auto.create.topics": False}
 
 # Defaults (not forced) for every admin client: with sparse connections an admin client's first request
 # waits for its broker connection, and a run's driver starts several (figures:
