@@ -134,3 +134,27 @@ def test_no_slot_producer_asks_the_broker_to_create_a_topic():
     assert clients.transactional_producer_config(base, {}, "t", 60_000, "c")["allow.auto.create.topics"] is False
     clients.transactional_producer(base, {}, "t", 60_000, "c").flush(0)   # librdkafka accepts it on a producer
     clients.idempotent_producer(base, {}, "c").flush(0)
+
+
+class _Mirror:
+    def __init__(self, delivery="exactly_once", source_consumer=None, target_producer=None):
+        self.delivery, self.source_consumer, self.target_producer = delivery, source_consumer or {}, target_producer or {}
+
+
+@pytest.mark.parametrize("delivery", ["exactly_once", "at_least_once"])
+def test_settings_librdkafka_refuses_are_a_config_error_naming_the_field_before_any_slot(delivery):
+    base = {"bootstrap.servers": "127.0.0.1:1"}
+    clients.check_slot_settings(base, base, _Mirror(delivery), "mirror 'm'")          # the usual settings pass
+    with pytest.raises(ConfigError, match=r"mirror 'm': source_consumer .*fetch\.wait\.max\.ms"):
+        clients.check_slot_settings(base, base, _Mirror(delivery, {"fetch.wait.max.ms": "soon"}), "mirror 'm'")
+    with pytest.raises(ConfigError, match=r"mirror 'm': target_producer .*no\.such\.property"):
+        clients.check_slot_settings(base, base, _Mirror(delivery, target_producer={"no.such.property": 1}),
+                                    "mirror 'm'")
+
+
+def test_a_refused_secret_value_is_never_in_the_error():
+    base = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "NOPE",
+            "sasl.password": "hunter2-NOPE"}
+    with pytest.raises(ConfigError) as info:
+        clients.check_slot_settings(base, {"bootstrap.servers": "127.0.0.1:1"}, _Mirror(), "mirror 'm'")
+    assert "hunter2" not in str(info.value) and "source_consumer" in str(info.value)

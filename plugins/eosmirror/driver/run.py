@@ -21,7 +21,7 @@ from eosmirror.core.planning import SlotPlan
 from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
 from eosmirror.driver import observe, permissions, topics
-from eosmirror.kafka import state, syncstore
+from eosmirror.kafka import clients, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.slot.copier import run_slot
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
@@ -98,6 +98,8 @@ class MirrorRun:
 
     def resolve(self) -> tuple[list[topics.TopicPair], dict[str, topics.TopicState]]:
         """Both clusters answer; the mirrored topics; the run's one description of the target; ACLs."""
+        clients.check_slot_settings(self.source.settings, self.target.settings, self.mirror,
+                                    f"mirror {self.mirror.name!r}")   # before anything is written
         topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
         pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
         existing = topics.describe_targets(self.mirror, pairs, self.target)

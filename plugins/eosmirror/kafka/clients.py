@@ -151,11 +151,18 @@ def idempotent_producer(settings: Mapping[str, Any], overrides: Mapping[str, Any
     """The at_least_once producer: no duplicates from retries, no transactions."""
     from confluent_kafka import Producer
 
+    return Producer(idempotent_producer_config(settings, overrides, client_id, where, extra))
+
+
+def idempotent_producer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], client_id: str,
+                               where: str = "target producer", extra: Mapping[str, Any] | None = None
+                               ) -> dict[str, Any]:
+    """The settings ``idempotent_producer`` builds with (the forced ones win, or refuse)."""
     conf = {**PRODUCER_DEFAULTS, **drop_foreign(settings, CONSUMER_ONLY_PREFIXES)}
     conf.update(extra or {})
     conf.update(overrides)
     conf = merge_forced("idempotent producer", conf, IDEMPOTENT_PRODUCER_FORCED, where)
-    return Producer(_with_logger(conf, client_id))
+    return _with_logger(conf, client_id)
 
 
 def observation_producer(settings: Mapping[str, Any], client_id: str, where: str = "lag writer",
@@ -227,3 +234,37 @@ def admin_client(settings: Mapping[str, Any], role_hint: str = "admin") -> Any:
 
     conf = {**ADMIN_DEFAULTS, **drop_foreign(drop_foreign(settings, PRODUCER_ONLY_PREFIXES), CONSUMER_ONLY_PREFIXES)}
     return AdminClient(_with_logger(conf, f"eosmirror-{role_hint}"))
+
+
+def check_slot_settings(source_settings: Mapping[str, Any], target_settings: Mapping[str, Any], mirror: Any,
+                        where: str) -> None:
+    """librdkafka's own check of the settings a run's slots will build their clients with (the cluster's
+    plus the mirror's ``source_consumer`` / ``target_producer``): a value it cannot parse (``fetch.wait.max.ms:
+    soon``) or a property it does not know is a ConfigError here, on the driver, before a target topic is
+    created; inside the slots it failed every slot as a copy error (exit 1, which a scheduler retries).
+    The clients are built and dropped at once: no request is sent that needs an answer."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    def consumer() -> Any:
+        return Consumer(source_consumer_config(source_settings, mirror.source_consumer, "eosmirror-settings-check",
+                                               "eosmirror-settings-check"))
+
+    def producer() -> Any:
+        name = "eosmirror-settings-check"
+        return Producer(transactional_producer_config(target_settings, mirror.target_producer, name, 60_000, name)
+                        if mirror.delivery == "exactly_once" else
+                        idempotent_producer_config(target_settings, mirror.target_producer, name))
+
+    for field, build in (("source_consumer", consumer), ("target_producer", producer)):
+        try:
+            client = build()
+        except KafkaException as exc:
+            said = exc.args[0].str()
+            for conf in (source_settings, target_settings, mirror.source_consumer, mirror.target_producer):
+                for key, value in conf.items():   # librdkafka may quote a value it refuses: never a secret
+                    if is_secret_key(str(key)) and str(value):
+                        said = said.replace(str(value), "<hidden>")
+            raise ConfigError(f"{where}: {field} (with the cluster's settings): librdkafka refuses them: "
+                              f"{said}. Fix or remove the setting.") from None
+        if field == "source_consumer":
+            client.close()
