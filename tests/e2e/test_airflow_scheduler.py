@@ -37,6 +37,9 @@ from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_s
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1300)]
 API_PORT = 18088          # not Airflow's default 8080: the execution API must follow the port
 BUDGET_SECONDS = 900      # all waits together, below the test's timeout
+# One REST call: the API server's own worker timeout (120 s). At load 10 it answered nothing for over
+# 30 s once (a GET of dagRuns timed out at the old 30 s while the runs went on): slow, not an outcome.
+CALL_TIMEOUT_SECONDS = 120
 VENV_BIN = Path(sys.executable).parent
 AIRFLOW = str(VENV_BIN / "airflow")
 
@@ -68,7 +71,7 @@ class Api:
         request = urllib.request.Request(self.base + path, method=method, headers=headers,
                                          data=json.dumps(body).encode() if body is not None else None)
         with self.writes if method != "GET" else contextlib.nullcontext(), \
-                urllib.request.urlopen(request, timeout=30) as response:
+                urllib.request.urlopen(request, timeout=CALL_TIMEOUT_SECONDS) as response:
             raw = response.read().decode()
         return json.loads(raw) if accept == "application/json" and raw else raw
 

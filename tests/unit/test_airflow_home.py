@@ -41,6 +41,18 @@ def test_airflow_reads_the_connect_args_from_the_project_home():
     assert done.stdout.strip().splitlines()[-1] == str(home.SQLITE_CONNECT_ARGS["timeout"]), done.stdout
 
 
+def test_a_task_waits_a_minute_for_the_execution_api_and_a_users_own_timeout_is_kept(monkeypatch):
+    """A fresh standalone's first task failed on Airflow's 5 s execution API timeout at load 10 (the API
+    server's first /execution request took 34 s): the task SDK must read the home's longer one."""
+    code = "from airflow.sdk.api import client; import sys; sys.stdout.write(str(client.API_TIMEOUT))"
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **home.airflow_environ()},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.strip().splitlines()[-1]) == float(home.EXECUTION_API_TIMEOUT_SECONDS) >= 30, done.stdout
+    monkeypatch.setenv("AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT", "7.5")
+    assert home.airflow_environ()["AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT"] == "7.5"
+
+
 def test_a_short_jwt_secret_is_replaced_by_a_64_byte_one_and_a_strong_one_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(home, "airflow_home", lambda: tmp_path)
     assert home.strengthen_jwt_secret() is False                     # no airflow.cfg yet: nothing to do

@@ -23,6 +23,7 @@ from eosmirror.airflow import listen
 # docker/, has neither limit.)
 # Airflow imports this dict by its dotted path (database.sql_alchemy_connect_args).
 SQLITE_CONNECT_ARGS = {"timeout": 60}
+EXECUTION_API_TIMEOUT_SECONDS = "60"
 
 
 def airflow_home() -> Path:
@@ -83,6 +84,13 @@ def airflow_environ() -> dict[str, str]:
         # in every task log; not ours to fix, so silenced for exactly that message and category.
         "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
                                                  "ignore:GitWildMatchPattern:DeprecationWarning"])),
+        # A task's supervisor gives up on the execution API after [workers] execution_api_timeout (5 s) a
+        # try: the API server's first /execution request builds its versioned routes (2.9 s on a quiet
+        # 2-core machine, 34 s at load 10), and a fresh standalone's first task failed before it started
+        # ("Workload execution failed", httpcore.ReadTimeout) and waited out its retry delay. 60 s, as the
+        # API server's own worker timeout (120 s) allows; Airflow before 3.1.1 ignores the option.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": os.environ.get("AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT",
+                                                                  EXECUTION_API_TIMEOUT_SECONDS),
         # Out of the box, spark_default runs jobs on this machine.
         "AIRFLOW_CONN_SPARK_DEFAULT": os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT", spark_default_connection()),
     }
