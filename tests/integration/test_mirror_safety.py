@@ -246,6 +246,41 @@ def test_foreign_writer_on_the_target_aborts_the_transaction(source_conf, target
     assert progress_of(target_conf, m, topic, 1)[0] is None
 
 
+def test_a_slot_never_commits_on_top_of_a_transaction_left_open_and_copies_once_it_is_aborted(
+        source_conf, target_conf, unique):
+    """A hard-restarted target broker can skip the abort marker of a slot's timed-out transaction (no
+    leader for the partition yet): those records stay open under the slot's own producer id, and its next
+    commit there made them visible (388 duplicates in one chaos round). A transaction held open on the
+    target partition stands in for it here: the slot refuses, writes nothing, and names Kafka's tool;
+    aborted with that tool, the next run copies every record once, judged by a read_committed reader."""
+    from tests.integration.test_reverse import abort_hanging_transaction
+
+    topic = create_topic(source_conf, unique("leftopen"), partitions=2)
+    create_topic(target_conf, topic, partitions=2)
+    seed_sequence(source_conf, topic, 2, 50)
+    held = producer(target_conf, **{"transactional.id": unique("held"), "transaction.timeout.ms": 120000})
+    held.init_transactions(30)
+    held.begin_transaction()
+    for n in range(7):
+        held.produce(topic, value=f"open-{n}".encode(), partition=1)
+    held.flush(30)
+    m = mirror(unique("m"), [topic], slots=1)
+
+    report = run(m)
+    assert report["status"] == "failed", report
+    slot = next(s for s in report["slots"] if s["status"] == "failed")
+    assert slot["error_type"] == "TargetMismatchError", slot
+    assert f"{topic}[1] last stable offset 0 < end 7" in slot["error"], slot["error"]
+    assert read_all(target_conf, topic, 0, read_committed=False) == []          # nothing written anywhere
+    assert len(read_all(target_conf, topic, 1, read_committed=False)) == 7
+    assert progress_of(target_conf, m, topic, 2) == {0: None, 1: None}
+
+    abort_hanging_transaction(target_conf, slot["error"])
+    assert run(m)["status"] == "ok"
+    assert target_values(target_conf, topic, 2) == expected(2, 50)
+    assert run(m)["records"] == 0
+
+
 def test_unknown_mirror_and_bad_config_exit_2_and_write_nothing(target_conf, unique, tmp_path):
     unknown = cli("run", "no-such-mirror", "--inprocess")
     assert unknown.returncode == 2 and "no mirror named 'no-such-mirror'" in unknown.stderr

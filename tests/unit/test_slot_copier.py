@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from eosmirror.core.errors import FencedError
 from eosmirror.core.offsetsync import OffsetSync
 from eosmirror.kafka.progress import Progress
-from eosmirror.slot import atleastonce, classify, copier, recordloop, syncwrites
+from eosmirror.slot import atleastonce, classify, copier, recordloop, syncwrites, targetcheck
 from eosmirror.slot.copier import MAX_ABORT_ATTEMPTS, SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
@@ -270,6 +270,11 @@ class FakeIO:
     def target_end_offsets(self, partitions):
         return {k: len(self.target.logs[k]) for k in partitions}
 
+    def target_stable_offsets(self, partitions):
+        """Below the first record of a transaction still open (read_committed stops there)."""
+        return {k: next((i for i, r in enumerate(self.target.logs[k]) if r["state"] == "open"), len(self.target.logs[k]))
+                for k in partitions}
+
     def publish_to_source(self, offsets):
         self.published.append(dict(offsets))
         return None
@@ -293,7 +298,7 @@ def slot_task(end: int = 9, max_message_bytes: int = 1048588, delivery: str = "e
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (copier, classify, recordloop, atleastonce, syncwrites):   # every slot module using time
+    for module in (copier, classify, recordloop, atleastonce, syncwrites, targetcheck):   # every slot module using time
         monkeypatch.setattr(module, "time", fake)
     return fake
 
@@ -478,6 +483,46 @@ def test_a_foreign_writer_check_whose_abort_is_fenced_reports_fenced(clock):
     result = run(io)
     assert (result.status, result.error_type) == ("fenced", "FencedError")
     assert io.producer.committed == [] and io.target.progress == {}
+
+
+# --- a transaction the broker left open on a target partition ----------------------------------------
+
+def hanging(io: FakeIO, count: int) -> None:
+    """Records of a transaction the broker never closed (it skipped the marker), as at a hard restart."""
+    for n in range(count):
+        io.target.append(*TGT, f"v{n}".encode(), "open")
+
+
+def test_a_slot_never_writes_on_top_of_a_transaction_left_open_and_names_how_to_abort_it(clock):
+    io = FakeIO(clock, {SRC: values(9)})
+    hanging(io, 4)
+    result = run(io)
+    assert (result.status, result.error_type) == ("failed", "TargetMismatchError")
+    assert "1 target partition(s) still hold an open transaction" in result.error
+    assert "tgt[0] last stable offset 0 < end 4" in result.error
+    assert "abort --topic tgt --partition 0 --start-offset 0" in result.error
+    assert "begin_transaction" not in io.producer.calls                    # nothing written
+    assert io.target.values(TGT) == [] and io.target.syncs() == [] and io.target.progress == {}
+    assert clock.now - 1000.0 >= targetcheck.SETTLE_SECONDS                # it waited before refusing
+
+
+def test_a_transaction_that_ends_while_the_slot_waits_lets_it_copy(clock):
+    io = FakeIO(clock, {SRC: values(9)})
+    hanging(io, 4)
+    asked = []
+    stable = io.target_stable_offsets
+
+    def committed_on_the_third_look(partitions):
+        asked.append(1)
+        if len(asked) == 3:
+            for record in io.target.logs[TGT]:
+                record["state"] = "committed"
+        return stable(partitions)
+
+    io.target_stable_offsets = committed_on_the_third_look
+    result = run(io)
+    assert result.status == "committed" and len(asked) == 3
+    assert io.target.values(TGT) == values(4) + values(9)          # the other producer's 4, then the copy
 
 
 # --- oversize record --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from eosmirror.core.errors import EosMirrorError, FencedError
 from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.core.runreport import FollowEnd, SlotResult, SlotStatus
 from eosmirror.kafka import calls
-from eosmirror.slot import follow, lifeline
+from eosmirror.slot import follow, lifeline, targetcheck
 from eosmirror.slot.atleastonce import AtLeastOnce
 from eosmirror.slot.classify import Abortable, is_fenced, permanent_cause, transactional_call
 from eosmirror.slot.faults import Faults, InjectedAbort
@@ -126,12 +126,16 @@ class SlotCopier:
             marks.append(time.monotonic())
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
+        if self.exactly_once:
+            # 3b. Never write on top of a transaction the broker left open (targetcheck.py).
+            targetcheck.wait_closed(self.io, self.task.slot, self.task.target_label,
+                                    [(p.target_topic, p.partition) for p in self.task.partitions])
         keys = [(p.source_topic, p.partition) for p in self.task.partitions]
         self.chunks = partition_chunks(keys, self.task.max_partitions_per_transaction if self.exactly_once else None)
         self.chunk = self.chunks[0] if len(self.chunks) > 1 else None
         self.loop.assign(self._active())
         marks.append(time.monotonic())
-        steps = ("fence", "generation", "progress") if self.exactly_once else ("progress",)
+        steps = ("fence", "generation", "progress, targets closed") if self.exactly_once else ("progress",)
         log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
 
     def _follow(self) -> None:

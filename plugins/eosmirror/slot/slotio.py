@@ -52,6 +52,9 @@ class SlotIO(Protocol):
     def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The end (high watermark, read_uncommitted) of each target partition."""
 
+    def target_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The last stable offset (read_committed end) of each target partition, in one request."""
+
     def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The last stable offset (read_committed end) of each source partition, in one request (follow runs)."""
 
@@ -152,6 +155,12 @@ class KafkaSlotIO:
 
         specs = {tp: OffsetSpec.latest() for tp in partitions}
         return list_offsets(self.admin, specs, self.task.target_label, read_committed=False)
+
+    def target_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        specs = {tp: OffsetSpec.latest() for tp in partitions}
+        return list_offsets(self.admin, specs, self.task.target_label, read_committed=True)
 
     def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec
