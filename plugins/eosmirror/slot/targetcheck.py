@@ -38,13 +38,13 @@ def unclosed(stable: dict[tuple[str, int], int], ends: dict[tuple[str, int], int
     return {tp: (stable[tp], end) for tp, end in ends.items() if tp in stable and 0 <= stable[tp] < end}
 
 
-def refusal(slot: int, target_label: str, open_: dict[tuple[str, int], tuple[int, int]], waited: float) -> TargetMismatchError:
+def refusal(target_label: str, open_: dict[tuple[str, int], tuple[int, int]], waited: float) -> TargetMismatchError:
     named = sorted(open_.items())[:MAX_NAMED]
     where = ", ".join(f"{t}[{p}] last stable offset {lso} < end {end}" for (t, p), (lso, end) in named)
     (topic, partition), (lso, _) = named[0]
     more = f" and {len(open_) - MAX_NAMED} more" if len(open_) > MAX_NAMED else ""
     return TargetMismatchError(
-        f"slot {slot}: {target_label}: {len(open_)} target partition(s) still hold an open transaction "
+        f"{target_label}: {len(open_)} target partition(s) still hold an open transaction "
         f"{waited:.0f} s after this slot fenced its own ({where}{more}). Either the broker never closed a "
         f"transaction there (it skips a marker for a partition without a leader, e.g. right after a broker "
         f"restart: then it is this slot's own, and committing on top of it would make its aborted records "
@@ -69,7 +69,7 @@ def wait_closed(io: SlotIO, slot: int, target_label: str, partitions: Iterable[t
             return
         waited = time.monotonic() - started
         if waited >= settle_seconds:
-            raise refusal(slot, target_label, open_, waited)
+            raise refusal(target_label, open_, waited)   # the slot's report names the slot
         if len(open_) != shown:
             log.info("slot %d: %d target partition(s) hold an open transaction (e.g. %s); waiting up to %.0f s for "
                      "it to end before writing", slot, len(open_), next(iter(sorted(open_))), settle_seconds)
