@@ -213,10 +213,8 @@ def stable_everywhere(conf: dict[str, Any], topics: list[str]) -> list[str]:
 def hanging_transactions(conf: dict[str, Any]) -> list[str]:
     """Kafka's ``kafka-transactions.sh find-hanging`` on the broker (node 1): every transaction open on a
     partition (``--max-transaction-timeout 0``: however young) that its coordinator no longer knows."""
-    command = runtime.java_command("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                                   conf["bootstrap.servers"], "find-hanging", "--broker-id", "1",
-                                   "--max-transaction-timeout", "0", heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = runtime.kafka_transactions(conf["bootstrap.servers"], "find-hanging", "--broker-id", "1",
+                                      "--max-transaction-timeout", "0")
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     header = next((i for i, line in enumerate(lines) if line.split()[:2] == ["Topic", "Partition"]), None)
@@ -666,17 +664,14 @@ def abort_open_transactions(conf: dict[str, Any], topic: str, settle_seconds: fl
         time.sleep(1)
     aborted = 0
     for k in range(PARTITIONS):
-        tool = ["org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", conf["bootstrap.servers"]]
-        done = subprocess.run(runtime.java_command(*tool, "describe-producers", "--topic", topic, "--partition", str(k),
-                                                   heap="256m", short_lived=True),
-                              capture_output=True, text=True, timeout=120)
+        done = runtime.kafka_transactions(conf["bootstrap.servers"], "describe-producers", "--topic", topic,
+                                          "--partition", str(k))
         rows = [line.split() for line in done.stdout.splitlines() if line.strip() and "INFO" not in line]
         assert rows and rows[0][0] == "ProducerId", done.stdout + done.stderr
         column = rows[0].index("CurrentTransactionStartOffset")
         for start in {row[column] for row in rows[1:] if row[column].isdigit()}:
-            abort = subprocess.run(runtime.java_command(*tool, "abort", "--topic", topic, "--partition", str(k),
-                                                        "--start-offset", start, heap="256m", short_lived=True),
-                                   capture_output=True, text=True, timeout=120)
+            abort = runtime.kafka_transactions(conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
+                                               str(k), "--start-offset", start)
             assert abort.returncode == 0, abort.stdout + abort.stderr
             aborted += 1
     return aborted

@@ -10,7 +10,6 @@ The old source is this file's own broker (port 18980) so it can be killed and re
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 
 import pytest
@@ -148,10 +147,8 @@ def abort_hanging_transaction(source_conf, refusal: str) -> None:
     found = re.search(r"abort --topic (\S+) --partition (\d+) --start-offset (\d+)", refusal)
     assert found, refusal
     topic, partition, start = found.groups()
-    command = runtime.java_command("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                                   source_conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
-                                   partition, "--start-offset", start, heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = runtime.kafka_transactions(source_conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
+                                      partition, "--start-offset", start)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -151,16 +151,16 @@ class KafkaSlotIO:
         state.check_generation(self.target, t.mirror, t.generation, t.progress_group)
 
     def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        from confluent_kafka.admin import OffsetSpec
-
-        specs = {tp: OffsetSpec.latest() for tp in partitions}
-        return list_offsets(self.admin, specs, self.task.target_label, read_committed=False)
+        return self._target_latest(partitions, read_committed=False)
 
     def target_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return self._target_latest(partitions, read_committed=True)
+
+    def _target_latest(self, partitions: Iterable[tuple[str, int]], read_committed: bool) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec
 
         specs = {tp: OffsetSpec.latest() for tp in partitions}
-        return list_offsets(self.admin, specs, self.task.target_label, read_committed=True)
+        return list_offsets(self.admin, specs, self.task.target_label, read_committed=read_committed)
 
     def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec

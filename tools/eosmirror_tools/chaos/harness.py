@@ -77,8 +77,6 @@ def _abort_left_open(ctx: scenarios.RoundContext) -> None:
     partitions with Kafka's own tool (``kafka-transactions.sh abort``). A hard-restarted target broker
     skips the marker of a transaction it times out while the partition has no leader yet; the mirror
     refuses to commit on top of it (it would commit those records too), and this is the way out."""
-    import subprocess
-
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from eosmirror.kafka.offsets import list_offsets
@@ -91,10 +89,8 @@ def _abort_left_open(ctx: scenarios.RoundContext) -> None:
     for (topic, partition), lso in sorted(stable.items()):
         if lso >= ends[(topic, partition)]:
             continue
-        command = runtime.java_command("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                                       ctx.target_conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
-                                       str(partition), "--start-offset", str(lso), heap="256m", short_lived=True)
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        done = runtime.kafka_transactions(ctx.target_conf["bootstrap.servers"], "abort", "--topic", topic,
+                                          "--partition", str(partition), "--start-offset", str(lso))
         ctx.note(f"aborted the transaction the broker left open on {topic}[{partition}] at offset {lso} "
                  f"(kafka-transactions.sh abort: exit {done.returncode}{', ' + done.stderr.strip()[-200:] if done.returncode else ''})")
 

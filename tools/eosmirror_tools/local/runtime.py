@@ -130,3 +130,13 @@ def java_command(main_class: str, *args: str, heap: str = "1g", extra_jvm: tuple
     return [java_binary(), f"-Xmx{heap}", *tuning, "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j_config()}", *extra_jvm,
             "-cp", classpath(), main_class, *args]
+
+
+TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
+
+
+def kafka_transactions(bootstrap: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``kafka-transactions.sh --bootstrap-server <bootstrap> <args>`` from the fetched jars (find-hanging,
+    describe-producers, abort): what an operator runs against a transaction a broker left open."""
+    command = java_command(TRANSACTIONS_COMMAND, "--bootstrap-server", bootstrap, *args, heap="256m", short_lived=True)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
