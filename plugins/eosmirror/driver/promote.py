@@ -29,7 +29,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.steptimes import said_steps
-from eosmirror.driver import fencing
+from eosmirror.driver import fencing, groups
 from eosmirror.kafka import lagstore, offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -150,9 +150,9 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         raise EosMirrorError(f"promote {mirror.name}: after fencing, target partitions are still held by an open "
                              f"transaction ({', '.join(list(fenced['blocked'])[:5])}): another producer writes to "
                              f"them. Nothing was recorded as promoted; find that producer, then promote again")
-    groups = None
+    moved = None
     if mirror.groups is not None:                                                           # 3
-        groups = timed("final group sync", lambda: _bounded(
+        moved = timed("final group sync", lambda: _bounded(
             lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), source_budget_s * 3,
             f"the final group sync of {mirror.name}"))
     now_ms = int(time.time() * 1000)
@@ -163,4 +163,4 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
             "source did not answer: the ends are the last ones the mirror observed")
     promoted = mirrorstate.promoted_state(points, now_ms, by, note)
     timed("record promoted", lambda: state.write_mirror_state(target, mirror.name, prefix, promoted))   # 5
-    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, now_ms), answered, groups, steps)
+    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, now_ms), answered, moved, steps)
