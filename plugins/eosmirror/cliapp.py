@@ -131,7 +131,8 @@ def _run(args: argparse.Namespace) -> int:
     cmd = submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
                          submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
                          ship_package=args.ship_package)
-    return submit.run(cmd)
+    # The job's report line is for machines (the copy task); a person reads its summary, printed last.
+    return launch.stream(cmd, lambda line: print(line, flush=True))[0]
 
 
 def _spark_settings(items: list[str]) -> dict[str, str]:

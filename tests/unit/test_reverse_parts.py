@@ -32,34 +32,15 @@ def test_the_side_topic_naming_rule_and_the_reverse_names():
     assert naming.diverged_origin("orders", 2, 17) == b"orders/2/17"
 
 
-def test_only_a_promoted_mirror_is_reversed_and_the_reverse_resumes_and_repeats():
+def test_the_reverse_records_carry_the_promotion_or_switchover_point_on():
+    """(Which state may be reversed: test_transitions.py, the table.)"""
     promoted = ms.promoted_state(list(POINTS), 10_000, "cli:ops")
-    assert ms.check_may_reverse(promoted, "dr") is True
     reversing = ms.reverse_state(ms.Phase.REVERSING, promoted, 11_000, "cli:ops", POINTS)
-    assert ms.check_may_reverse(reversing, "dr") is True                     # continues where it stopped
     done = ms.reverse_state(ms.Phase.REVERSED, reversing, 12_000, "cli:ops", POINTS, "divergence 3")
-    assert ms.check_may_reverse(done, "dr") is False                         # done already: nothing rewritten
     assert done.note.startswith("promoted at ") and "divergence 3" in done.note and done.points == POINTS
     assert ms.MirrorState.decode(done.encode()) == done
-    for phase in (ms.Phase.MIRRORING, ms.Phase.SWITCHING_OVER, ms.Phase.SWITCHED_OVER, ms.Phase.PROMOTING):
-        with pytest.raises(ms.StateRefusedError, match="only a promoted mirror can be reversed") as refused:
-            ms.check_may_reverse(ms.MirrorState(phase, 1, "x"), "dr")
-        assert refused.value.exit_code == EXIT_CONFIG and "Next:" in str(refused.value)
-    for phase in (ms.Phase.REVERSING, ms.Phase.REVERSED):      # the forward mirror's own refusals stand
-        with pytest.raises(ms.StateRefusedError, match=phase.value):
-            ms.check_may_copy(ms.MirrorState(phase, 1, "x"), "dr")
-        with pytest.raises(ms.StateRefusedError):
-            ms.check_may_promote(ms.MirrorState(phase, 1, "x"), "dr")
-        with pytest.raises(ms.StateRefusedError):
-            ms.check_may_switch_over(ms.MirrorState(phase, 1, "x"), "dr")
-
-
-def test_a_reverse_mirror_copies_only_once_prepared():
-    with pytest.raises(ms.StateRefusedError, match="has not been prepared") as refused:
-        ms.check_may_copy(ms.MIRRORING, "dr__reverse")
-    assert "`eosmirror reverse dr`" in str(refused.value)
-    ms.check_may_copy(ms.MirrorState(ms.Phase.MIRRORING, 5, "cli:ops", note="prepared"), "dr__reverse")
-    ms.check_may_copy(ms.MIRRORING, "dr")                                    # a forward mirror's first run
+    switched = ms.MirrorState(ms.Phase.SWITCHED_OVER, 10_000, "cli:ops", POINTS)
+    assert ms.reverse_state(ms.Phase.REVERSING, switched, 11_000, "x", POINTS).note.startswith("switched-over at ")
 
 
 def test_the_generated_reverse_mirror_swaps_the_clusters_and_owns_its_names():

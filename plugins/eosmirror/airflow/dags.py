@@ -7,6 +7,7 @@ connection, no Variable), in sorted order.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from eosmirror.airflow import drdags, lagtasks, tasks
@@ -22,8 +23,8 @@ from eosmirror.airflow.dagids import (
     reverse_dag_id,
     switchover_dag_id,
 )
-from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator
-from eosmirror.core import config
+from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator, TransitionOperator
+from eosmirror.core import commands, config
 from eosmirror.spark import submit
 
 # What `from` accepts (checked by the trigger form; core/migration.parse_origin decides).
@@ -252,6 +253,47 @@ or when the target holds records MM2's offsets do not account for. Dry run by de
     return dag
 
 
+TRANSITION_DAG_IDS = {"switchover": switchover_dag_id, "promote": promote_dag_id, "reverse": reverse_dag_id,
+                      "resume": resume_dag_id}
+
+
+def transition_params(spec: commands.CommandSpec) -> dict[str, Any]:
+    """A disaster-recovery command's Params, made from its one declaration (core/commands.py)."""
+    from airflow.sdk import Param
+
+    params = {}
+    for o in spec.options:
+        if o.kind is bool:
+            params[o.name] = Param(o.default, type="boolean", title=o.title, description=o.help)
+        elif o.kind is str:
+            params[o.name] = Param(o.default, type="string", enum=list(o.choices), title=o.title, description=o.help)
+        else:
+            params[o.name] = Param(o.default, type="number", minimum=o.minimum, maximum=o.maximum, title=o.title,
+                                   description=o.help)
+    return params
+
+
+def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, config_path: str | None) -> Any:
+    """The one factory of the disaster-recovery DAGs: the command's task (``TransitionOperator``), then
+    ``verdict``, which fails the run when the command did not end with exit 0 (a promotion that may have
+    lost records did promote: its task succeeds and emits the Asset event, the verdict fails the run)."""
+    from airflow.sdk import DAG, task
+
+    description, doc = drdags.doc_of(spec.name, m)
+    with DAG(dag_id=TRANSITION_DAG_IDS[spec.name](m.name), schedule=None, start_date=None, max_active_runs=1,
+             default_args={"owner": m.airflow.owner, "retries": 1, "retry_delay": dt.timedelta(seconds=30)},
+             params=transition_params(spec), tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
+             description=description, doc_md=doc) as dag:
+        transition = TransitionOperator(task_id=spec.name, command=spec.name, mirror=m.name, config_path=config_path)
+
+        @task(task_id="verdict", retries=0)
+        def verdict(report: dict[str, Any] | None) -> dict[str, Any]:
+            return drdags.check_verdict(spec.name, m.name, report)
+
+        verdict(transition.output)
+    return dag
+
+
 def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
     a switchover and a promotion DAG per mirror, for each identity mirror its reverse DAG, its
@@ -261,13 +303,13 @@ def build_all(config_path: str | None = None) -> dict[str, Any]:
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
     for m in mirrors.mirrors:   # the disaster-recovery DAGs: manual only
-        dags[switchover_dag_id(m.name)] = drdags.build_switchover_dag(m, config_path)
-        dags[promote_dag_id(m.name)] = drdags.build_promote_dag(m, config_path)
+        dags[switchover_dag_id(m.name)] = build_transition_dag(commands.SWITCHOVER, m, config_path)
+        dags[promote_dag_id(m.name)] = build_transition_dag(commands.PROMOTE, m, config_path)
         if m.replication_policy == "identity":   # the way back: reverse, the reverse mirror (paused), switch back, resume
-            dags[reverse_dag_id(m.name)] = drdags.build_reverse_dag(m, config_path)
+            dags[reverse_dag_id(m.name)] = build_transition_dag(commands.REVERSE, m, config_path)
             dags[mirror_dag_id(m.reverse().name)] = build_mirror_dag(m.reverse(), config_path, paused=True)
-            dags[switchover_dag_id(m.reverse().name)] = drdags.build_switchover_dag(m.reverse(), config_path)
-            dags[resume_dag_id(m.name)] = drdags.build_resume_dag(m, config_path)
+            dags[switchover_dag_id(m.reverse().name)] = build_transition_dag(commands.SWITCHOVER, m.reverse(), config_path)
+            dags[resume_dag_id(m.name)] = build_transition_dag(commands.RESUME, m, config_path)
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

@@ -1,9 +1,10 @@
 """eosmirror's Airflow operators, importable by name as the providers' are:
 
-    from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator
+    from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator, TransitionOperator
 
 ``MirrorCopyOperator`` runs one bounded run of a mirror (the mirror DAG's ``copy`` task), ``GroupSyncOperator``
-moves a mirror's consumer groups (the group DAG's task). Their bodies are ``copytask`` and ``grouptasks``; the
+moves a mirror's consumer groups (the group DAG's task), ``TransitionOperator`` runs one disaster-recovery
+command (switchover, promote, reverse, resume: the DR DAGs' task). Their bodies are ``copytask`` and ``grouptasks``; the
 classes only hold the arguments, the templated fields and the hooks Airflow calls.
 
 This module imports Airflow (and the Spark provider) at its top, as a provider's operator module does, so only
@@ -16,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseOperator
+from airflow.sdk import Asset, BaseOperator
 
-from eosmirror.airflow import copytask, grouptasks, lineage, sparkadapter
+from eosmirror.airflow import copytask, drdags, grouptasks, lineage, sparkadapter
 from eosmirror.airflow.tasks import with_params
-from eosmirror.core import config, runreport
+from eosmirror.core import commands, config, runreport
 from eosmirror.core.runreport import RunReport
 from eosmirror.spark import submit
 
@@ -98,3 +99,27 @@ class GroupSyncOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (with the provider installed): topics whose offsets were read in, written out."""
         return lineage.group_lineage(self.report, self.mirror, self.config_path)
+
+
+class TransitionOperator(BaseOperator):
+    """One disaster-recovery command (``switchover``, ``promote``, ``reverse`` or ``resume``; core/commands.py)
+    of ``mirror``, with the run's Params as its options; the report is the return value (XCom). A completed
+    switchover or promotion emits the Asset event ``eosmirror://<mirror>/switched-over`` / ``.../promoted``
+    (its ``extra`` carries the verdict), which a team's DAG scheduled on it uses to repoint clients."""
+
+    template_fields = ("mirror", "config_path", "command")
+    ui_color = "#f6d8d8"
+
+    def __init__(self, *, command: str, mirror: str, config_path: str | None = None, **kwargs: Any):
+        if command not in commands.COMMANDS:
+            raise ValueError(f"TransitionOperator: command {command!r} is not one of {', '.join(commands.COMMANDS)}")
+        uri = drdags.asset_uri(command, mirror)
+        if uri and "outlets" not in kwargs:
+            kwargs["outlets"] = [Asset(uri)]
+        super().__init__(**kwargs)
+        self.command = command
+        self.mirror = mirror
+        self.config_path = config_path
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        return drdags.run_transition(self.command, self.mirror, self.config_path, context)

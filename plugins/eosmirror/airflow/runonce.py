@@ -1,38 +1,16 @@
-"""Steps of the disaster-recovery commands that start other processes: the switchover's final run
-(`eosmirror run`, so it takes the same launch path as every run) and pausing or unpausing the
-mirrors' DAGs (the Airflow CLI of this home). Shared by the CLI (clidr.py) and the DAGs (airflow/drdags.py)."""
+"""After a disaster-recovery command's verdict, best effort: pausing or unpausing the mirrors' DAGs with
+the Airflow CLI of this home, as the new state wants (the state refuses their runs either way, so this
+is off the path to "safe"). Shared by the CLI (clidr.py) and the DAGs (airflow/drdags.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any, Callable
 
 from eosmirror.airflow import dagids, home
 from eosmirror.core import naming
-from eosmirror.core.errors import EosMirrorError
-
-
-def final_run_command(mirror: str, config: str | None) -> Callable[[], dict[str, Any]]:
-    """The switchover's final run, as `eosmirror run` (the launcher every run takes: spark-submit, the
-    run server, or in-process for nothing to copy). Its report comes back through a result file."""
-
-    def run() -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="eosmirror-final-run-") as folder:
-            result = Path(folder) / "result.json"
-            cmd = [sys.executable, "-m", "eosmirror.cli", "run", mirror, "--result-json", str(result)]
-            cmd += ["--config", config] if config else []
-            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-            if not result.exists():
-                raise EosMirrorError(f"the final run of {mirror} ended with exit code {done.returncode} and no "
-                                     f"report:\n{done.stderr[-2000:]}")
-            return dict(json.loads(result.read_text()))
-    return run
-
 
 # Airflow 3 gives a task no metadata-database access (its CLI fails there), so a DAG can pause no
 # other DAG: the operator pauses it in the UI; meanwhile the mirror's state refuses its runs at preflight.

@@ -9,6 +9,8 @@ Exit codes used by the CLI and the Spark entry point:
      records that are not copies, nothing mirrored, a refused rewind): the table says which and why
   5  `eosmirror promote`: promoted, but source records known to exist were not copied (or a partition's
      source end was never observed): the loss report says which; a promotion is then no success to hide
+  6  a disaster-recovery command completed, but a step optional by design did not run (promote's final
+     group sync while the source does not answer): its outcome lists the step and why
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ EXIT_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_GROUPS_LEFT = 4
 EXIT_MAY_HAVE_LOST = 5
+EXIT_STEP_NOT_RUN = 6
 
 
 class EosMirrorError(Exception):

@@ -2,15 +2,18 @@
 
 No step waits on the source longer than ``source_budget_s``: everything the promotion records is
 read from the target (the offset syncs name the mirrored partitions, the progress group holds what
-was copied, the lag topic holds the last source ends the mirror observed). Steps, each idempotent,
-so a promotion that failed half-way is re-triggered and continues:
+was copied, the lag topic holds the last source ends the mirror observed). Steps, run by the one
+transition runner (driver/transition.py), each idempotent, so a promotion that failed half-way is
+re-triggered and continues:
 
   1. Record ``promoting`` (before the fence: a run or slot that starts after it refuses).
   2. Fence every transactional id of the mirror and wait until no partition is held by an open
      transaction: from here on nothing more is copied, so what the target holds is final.
-  3. If the source answers within the budget: a final group sync (failover direction, when the
-     mirror has ``groups``) and a fresh read of the source's stable ends (the best observation).
-  4. Per target partition: its end, the source progress copied, the last observed source end.
+  3. The final group sync (failover direction, when the mirror has ``groups``), within the source
+     budget. Optional by design (the source may be gone): when it cannot run, the outcome lists it
+     as failed and the exit code says so (6, or 5 when records may be lost as well).
+  4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
+     read of the source's stable ends when it answers within the budget).
   5. Record ``promoted`` with those points: the promotion record the way back starts from.
 """
 
@@ -19,18 +22,17 @@ from __future__ import annotations
 import getpass
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from eosmirror.core import mirrorstate, naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
-from eosmirror.core.steptimes import said_steps
+from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups
-from eosmirror.kafka import lagstore, offsets, progress, state
+from eosmirror.driver.transition import Transition, within
+from eosmirror.kafka import calls, lagstore, offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
@@ -44,13 +46,23 @@ class PromotionOutcome:
     loss: LossReport
     source_answered: bool
     groups: dict[str, Any] | None
-    steps: dict[str, float] = field(default_factory=dict)
+    run: Transition
     already: bool = False
+    recovery_seconds: float | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 only when nothing known is missing: "promoted, up to N records may be lost" is not hidden."""
-        return EXIT_OK if self.loss.total == 0 and not self.loss.unobserved else EXIT_MAY_HAVE_LOST
+        """0 only when nothing known is missing and every step ran: "promoted, up to N records may be
+        lost" (5) and "the final group sync did not run" (6) are no success to hide."""
+        lost = EXIT_MAY_HAVE_LOST if self.loss.total or self.loss.unobserved else EXIT_OK
+        return self.run.exit_code(lost)
+
+    def verdict(self) -> str:
+        said = f"mirror {self.mirror}: promoted" + (f", up to {self.loss.total} record(s) may be lost"
+                                                   if self.loss.total or self.loss.unobserved else
+                                                   ", nothing known is lost")
+        said += "".join(f"; {s.name} DID NOT RUN ({s.why})" for s in self.run.not_run)
+        return said + (f" ({self.recovery_seconds:.1f} s from the command's start)" if self.recovery_seconds else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "promotion", "state": self.state.phase.value,
@@ -61,21 +73,9 @@ class PromotionOutcome:
                                 "partition": p.partition, "target_end": p.target_end, "progress": p.progress,
                                 "observed_end": p.observed_end, "observed_ms": p.observed_ms,
                                 "may_be_lost": p.known_missing} for p in self.loss.points],
-                "groups": self.groups, "steps": self.steps, "loss_report": self.loss.lines()}
-
-
-def _bounded(fn: Callable[[], Any], budget_s: float, what: str) -> Any:
-    """``fn()`` or None when it raised or outlasted ``budget_s`` (its thread is abandoned, not joined)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eosmirror-source")
-    try:
-        return pool.submit(fn).result(timeout=budget_s)
-    except FutureTimeout:
-        log.warning("%s: no answer within %.0f s; the promotion goes on without it", what, budget_s)
-    except Exception as exc:  # noqa: BLE001 - the source is allowed to be gone
-        log.warning("%s failed (%s); the promotion goes on without it", what, exc)
-    finally:
-        pool.shutdown(wait=False)
-    return None
+                "groups": self.groups, "steps": self.run.as_list(), "not_run": [s.name for s in self.run.not_run],
+                "recovery_seconds": self.recovery_seconds, "exit_code": self.exit_code,
+                "verdict": self.verdict(), "loss_report": self.loss.lines()}
 
 
 def _last_observed(target: Cluster, mirror: MirrorConfig, now_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
@@ -132,35 +132,52 @@ def promotion_points(mirror: MirrorConfig, target: Cluster, fresh: Callable[[lis
 
 
 def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float = SOURCE_BUDGET_S,
-            say: Callable[[str], None] = log.info) -> PromotionOutcome:
-    """Steps 1-5 of the module doc. Refuses (exit 2) a mirror already promoted or switched over."""
+            say: Callable[[str], None] = log.info, started: float | None = None) -> PromotionOutcome:
+    """Steps 1-5 of the module doc. Refuses (exit 2) a mirror already promoted or switched over.
+    ``started``: when the command was given (monotonic), for the recovery time."""
     by = by or f"cli:{getpass.getuser()}"
-    steps: dict[str, float] = {}
+    run = Transition(Command.PROMOTE, mirror.name, say, **({"started": started} if started is not None else {}))
     target = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
-    mirrorstate.check_may_promote(current, mirror.name)
     prefix = mirror.transactional_id_prefix
-
-    timed = said_steps(steps, f"promote {mirror.name}", say)
-    if current.phase is not Phase.PROMOTING:                                               # 1
-        timed("record promoting", lambda: state.write_mirror_state(
+    if run.check(current) is Mode.BEGIN:                                                        # 1
+        run.step("record promoting", lambda: state.write_mirror_state(
             target, mirror.name, prefix, MirrorState(Phase.PROMOTING, int(time.time() * 1000), by)))
-    fenced = timed("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0))     # 2
-    if not fenced["unblocked"]:
-        raise EosMirrorError(f"promote {mirror.name}: after fencing, target partitions are still held by an open "
-                             f"transaction ({', '.join(list(fenced['blocked'])[:5])}): another producer writes to "
+    else:
+        run.skip("record promoting", "recorded by the unfinished promotion this one continues")
+    fenced = run.step("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0)) or {}      # 2
+    if not fenced.get("unblocked"):
+        blocked = sorted(fenced.get("blocked") or [])
+        raise EosMirrorError(f"promote {mirror.name}: after fencing, {len(blocked)} target partition(s) are still "
+                             f"held by an open transaction ({', '.join(blocked)}): another producer writes to "
                              f"them. Nothing was recorded as promoted; find that producer, then promote again")
     moved = None
-    if mirror.groups is not None:                                                           # 3
-        moved = timed("final group sync", lambda: _bounded(
+    if mirror.groups is None:                                                                  # 3
+        run.skip("final group sync", "the mirror has no `groups` section: consumer groups are not moved")
+    else:
+        moved = run.step("final group sync", lambda: within(
             lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), source_budget_s * 3,
-            f"the final group sync of {mirror.name}"))
+            f"the final group sync of {mirror.name}"),
+            optional="the promotion goes on without it: the groups stay where the last group sync left them "
+                     "on the target; run `eosmirror groups <mirror> --direction failover` if the source answers again")
     now_ms = int(time.time() * 1000)
-    points, answered = timed("promotion points", lambda: promotion_points(                 # 4
-        mirror, target, lambda tps: _bounded(lambda: _source_ends(mirror, tps), source_budget_s,
-                                             f"the source of {mirror.name}"), now_ms))
+    points, answered = run.step("promotion points", lambda: promotion_points(                  # 4
+        mirror, target, lambda tps: _source_ends_or_none(mirror, tps, source_budget_s, say), now_ms)) or ([], False)
     note = ("source answered: its ends were read at the promotion" if answered else
             "source did not answer: the ends are the last ones the mirror observed")
     promoted = mirrorstate.promoted_state(points, now_ms, by, note)
-    timed("record promoted", lambda: state.write_mirror_state(target, mirror.name, prefix, promoted))   # 5
-    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, now_ms), answered, moved, steps)
+    run.step("record promoted", lambda: state.write_mirror_state(target, mirror.name, prefix, promoted))   # 5
+    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, now_ms), answered, moved, run,
+                            recovery_seconds=run.elapsed())
+
+
+def _source_ends_or_none(mirror: MirrorConfig, tps: list[tuple[str, int]], budget_s: float,
+                         say: Callable[[str], None]) -> dict[tuple[str, int], int] | None:
+    """The source's stable ends now, or None when it does not answer within the budget: then the loss
+    report uses the last ends the mirror observed, and says so (``source_answered``)."""
+    try:
+        return within(lambda: _source_ends(mirror, tps), budget_s, f"the source of {mirror.name}")
+    except Exception as exc:  # noqa: BLE001 - the source is allowed to be gone; the report says it did not answer
+        say(f"promote {mirror.name}: the source did not answer ({calls.error_text(exc)}): the loss report uses the "
+            f"last source ends the mirror observed")
+        return None

@@ -3,7 +3,8 @@
 received), the forward mirror continues after the records the reverse mirror copied.
 
 Runs for an identity mirror in ``reversed`` whose reverse mirror is ``switched-over`` (or continues a
-``resuming`` one). Steps, each idempotent, so a resume that failed half-way is re-triggered and continues:
+``resuming`` one). Steps, run by the one transition runner (driver/transition.py), each idempotent, so a
+resume that failed half-way is re-triggered and continues:
 
   1. Refuse what does not fit (exit 2, nothing written): the mirror's state, its reverse mirror's state.
   2. Where the forward mirror continues, per old-source partition, from the reverse mirror's newest offset
@@ -31,13 +32,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import migration, mirrorstate
+from eosmirror.core import migration, mirrorstate, transitions
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
-from eosmirror.core.steptimes import said_steps
+from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver.migrate import Migration, RefusedError
+from eosmirror.driver.transition import Transition
 from eosmirror.kafka import offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 
@@ -52,8 +54,9 @@ class ResumeOutcome:
     state: MirrorState
     points: tuple[PartitionPoint, ...]
     progress: list[PartitionChange]
+    run: Transition
     notes: list[str] = field(default_factory=list)
-    steps: dict[str, float] = field(default_factory=dict)
+    recovery_seconds: float | None = None
 
     exit_code = EXIT_OK
 
@@ -76,7 +79,7 @@ class ResumeOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "resume", "reverse_mirror": self.reverse_mirror,
                 "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
-                "steps": self.steps, "notes": self.notes,
+                "steps": self.run.as_list(), "notes": self.notes, "recovery_seconds": self.recovery_seconds,
                 "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
                                 "partition": p.partition, "start": p.progress, "target_end": p.target_end}
                                for p in self.points],
@@ -163,40 +166,46 @@ def move_progress(mirror: MirrorConfig, back: MirrorConfig, points: tuple[Partit
 
 
 def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say: Callable[[str], None] = log.info,
-           accept_stray: bool = False) -> ResumeOutcome:
+           accept_stray: bool = False, started: float | None = None) -> ResumeOutcome:
     """Steps 1-5 of the module doc."""
     if not 0 < window <= 600:   # the "nothing moves" check: a Param or flag error, refused before any broker
         raise ConfigError(f"resume {mirror.name}: check seconds must be in (0, 600] (given {window:g})")
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
-    steps: dict[str, float] = {}
+    run = Transition(Command.RESUME, mirror.name, say, **({"started": started} if started is not None else {}))
     new = Cluster.resolve("target", mirror.target, mirror.name)
     old = Cluster.resolve("source", mirror.source, mirror.name)
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
-    # The reverse mirror's state is on the old source: read only when the forward state may resume
+    mode = run.check(current)                                                            # 1
+    # The reverse mirror's state is on the old source: read only once the forward state may resume
     # (a promoted mirror's old source may well be down, and its refusal must not wait on it).
-    back_state = (state.read_mirror_state(old, back.name, back.progress_group)
-                  if current.phase in (Phase.REVERSED, Phase.RESUMING) else mirrorstate.MIRRORING)
-    mirrorstate.check_may_resume(current, back_state, mirror.name)                       # 1
-    timed = said_steps(steps, f"resume {mirror.name}", say)
-    if current.phase is Phase.RESUMING:                                                  # 2
+    back_state = state.read_mirror_state(old, back.name, back.progress_group)
+    refused = transitions.resume_refusal(current, back_state, mirror.name)
+    if refused:
+        raise transitions.StateRefusedError(refused)
+    if mode is Mode.CONTINUE:                                                            # 2
         points = current.points
+        run.skip("where the forward mirror continues", "recorded by the unfinished resume this one continues")
+        run.skip("record resuming", "recorded before")
     else:
-        points = timed("where the forward mirror continues", lambda: continue_points(old, back, back_state))
+        points = run.step("where the forward mirror continues", lambda: continue_points(old, back, back_state)) or ()
         # Before anything is written: records the new primary received after the switch back.
         refuse_stray(stray_records(new, mirror, _ends(new, points), points), mirror.name, accept_stray)
-        current = timed("record resuming", lambda: _record(new, mirror, mirrorstate.resuming_state(
-            _now(), by, points, f"after the switch back of {back.name} ({back_state.describe()})")))
-    moved, notes = timed("move the forward progress", lambda: move_progress(mirror, back, points, by, window,
-                                                                                   accept_stray))  # 3
-    if back_state.phase is not Phase.RETIRED:                                            # 4
-        timed("retire the reverse mirror", lambda: state.write_mirror_state(
+        current = run.step("record resuming", lambda: _record(new, mirror, mirrorstate.resuming_state(
+            _now(), by, points, f"after the switch back of {back.name} ({back_state.describe()})"))) or current
+    moved, notes = run.step("move the forward progress", lambda: move_progress(                      # 3
+        mirror, back, points, by, window, accept_stray)) or ([], [])
+    if back_state.phase is Phase.RETIRED:                                                # 4
+        run.skip("retire the reverse mirror", f"retired already ({back_state.describe()})")
+    else:
+        transitions.start(Command.RETIRE, back_state, back.name)
+        run.step("retire the reverse mirror", lambda: state.write_mirror_state(
             old, back.name, back.transactional_id_prefix, MirrorState(
                 Phase.RETIRED, _now(), by, note=f"retired by `eosmirror resume {mirror.name}`: the forward mirror "
                                                 f"continues after its last copy")))
-    done = timed("record mirroring", lambda: _record(new, mirror, MirrorState(                   # 5
-        Phase.MIRRORING, _now(), by, note=RESUMED_NOTE)))
-    return ResumeOutcome(mirror.name, back.name, done, points, moved, notes, steps)
+    done = MirrorState(Phase.MIRRORING, _now(), by, note=RESUMED_NOTE)
+    run.step("record mirroring", lambda: _record(new, mirror, done))                     # 5
+    return ResumeOutcome(mirror.name, back.name, done, points, moved, run, notes, run.elapsed())
 
 
 def _ends(new: Cluster, points: tuple[PartitionPoint, ...]) -> dict[tuple[str, int], int]:

@@ -1,12 +1,15 @@
 """The way back after a promotion, first part (`eosmirror reverse`; docs/disaster-recovery.md).
 
-Runs when the old source answers again, for an identity mirror in ``promoted``. Steps, each idempotent,
-so a reverse that failed half-way is re-triggered and continues:
+Runs when the old source answers again, for an identity mirror in ``promoted`` or ``switched-over`` (a
+planned switchover has the same way back: nothing diverged by construction, and the report shows it).
+Steps, run by the one transition runner (driver/transition.py), each idempotent, so a reverse that
+failed half-way is re-triggered and continues:
 
-  1. Refuse what does not fit: a prefix mirror (before any broker), a state other than ``promoted`` /
-     ``reversing`` (``reversed`` repeats the steps, writing nothing twice), an unreachable old source.
-  2. Wait (bounded) until no transaction is open on the old source's partitions of the promotion
-     record, read their last stable offsets, and record ``reversing`` with them: every later step (and
+  1. Refuse what does not fit: a prefix mirror (before any broker), a state the table does not allow
+     (``reversed`` repeats the steps, writing nothing twice), an unreachable old source.
+  2. Wait (bounded, once) until no transaction is open on the old source's partitions of the
+     promotion record (a refusal lists every partition still held, each with the command that clears
+     it), read their last stable offsets, and record ``reversing`` with them: every later step (and
      a re-run) reads the divergence up to the same ends.
   3. The divergence: per partition, the old source's committed records in [progress, that end).
      ``copy``: one transaction of the transactional id ``<prefix>.<mirror>.diverged`` on the new
@@ -29,14 +32,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from eosmirror.core import divergence, migration, mirrorstate, naming
+from eosmirror.core import divergence, migration, mirrorstate, naming, transitions
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.divergence import DivergedPartition, DivergenceReport
 from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.migration import PartitionChange, Refusal
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
-from eosmirror.core.steptimes import said_steps
+from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver.migrate import Migration, RefusedError
+from eosmirror.driver.transition import Transition
 from eosmirror.kafka import calls, clients, offsets, readers, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -56,8 +60,9 @@ class ReverseOutcome:
     state: MirrorState
     divergence: DivergenceReport
     progress: list[PartitionChange]
+    run: Transition
     already: list[str] = field(default_factory=list)
-    steps: dict[str, float] = field(default_factory=dict)
+    recovery_seconds: float | None = None
 
     exit_code = EXIT_OK
 
@@ -75,7 +80,8 @@ class ReverseOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "reverse", "reverse_mirror": self.reverse_mirror,
                 "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
-                "divergence": self.divergence.as_dict(), "steps": self.steps, "already": self.already,
+                "divergence": self.divergence.as_dict(), "steps": self.run.as_list(), "already": self.already,
+                "recovery_seconds": self.recovery_seconds,
                 "progress": [{"topic": c.source_topic, "partition": c.partition, "start": c.new,
                               "old_source_end": c.target_end} for c in self.progress],
                 "report": self.lines()}
@@ -104,15 +110,21 @@ def settled_ends(old: Cluster, tps: list[tuple[str, int]], settle_s: float) -> d
         if not open_now:
             return stable
         if time.monotonic() > deadline:
-            t, k = open_now[0]
-            raise EosMirrorError(
-                f"a transaction is still open on the old source ({old.label}) after {settle_s:.0f} s, from offset "
-                f"{', '.join(f'{a}[{b}]@{stable[(a, b)]}' for a, b in open_now[:5])}: a producer of the old source "
-                f"holds it. Stop the old source's producers; a transaction left by a producer that died with the "
-                f"broker and still open (a hanging transaction) is aborted with Kafka's tool, per partition: "
-                f"`kafka-transactions.sh --bootstrap-server {old.first_bootstrap} abort --topic {t} --partition {k} "
-                f"--start-offset {stable[(t, k)]}`. Then reverse again. Nothing was written")
+            raise EosMirrorError(open_transactions_refusal(old, open_now, stable, settle_s))
         time.sleep(1.0)
+
+
+def open_transactions_refusal(old: Cluster, open_now: list[tuple[str, int]], stable: dict[tuple[str, int], int],
+                              settle_s: float) -> str:
+    """Every partition still held by an open transaction after the one wait, each with Kafka's command
+    that aborts it (a transaction left by a producer that died with the broker stays open)."""
+    commands = "\n".join(f"  {t}[{k}] from offset {stable[(t, k)]}: kafka-transactions.sh --bootstrap-server "
+                         f"{old.first_bootstrap} abort --topic {t} --partition {k} --start-offset {stable[(t, k)]}"
+                         for t, k in open_now)
+    return (f"{len(open_now)} partition(s) of the old source ({old.label}) are still held by an open transaction "
+            f"after {settle_s:.0f} s: a producer of the old source holds them. Stop the old source's producers; a "
+            f"transaction left by a producer that died with the broker (a hanging transaction) is aborted with "
+            f"Kafka's tool, one command per partition:\n{commands}\nThen reverse again. Nothing was written")
 
 
 def with_old_ends(points: tuple[PartitionPoint, ...], old: Cluster, settle_s: float) -> tuple[PartitionPoint, ...]:
@@ -220,7 +232,7 @@ def prepare_reverse_mirror(back: MirrorConfig, points: tuple[PartitionPoint, ...
     old = Cluster.resolve("target", back.target, back.name)
     prepared = state.read_mirror_state(old, back.name, back.progress_group)
     retired = prepared.phase is Phase.RETIRED
-    if prepared.since_ms and not retired:
+    if prepared.phase not in transitions.follows(Command.PREPARE):
         return [], [f"prepared already ({prepared.describe()})"]
     mig = Migration(back, who=by, window=window)
     start = {(p.target_topic, p.partition): p.target_end for p in points if (p.target_topic, p.partition) in mig.target_of}
@@ -268,33 +280,40 @@ class ReverseOptions:
 
 
 def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by: str | None = None,
-            say: Callable[[str], None] = log.info) -> ReverseOutcome:
+            say: Callable[[str], None] = log.info, started: float | None = None) -> ReverseOutcome:
     """Steps 1-5 of the module doc."""
     options.check(mirror.name)
     back = mirror.reverse()                                                                   # 1: identity only
     by = by or f"cli:{getpass.getuser()}"
-    steps: dict[str, float] = {}
+    run = Transition(Command.REVERSE, mirror.name, say, **({"started": started} if started is not None else {}))
     new = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
-    must = mirrorstate.check_may_reverse(current, mirror.name)
+    mode = run.check(current)
     old = Cluster.resolve("source", mirror.source, mirror.name)
-    timed = said_steps(steps, f"reverse {mirror.name}", say)
-    timed("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
-    points = timed("old source ends", lambda: with_old_ends(current.points, old, options.settle_s))   # 2
-    if current.phase is Phase.PROMOTED or points != current.points:
-        current = timed("record reversing", lambda: _record(new, mirror, Phase.REVERSING, current, points, by))
-    found, ranges = timed("read the divergence", lambda: read_divergence(mirror, old, points))        # 3
+    run.step("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
+    points = run.step("old source ends", lambda: with_old_ends(current.points, old, options.settle_s)) or ()  # 2
+    if mode is Mode.BEGIN or (mode is Mode.CONTINUE and points != current.points):
+        current = run.step("record reversing", lambda: _record(new, mirror, Phase.REVERSING, current, points, by)) \
+            or current
+    else:
+        run.skip("record reversing", "recorded before with these ends")
+    found, ranges = run.step("read the divergence", lambda: read_divergence(mirror, old, points)) or ({}, {})   # 3
     copied = 0
     if options.mode == "copy":
-        copied = timed("copy the divergence", lambda: copy_diverged(new, old, mirror, found))
+        copied = run.step("copy the divergence", lambda: copy_diverged(new, old, mirror, found)) or 0
+    else:
+        run.skip("copy the divergence", "divergence mode report: the records are only reported")
     report = DivergenceReport(mirror.name, options.mode, old.label, summarize(mirror, found, ranges,
                                                                               options.mode == "copy"))
-    fresh, already = timed("prepare the reverse mirror", lambda: prepare_reverse_mirror(                # 4
-        back, points, mirror.name, by, options.window))
+    fresh, already = run.step("prepare the reverse mirror", lambda: prepare_reverse_mirror(               # 4
+        back, points, mirror.name, by, options.window)) or ([], [])
     note = f"divergence {report.total} record(s), {options.mode}" + (f", {copied} copied now" if copied else "")
-    if must:
-        current = timed("record reversed", lambda: _record(new, mirror, Phase.REVERSED, current, points, by, note))
-    return ReverseOutcome(mirror.name, back.name, current, report, fresh, already, steps)
+    if mode is Mode.DONE:
+        run.skip("record reversed", f"reversed already ({current.describe()})")
+    else:
+        current = run.step("record reversed", lambda: _record(new, mirror, Phase.REVERSED, current, points, by,
+                                                              note)) or current
+    return ReverseOutcome(mirror.name, back.name, current, report, fresh, run, already, run.elapsed())
 
 
 def _record(new: Cluster, mirror: MirrorConfig, phase: Phase, current: MirrorState, points: tuple[PartitionPoint, ...],

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import generation, mirrorstate, naming, planning
+from eosmirror.core import generation, naming, planning, transitions
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import SlotPlan
@@ -41,6 +41,9 @@ class RunOptions:
     # Follow run: after the bound, keep copying until the next run takes over or this time passes.
     follow_until: dt.datetime | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # The final run of `eosmirror switchover`: it copies while the mirror is switching-over (recorded
+    # before it, so every other run is refused from then on; core/transitions.check_may_copy).
+    final_of_switchover: bool = False
 
 
 @dataclass
@@ -89,7 +92,8 @@ class MirrorRun:
         # A switched-over or promoted mirror's DAG run stops here, before Spark, naming the state (the
         # planner refuses a run outside Airflow the same way, before any slot starts).
         if check_state:
-            mirrorstate.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name)
+            transitions.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name,
+                                       self.options.final_of_switchover)
         report = topics.prepare_targets(m, pairs, self.source, self.target, existing)
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
@@ -161,7 +165,8 @@ class MirrorRun:
         m = self.mirror
         if m.delivery == "exactly_once" and writes:
             current, fenced = state.establish_generation(self.target, m.name, m.transactional_id_prefix,
-                                                         m.slots, m.progress_group)
+                                                         m.slots, m.progress_group,
+                                                         final_of_switchover=self.options.final_of_switchover)
             return current.number, bool(fenced), fenced
         current = state.read_generation(self.target, m.name, m.progress_group)
         upcoming = generation.next_generation(current, m.slots, 0, "")
@@ -188,7 +193,8 @@ class MirrorRun:
                 max_partitions_per_transaction=m.max_partitions_per_transaction,
                 max_bytes=m.max_bytes_per_slot, source_label=self.source.label, target_label=self.target.label,
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
-                follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None))
+                follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None,
+                final_of_switchover=prepared.options.final_of_switchover))
         return tasks
 
     def refresh_sync_snapshot(self) -> None:

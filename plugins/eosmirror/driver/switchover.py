@@ -1,21 +1,27 @@
-"""Planned switchover with proven zero loss (`eosmirror switchover`).
+"""Planned switchover with proven zero loss (`eosmirror switchover`), and its cancel.
 
 The producers were stopped by the operator; this proves that the target holds every record the
-source committed, then records the switch. Steps (each shown as it passes; the outcome names the
-step and the partitions that stopped it):
+source committed, then records the switch. Steps, run by the one transition runner
+(driver/transition.py), each shown as it passes and listed in the outcome; the outcome names the
+step and every partition that stopped it:
 
   1. Quiet: the source's stable ends of the mirror's partitions stop moving for ``quiet_s``
-     (bounded by ``wait_s``): no producer writes any more.
-  2. Final run: copies everything up to those ends (``run_once``, the caller's launcher).
-  3. Record ``switching-over`` (before the fence: a run or slot that starts after it refuses).
+     (bounded by ``wait_s``): no producer writes any more. Read-only: a switchover that stops here
+     leaves a ``mirroring`` mirror mirroring.
+  2. Record ``switching-over``: from here on every run but this switchover's final run is refused,
+     so no DAG needs pausing on the way to "safe".
+  3. Final run: copies everything up to those ends (``run_once``: the launcher every run takes, in
+     this process; it copies while switching-over, as the only run that may).
   4. Fence the mirror: nothing more is copied; no transaction of it stays open.
   5. Record lag 0: every partition's committed progress equals the source's stable end, read after
      the fence (a producer that was not stopped shows here, named by its partitions).
   6. Group sync, failover direction (when the mirror has ``groups``), and its table.
   7. Verify record by record (``driver/verify.py``).
   8. Record ``switched-over`` with the points; "zero loss: safe to switch" and the time from the
-     trigger to it (the recovery time, measured).
-Every step before 8 is safe to repeat: a failed switchover is triggered again and continues.
+     command's start (the recovery time, measured).
+No dead end: a switchover stopped after step 2 is continued (the same command: steps 1 and 3-8 again)
+or cancelled (``cancel``: back to ``mirroring``, the next runs continue from the committed progress).
+A completed switchover's way back is `eosmirror reverse` (from the switchover point), as a promotion's.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import mirrorstate
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
+from eosmirror.core.runreport import RunFailure, RunReport, RunStatus
+from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups, topics, verify
+from eosmirror.driver.transition import Transition
 from eosmirror.kafka import offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -56,14 +64,16 @@ class SwitchoverOptions:
 class SwitchoverOutcome:
     mirror: str
     safe: bool
+    run: Transition
     stopped_at: str | None = None             # the step that stopped it
-    blocking: list[str] = field(default_factory=list)   # the partitions (or checks) that stop it
-    steps: dict[str, float] = field(default_factory=dict)
-    recovery_seconds: float | None = None     # trigger to "safe"
+    blocking: list[str] = field(default_factory=list)   # every partition (or check) that stops it
+    recovery_seconds: float | None = None     # the command's start to "safe"
     groups: dict[str, Any] | None = None
     verify_summary: str = ""
     already: bool = False
     points: list[PartitionPoint] = field(default_factory=list)
+    final_run: RunReport | None = None
+    state: str = Phase.MIRRORING.value        # the mirror's phase when the command ended
 
     @property
     def exit_code(self) -> int:
@@ -71,9 +81,10 @@ class SwitchoverOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "switchover", "safe": self.safe, "verdict": self.verdict(),
-                "stopped_at": self.stopped_at, "blocking": self.blocking, "steps": self.steps,
-                "recovery_seconds": self.recovery_seconds, "groups": self.groups, "verify": self.verify_summary,
-                "already_switched_over": self.already,
+                "state": self.state, "stopped_at": self.stopped_at, "blocking": self.blocking,
+                "steps": self.run.as_list(), "recovery_seconds": self.recovery_seconds, "groups": self.groups,
+                "verify": self.verify_summary, "already_switched_over": self.already,
+                "final_run": self.final_run.to_dict() if self.final_run else None,
                 "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
                                 "partition": p.partition, "target_end": p.target_end, "progress": p.progress,
                                 "source_end": p.observed_end} for p in self.points]}
@@ -81,9 +92,13 @@ class SwitchoverOutcome:
     def verdict(self) -> str:
         if self.safe:
             return SAFE
-        return (f"NOT safe to switch: stopped at {self.stopped_at}"
-                + (f" by {', '.join(self.blocking[:10])}" + (" ..." if len(self.blocking) > 10 else "")
-                   if self.blocking else ""))
+        said = f"NOT safe to switch: stopped at {self.stopped_at}" + (
+            f" by {len(self.blocking)}: {'; '.join(self.blocking)}" if self.blocking else "")
+        if self.state == Phase.SWITCHING_OVER.value:
+            said += (f". The mirror stays switching-over (its runs are refused): `eosmirror switchover {self.mirror}` "
+                     f"continues (quiet wait and final run again), `eosmirror switchover {self.mirror} --cancel` "
+                     f"returns it to mirroring")
+        return said
 
 
 def source_ends(source: Cluster, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -112,99 +127,120 @@ def wait_quiet(read_ends: Callable[[], dict[tuple[str, int], int]], options: Swi
     return last, []
 
 
-class _Steps:
-    """The switchover's bookkeeping: each step timed and shown, and the stop that names the blockers."""
-
-    def __init__(self, mirror: str, out: SwitchoverOutcome, say: Callable[[str], None]):
-        self.mirror, self.out, self.say = mirror, out, say
-
-    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
-        started = time.monotonic()
-        self.say(f"switchover {self.mirror}: {name} ...")
-        try:
-            return fn()
-        finally:
-            self.out.steps[name] = round(time.monotonic() - started, 3)
-            self.say(f"switchover {self.mirror}: {name} done ({self.out.steps[name]:.2f} s)")
-
-    def stop(self, step: str, blocking: list[str]) -> SwitchoverOutcome:
-        self.out.stopped_at, self.out.blocking = step, blocking
-        self.say(f"switchover {self.mirror}: {self.out.verdict()}")
-        return self.out
-
-
-def switchover(mirror: MirrorConfig, run_once: Callable[[], dict[str, Any]], options: SwitchoverOptions | None = None,
-               by: str | None = None, say: Callable[[str], None] = log.info) -> SwitchoverOutcome:
-    """Steps 1-8 of the module doc. Refuses (exit 2) a promoted mirror; a switched-over one is done."""
+def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailure],
+               options: SwitchoverOptions | None = None, by: str | None = None,
+               say: Callable[[str], None] = log.info, started: float | None = None) -> SwitchoverOutcome:
+    """Steps 1-8 of the module doc. Refuses (exit 2) a promoted mirror; a switched-over one is done.
+    ``started``: when the command was given (monotonic), for the recovery time."""
     options = options or SwitchoverOptions()
     options.check(mirror.name)
-    trigger = time.monotonic()
     by = by or f"cli:{getpass.getuser()}"
-    out = SwitchoverOutcome(mirror.name, safe=False)
-    steps = _Steps(mirror.name, out, say)
+    run = Transition(Command.SWITCHOVER, mirror.name, say, **({"started": started} if started is not None else {}))
+    out = SwitchoverOutcome(mirror.name, safe=False, run=run)
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
-    if not mirrorstate.check_may_switch_over(current, mirror.name):
-        say(f"switchover {mirror.name}: already {current.describe()}")
+    out.state = current.phase.value
+    if run.check(current) is Mode.DONE:
         out.safe, out.already, out.points = True, True, list(current.points)
         return out
     pairs = topics.resolve(mirror, source)
     source_tps = [(p.source, k) for p in pairs for k in range(p.partitions)]
-    if current.phase is Phase.MIRRORING:
-        stopped = _quiet_then_final_run(mirror, source, source_tps, run_once, options, steps)      # 1, 2
-        if stopped is not None:
-            return stopped
-        steps.timed("record switching-over", lambda: state.write_mirror_state(                     # 3
+    ends, moving = run.step("wait for a quiet source", lambda: wait_quiet(                       # 1
+        lambda: source_ends(source, source_tps), options, say)) or (None, [])
+    if ends is None:
+        return _stop(out, "wait for a quiet source", moving or [f"the source did not stay quiet {options.quiet_s:g} s"])
+    if run.mode is Mode.BEGIN:                                                                   # 2
+        run.step("record switching-over", lambda: state.write_mirror_state(
             target, mirror.name, mirror.transactional_id_prefix,
             MirrorState(Phase.SWITCHING_OVER, int(time.time() * 1000), by)))
-    stopped = _prove(mirror, source, target, source_tps, {p.source: p.target for p in pairs}, steps)   # 4-7
+        out.state = Phase.SWITCHING_OVER.value
+    else:
+        run.skip("record switching-over", "recorded by the stopped switchover this one continues")
+    out.final_run = run.step("final run", run_once)                                             # 3
+    if out.final_run is None or out.final_run.status is not RunStatus.OK:
+        errors = (out.final_run.errors if isinstance(out.final_run, RunReport) else
+                  [out.final_run.error] if isinstance(out.final_run, RunFailure) else [])
+        return _stop(out, "final run", errors or ["the final run failed"])
+    stopped = _prove(mirror, source, target, source_tps, {p.source: p.target for p in pairs}, out)   # 4-7
     if stopped is not None:
         return stopped
-    steps.timed("record switched-over", lambda: state.write_mirror_state(                          # 8
+    run.step("record switched-over", lambda: state.write_mirror_state(                           # 8
         target, mirror.name, mirror.transactional_id_prefix,
         MirrorState(Phase.SWITCHED_OVER, int(time.time() * 1000), by, tuple(out.points), SAFE)))
-    out.safe, out.recovery_seconds = True, round(time.monotonic() - trigger, 2)
-    say(f"switchover {mirror.name}: {SAFE} ({out.recovery_seconds:.1f} s from the trigger)")
+    out.safe, out.state, out.recovery_seconds = True, Phase.SWITCHED_OVER.value, run.elapsed()
+    say(f"switchover {mirror.name}: {SAFE} ({out.recovery_seconds:.1f} s from the command's start)")
     return out
 
 
-def _quiet_then_final_run(mirror: MirrorConfig, source: Cluster, source_tps: list[tuple[str, int]],
-                          run_once: Callable[[], dict[str, Any]], options: SwitchoverOptions,
-                          steps: _Steps) -> SwitchoverOutcome | None:
-    """Steps 1 and 2; the outcome when one stopped the switchover, else None."""
-    ends, moving = steps.timed("wait for a quiet source", lambda: wait_quiet(
-        lambda: source_ends(source, source_tps), options, steps.say))
-    if ends is None:
-        return steps.stop("wait for a quiet source", moving or [f"the source did not stay quiet {options.quiet_s:g} s"])
-    report = steps.timed("final run", run_once)
-    if report.get("status") != "ok":
-        return steps.stop("final run", [str(e) for e in report.get("errors", [])] or ["the final run failed"])
-    return None
+CANCELLED = "switchover cancelled: mirroring again"
+
+
+@dataclass
+class CancelOutcome:
+    mirror: str
+    state: MirrorState
+    run: Transition
+    already: bool = False
+    exit_code = EXIT_OK
+
+    def verdict(self) -> str:
+        return (f"mirror {self.mirror}: {'already ' if self.already else ''}{self.state.describe()}: {CANCELLED}; "
+                f"its next run continues from the committed progress")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mirror": self.mirror, "kind": "switchover-cancel", "state": self.state.phase.value,
+                "since_ms": self.state.since_ms, "by": self.state.by, "already_cancelled": self.already,
+                "steps": self.run.as_list(), "verdict": self.verdict()}
+
+
+def cancel(mirror: MirrorConfig, by: str | None = None, say: Callable[[str], None] = log.info) -> CancelOutcome:
+    """A switchover stopped after ``switching-over`` given up: record ``mirroring`` (the only step; the
+    fence a continued switchover may have done is harmless: the next run's slots initialise again).
+    Idempotent: a mirror this cancel already returned to mirroring is reported, not written again;
+    any other state is refused (exit 2), naming it and the next command."""
+    by = by or f"cli:{getpass.getuser()}"
+    run = Transition(Command.CANCEL, mirror.name, say)
+    target = Cluster.resolve("target", mirror.target, mirror.name)
+    current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
+    if current.phase is Phase.MIRRORING and current.note == CANCELLED:
+        run.skip("record mirroring", f"cancelled already ({current.describe()})")
+        return CancelOutcome(mirror.name, current, run, already=True)
+    run.check(current)
+    back = MirrorState(Phase.MIRRORING, int(time.time() * 1000), by, note=CANCELLED)
+    run.step("record mirroring", lambda: state.write_mirror_state(target, mirror.name,
+                                                                  mirror.transactional_id_prefix, back))
+    return CancelOutcome(mirror.name, back, run)
+
+
+def _stop(out: SwitchoverOutcome, step: str, blocking: list[str]) -> SwitchoverOutcome:
+    out.stopped_at, out.blocking = step, blocking
+    out.run.say(f"switchover {out.mirror}: {out.verdict()}")
+    return out
 
 
 def _prove(mirror: MirrorConfig, source: Cluster, target: Cluster, source_tps: list[tuple[str, int]],
-           target_of: dict[str, str], steps: _Steps) -> SwitchoverOutcome | None:
+           target_of: dict[str, str], out: SwitchoverOutcome) -> SwitchoverOutcome | None:
     """Steps 4-7: fence, record lag 0, group sync, verify; the outcome when one stopped it, else None."""
-    fenced = steps.timed("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0))
-    if not fenced["unblocked"]:
-        return steps.stop("fence", sorted(fenced["blocked"]))
-    points = steps.timed("record lag", lambda: _points(source, target, mirror, source_tps, target_of))
-    steps.out.points = points
-    behind = [f"{p.label}: progress {p.progress}, source end {p.observed_end}" for p in points
+    run = out.run
+    fenced = run.step("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0)) or {}
+    if not fenced.get("unblocked"):
+        return _stop(out, "fence", sorted(fenced.get("blocked") or []))
+    out.points = run.step("record lag", lambda: _points(source, target, mirror, source_tps, target_of)) or []
+    behind = [f"{p.label}: progress {p.progress}, source end {p.observed_end}" for p in out.points
               if (p.progress or 0) != p.observed_end and p.observed_end]
     if behind:
-        return steps.stop("record lag 0 after the fence (a producer still writes, or the final run was cut short; "
-                          "run the mirror, then switch over again)", behind)
+        return _stop(out, "record lag 0 after the fence (a producer still writes, or the final run was cut short)",
+                     behind)
     if mirror.groups is not None:
-        steps.out.groups = steps.timed("group sync", lambda: groups.move_groups(mirror, groups.GroupMoveOptions()))
+        out.groups = run.step("group sync", lambda: groups.move_groups(mirror, groups.GroupMoveOptions()))
     else:
-        steps.say(f"switchover {mirror.name}: the mirror has no `groups` section: consumer groups were not moved")
-    checks = steps.timed("verify", lambda: verify.verify(mirror))
-    steps.out.verify_summary = f"{len(checks)} partition(s) checked, {sum(c.records for c in checks)} record(s) compared"
+        run.skip("group sync", "the mirror has no `groups` section: consumer groups are not moved")
+    checks = run.step("verify", lambda: verify.verify(mirror)) or []
+    out.verify_summary = f"{len(checks)} partition(s) checked, {sum(c.records for c in checks)} record(s) compared"
     if verify.exit_code(checks) != 0:
         bad = [f"{c.source_topic}[{c.partition}]" for c in checks if not (c.ok and c.complete)]
-        return steps.stop("verify", bad or ["verify found a difference"])
+        return _stop(out, "verify", bad or ["verify found a difference"])
     return None
 
 

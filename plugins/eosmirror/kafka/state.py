@@ -16,7 +16,8 @@ from eosmirror.core import naming
 from eosmirror.core.errors import FencedError
 from eosmirror.core.generation import STATE_KEY, Generation, ids_to_fence, next_generation
 from eosmirror.core.migration import AuditRecord, is_audit_key
-from eosmirror.core.mirrorstate import MIRRORING, STATE_RECORD_KEY, MirrorState, Phase, check_may_copy
+from eosmirror.core.mirrorstate import STATE_RECORD_KEY, MirrorState
+from eosmirror.core.transitions import check_may_copy, initial_state, may_copy
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 
@@ -25,10 +26,11 @@ log = logging.getLogger(__name__)
 
 def _latest(target: Cluster, mirror: str, group: str) -> tuple[Generation | None, MirrorState]:
     """One read of the state topic (``group``: the progress group, the only group the principal has):
-    the current generation and the mirror's disaster-recovery state (``mirroring`` when none is recorded)."""
+    the current generation and the mirror's disaster-recovery state (``transitions.initial_state`` when
+    none is recorded: ``mirroring``, or ``not-prepared`` for a generated reverse mirror)."""
     records = readers.read_all(target, naming.state_topic(mirror), 0,
                                client_id=f"eosmirror-{mirror}-state-reader", missing_ok=True, group_id=group)
-    generation, mirror_state = None, MIRRORING
+    generation, mirror_state = None, initial_state(mirror)
     for record in records:
         if record.key == STATE_KEY and record.value is not None:
             generation = Generation.decode(record.value)
@@ -106,7 +108,7 @@ def fence(target: Cluster, transactional_ids: list[str], timeout: float = 60.0) 
 
 
 def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, group: str,
-                         now_ms: int | None = None) -> tuple[Generation, list[str]]:
+                         now_ms: int | None = None, final_of_switchover: bool = False) -> tuple[Generation, list[str]]:
     """Steps 1-4 of the generation protocol. Returns (current generation, ids fenced by this call)."""
     run_id = uuid.uuid4().hex[:12]
     # 1. Fence older planners: from here on only this process may write the state.
@@ -114,7 +116,7 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
     # 2. The current generation and state, read after fencing (an older planner's open write was
     #    aborted). A switched-over or promoted mirror copies nothing: refused before anything is fenced.
     current, mirror_state = _latest(target, mirror, group)
-    check_may_copy(mirror_state, mirror)
+    check_may_copy(mirror_state, mirror, final_of_switchover)
     new = next_generation(current, slots, now_ms or int(time.time() * 1000), run_id)
     if new is None:
         planner.flush(5)
@@ -128,7 +130,7 @@ def establish_generation(target: Cluster, mirror: str, prefix: str, slots: int, 
     return new, fenced
 
 
-def check_generation(target: Cluster, mirror: str, expected: int, group: str) -> None:
+def check_generation(target: Cluster, mirror: str, expected: int, group: str, final_of_switchover: bool = False) -> None:
     """Slot step 2 (docs/architecture.md): after its init_transactions, a slot stops if the mirror was re-planned."""
     current, mirror_state = _latest(target, mirror, group)
     number = current.number if current else 0
@@ -137,5 +139,5 @@ def check_generation(target: Cluster, mirror: str, expected: int, group: str) ->
                           f"a newer run re-planned the slots, so this slot stops without copying")
     # A switchover or promotion records its state BEFORE it fences the slots: a slot initialised
     # after that fence reads the state here and stops, so none copies past the transition.
-    if mirror_state.phase is not Phase.MIRRORING:
+    if not may_copy(mirror_state, final_of_switchover):
         raise FencedError(f"mirror {mirror!r} is {mirror_state.describe()}; this slot stops without copying")

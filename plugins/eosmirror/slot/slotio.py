@@ -148,7 +148,7 @@ class KafkaSlotIO:
 
     def check_generation(self) -> None:
         t = self.task
-        state.check_generation(self.target, t.mirror, t.generation, t.progress_group)
+        state.check_generation(self.target, t.mirror, t.generation, t.progress_group, t.final_of_switchover)
 
     def target_end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return self._target_latest(partitions, read_committed=False)

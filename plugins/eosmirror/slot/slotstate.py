@@ -67,6 +67,8 @@ class SlotTask:
     # exactly_once: at most this many partitions per transaction (the copier commits the slot in chunks,
     # each chunk's transactions carrying its own partitions' records, syncs and progress). None: one chunk.
     max_partitions_per_transaction: int | None = None
+    # The final run of a switchover: the slot copies while the mirror is switching-over (no other does).
+    final_of_switchover: bool = False
 
 
 class PartitionCopy:

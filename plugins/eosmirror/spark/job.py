@@ -34,7 +34,8 @@ def options_from(args: argparse.Namespace) -> Any:
                       follow_until=follow_until(args),
                       topics=tuple(t.strip() for t in (args.topics or "").split(",") if t.strip()),
                       max_records_per_partition=args.max_records_per_partition,
-                      max_bytes_per_slot=args.max_bytes_per_slot)
+                      max_bytes_per_slot=args.max_bytes_per_slot,
+                      final_of_switchover=bool(getattr(args, "final_of_switchover", False)))
 
 
 def check_follow(mirror: Any, options: Any) -> None:
@@ -94,11 +95,11 @@ def execute(args: argparse.Namespace, runner: Any, out: Any = None, err: Any = N
         print(f"eosmirror: {exc}", file=err)
         code = exc.exit_code
         result = RunFailure.of(args.mirror, exc)
-    if isinstance(result, RunReport):
-        print(reports.summary(result), file=out, flush=True)
+    if isinstance(result, RunReport):   # per partition what was copied and what is left, then the summary
         rows = reports.partitions(result)
-        if rows:   # the copy log's last lines: what was copied and what is left, per partition
+        if rows:
             print(reports.partitions_table(rows), file=out, flush=True)
+        print(reports.summary(result), file=out, flush=True)
     print(reports.result_line(result), file=out, flush=True)   # read by the Airflow `copy` task (XCom)
     if args.result_json:
         reports.write_json(result.to_dict(), args.result_json)

@@ -23,13 +23,17 @@ command line (``runargs.served_command_line``) so that it imports none of this.
 from __future__ import annotations
 
 import argparse
+import subprocess
 from dataclasses import dataclass
 from enum import Enum
+from typing import Callable
 
+from eosmirror.core import report
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EosMirrorError
-from eosmirror.driver.run import MirrorRun, Planned, RunOptions
-from eosmirror.spark import server, serverclient
+from eosmirror.core.runreport import Report, RunFailure
+from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
+from eosmirror.spark import job, server, serverclient, submit
 from eosmirror.spark.runargs import follow_until
 from eosmirror.spark.runner import slots_need_spark
 
@@ -92,3 +96,52 @@ def _served() -> Launch:
         return Launch(Way.SPARK_SUBMIT, f"airflow.run_server is set, but {why}; this run goes through spark-submit",
                       warning=True)
     return Launch(Way.RUN_SERVER, f"the run goes to the run server (pid {answer['pid']}, master {answer['master']})")
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    """Where a run started by a command (the switchover's final run) goes through spark-submit: the
+    CLI's default master, or in a DAG the mirror's Spark connection (master and deploy mode)."""
+    master: str
+    deploy_mode: str | None = None
+    env: dict[str, str] | None = None     # e.g. the secrets file's variable (never an argument)
+
+
+def run_to_report(mirror: MirrorConfig, config_file: str, spark: SparkTarget, say: Callable[[str], None],
+                  final_of_switchover: bool = False) -> Report:
+    """One bounded run of ``mirror`` from this process, through the launcher every run takes (in this
+    process when there is nothing to copy, the run server, or spark-submit), and its typed report.
+    The job's output lines go to ``say``; its report line becomes the returned report."""
+    job_args = submit.job_arguments(mirror.name, config_file, final_of_switchover=final_of_switchover)
+    args = job.parser().parse_args(job_args)
+    options = job.options_from(args)
+    how = decide(mirror, args, options, run_server=mirror.airflow.run_server)
+    say(f"{mirror.name}: {how.why}")
+    if how.way is Way.IN_PROCESS:
+        return job.run(mirror.name, args, run_in_process, how.planned, mirror=mirror)[1]
+    cmd = (serverclient.client_command(job_args) if how.way is Way.RUN_SERVER else
+           submit.command(spark.master, job_args, submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{mirror.name}"),
+                          ship_package=True, deploy_mode=spark.deploy_mode))
+    code, found = stream(cmd, say, spark.env)
+    if found is None:
+        return RunFailure(mirror=mirror.name, error=f"the run ended with exit code {code} without a run report "
+                                                   f"(its output is above)", exit_code=code or 1)
+    return found
+
+
+def stream(cmd: list[str], say: Callable[[str], None], extra_env: dict[str, str] | None = None
+           ) -> tuple[int, Report | None]:
+    """Run a job command (spark-submit, or the run server's client): each output line but the report
+    line goes to ``say`` as it comes; (exit code, the report line's report or None)."""
+    env = submit.process_env()
+    env.update(extra_env or {})
+    found: Report | None = None
+    with subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        for line in proc.stdout or ():
+            parsed = report.parse_result_line(line)
+            if parsed is None:
+                say(line.rstrip("\n"))
+            else:
+                found = parsed
+    return proc.returncode, found

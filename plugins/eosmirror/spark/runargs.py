@@ -30,6 +30,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "max_transaction_seconds) for up to this long, or until the next run takes over")
     parser.add_argument("--follow-until", help="as --follow-seconds, up to this time (ISO-8601; set by Airflow)")
     parser.add_argument("--result-json", help="write the run report (JSON) to this path")
+    parser.add_argument("--final-of-switchover", action="store_true",
+                        help="the final run of `eosmirror switchover`: it copies while the mirror is switching-over "
+                             "(every other run is refused then); set by the switchover, not by hand")
 
 
 def follow_until(args: argparse.Namespace) -> dt.datetime | None:

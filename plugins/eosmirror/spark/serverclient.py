@@ -90,7 +90,8 @@ def job_arguments(args: argparse.Namespace) -> list[str]:
     follow = runargs.follow_until(args)
     return submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
                                 args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
-                                args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None)
+                                args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None,
+                                final_of_switchover=bool(getattr(args, "final_of_switchover", False)))
 
 
 def client_command(job_argv: list[str]) -> list[str]:

@@ -37,7 +37,7 @@ SHIPPED_PACKAGES = ("core", "kafka", "slot")
 def job_arguments(mirror: str, config_path: str | None = None, until: str | None = None,
                   max_records_per_partition: int | None = None, max_bytes_per_slot: int | None = None,
                   topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None,
-                  follow_until: str | None = None) -> list[str]:
+                  follow_until: str | None = None, final_of_switchover: bool = False) -> list[str]:
     args = ["--mirror", mirror]
     options = {"--config": config_path, "--until": until, "--follow-until": follow_until,
                "--max-records-per-partition": max_records_per_partition,
@@ -48,6 +48,8 @@ def job_arguments(mirror: str, config_path: str | None = None, until: str | None
             args += [flag, str(value)]
     if dry_run:
         args.append("--dry-run")
+    if final_of_switchover:
+        args.append("--final-of-switchover")
     return args
 
 
