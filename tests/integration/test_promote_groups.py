@@ -26,7 +26,15 @@ import subprocess
 
 import pytest
 
-from tests.helpers import cli, committed_offsets, create_topic, mirror, seed_sequence, write_mirror_file
+from tests.helpers import (
+    cli,
+    committed_offsets,
+    create_topic,
+    mirror,
+    mirrors_file,
+    seed_sequence,
+    write_mirror_file,
+)
 from tests.promote_support import Read, java_group_read, rdk_group_read
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -119,10 +127,35 @@ def test_a_promotion_with_the_source_alive_moves_groups_that_committed_after_the
     # The promotion says its group sync ran, and wrote both groups.
     outcome = json.loads(promoted.stdout)
     assert outcome["state"] == "promoted" and outcome["source_answered"], said
-    assert "final group sync" in outcome["steps"] and outcome["groups"] is not None, (
+    ran = {step["name"]: step["status"] for step in outcome["steps"]}
+    assert ran.get("final group sync") == "ran" and outcome["groups"] is not None, (
         f"the promotion reports no group sync:\n{said}")
     moved = {g["group"]: g for g in outcome["groups"]["groups"]}
     for g in (java, rdk):
         assert g in moved and moved[g]["written"] and not moved[g]["error"], (g, outcome["groups"])
     assert "without it" not in promoted.stderr, said
 
+
+
+def test_a_promotion_whose_group_sync_cannot_run_says_so_in_its_report_and_exit_code(
+        source_conf, target_conf, unique, tmp_path):
+    """The source is gone (its address answers nothing): the promotion still promotes from what the target
+    holds, and its report and exit code (6) say the final group sync did not run (it said success before)."""
+    topic = create_topic(source_conf, unique("gone"), partitions=1)
+    m = mirror(unique("m"), [topic], groups={})
+    config = str(write_mirror_file(tmp_path / "mirrors.yaml", m, groups={}))
+    seed_sequence(source_conf, topic, 1, 10)
+    eosmirror("run", m.name, "--config", config, "--inprocess")
+    eosmirror("lag", m.name, "--config", config, "--record")          # the observation the loss report uses
+    gone = str(mirrors_file(tmp_path / "gone.yaml", [{
+        "name": m.name, "source": {"config": {"bootstrap.servers": "127.0.0.1:1", "socket.timeout.ms": 2000}},
+        "target": {"local": "target"}, "topics": list(m.topics), "groups": {}}]))
+    promoted = command("promote", m.name, "--config", gone, "--source-seconds", "2", "--no-dags", "--json")
+    said = f"exit {promoted.returncode}\n{promoted.stdout[-3000:]}\n{promoted.stderr[-2000:]}"
+    assert promoted.returncode == 6, said
+    outcome = json.loads(promoted.stdout)
+    steps = {step["name"]: step for step in outcome["steps"]}
+    assert outcome["state"] == "promoted" and not outcome["source_answered"], said
+    assert steps["final group sync"]["status"] == "failed" and steps["final group sync"]["why"], said
+    assert outcome["not_run"] == ["final group sync"] and "final group sync DID NOT RUN" in outcome["verdict"], said
+    assert steps["record promoted"]["status"] == "ran" and outcome["may_be_lost"] == 0, said
