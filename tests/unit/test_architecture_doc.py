@@ -55,12 +55,12 @@ def in_tree() -> set[str]:
     return present
 
 
-def test_the_parser_reads_nesting():
+def test_the_parser_reads_nesting() -> None:
     lines = ["top/      x", "  a.py    y", "  sub/    z", "    b.py  w", "  c.py    v", "other/  u"]
     assert documented(lines) == {"top", "top/a.py", "top/sub", "top/sub/b.py", "top/c.py", "other"}
 
 
-def test_the_layout_lists_every_module_and_only_those():
+def test_the_layout_lists_every_module_and_only_those() -> None:
     named = {p for p in documented(layout_block(DOC.read_text())) if p.startswith((PACKAGE, TOOLS))}
     present = in_tree()
     missing = sorted(present - named)
