@@ -85,10 +85,11 @@ def airflow_environ() -> dict[str, str]:
         "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
                                                  "ignore:GitWildMatchPattern:DeprecationWarning"])),
         # A task's supervisor gives up on the execution API after [workers] execution_api_timeout (5 s) a
-        # try: the API server's first /execution request builds its versioned routes (2.9 s on a quiet
-        # 2-core machine, 34 s at load 10), and a fresh standalone's first task failed before it started
-        # ("Workload execution failed", httpcore.ReadTimeout) and waited out its retry delay. 60 s, as the
-        # API server's own worker timeout (120 s) allows; Airflow before 3.1.1 ignores the option.
+        # try: the API server's first /execution request builds its versioned routes, which takes seconds
+        # and grows with the machine's load, and a task whose first try times out fails before it starts
+        # ("Workload execution failed", httpcore.ReadTimeout) and waits out its retry delay. 60 s, as the
+        # API server's own worker timeout (120 s) allows; Airflow before 3.1.1 ignores the option
+        # (figures: dfc283b, docs/results.md "Incidents behind the code").
         "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": os.environ.get("AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT",
                                                                   EXECUTION_API_TIMEOUT_SECONDS),
         # Out of the box, spark_default runs jobs on this machine.

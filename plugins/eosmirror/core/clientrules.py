@@ -44,7 +44,7 @@ IDEMPOTENT_PRODUCER_FORCED: dict[str, tuple[Any, set[str], str]] = {
 # request for (sparse connections); a producer's first InitProducerId then often finds no broker up ("No
 # brokers available for Transactions") and librdkafka asks again only after a fixed 500 ms. Connecting to
 # every broker at once removes that wait from fencing and from a follow run's hand-over (figures:
-# docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: one connection per target
+# docs/results.md, "Figures behind the code"). Cost: one connection per target
 # broker per producer; a slot's producer writes to most of them anyway.
 # And no topic is ever created by a producer (librdkafka's producer default asks the broker to auto-create a
 # topic it writes or asks metadata for): a mirror writes only topics it prepared, so a target topic deleted
@@ -54,7 +54,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False, "allow.
 
 # Defaults (not forced) for every admin client: with sparse connections an admin client's first request
 # waits for its broker connection, and a run's driver starts several (figures:
-# docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: one connection per broker per admin
+# docs/results.md, "Figures behind the code"). Cost: one connection per broker per admin
 # client, for seconds.
 ADMIN_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
 
@@ -63,7 +63,7 @@ ADMIN_DEFAULTS: dict[str, Any] = {"enable.sparse.connections": False}
 # queued.max.messages.kbytes (64 MB) and, since 2.1, waits fetch.queue.backoff.ms (1,000 ms by default) before it
 # fetches that partition again: a copy that drains the queue in a fraction of that second then idles for the rest.
 # A short backoff keeps it fetching, with the same peak memory (the queue bounds stay as they are; figures:
-# docs/testing-and-benchmarks.md, "Figures behind the code").
+# docs/results.md, "Figures behind the code").
 READER_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 # And for the readers of internal topics and of verification, which read a range to its end: a range ending
@@ -80,7 +80,7 @@ RANGE_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 20}
 # source's last stable offset moves or fetch.wait.max.ms (500 ms by default) passes. A follower reads on
 # without pausing, so a parked fetch returns as soon as a source transaction commits; the shorter wait
 # bounds how late a fetch sent just after a seek (a rewind after an abort, the start of following) can be
-# (figures: docs/testing-and-benchmarks.md, "Figures behind the code"). Cost: up to 10 fetch requests a
+# (figures: docs/results.md, "Figures behind the code"). Cost: up to 10 fetch requests a
 # second of an idle follower (2 by default).
 FOLLOW_READER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 100}
 

@@ -3,7 +3,7 @@
 ``commit_transaction()`` returns once the transaction coordinator has decided; the broker then
 writes a commit marker into every partition the transaction touched, the progress group's offsets
 partition included. A transaction of 1,250 partitions on a busy broker takes many seconds to be
-marked (5,000 partitions in 4 transactions: 32 s at load 3 on 2 cores), and until a partition's
+marked (figures: docs/results.md, "Incidents behind the code"), and until a partition's
 marker is written, reads with require_stable (or read_committed) of that partition answer "pending".
 That looks exactly like an open transaction, which only a slot of a running or killed run holds.
 

@@ -24,9 +24,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
 # How long a topic just created may take to reach the metadata: a broker shows it only once it has made the
-# logs of the partitions created before it (issue #44: at load 7-18 on 2 cores, the internal topics of a
-# mirror whose 5,000-partition target topic was created just before were not visible 30 s later; the
-# broker took 82 s to make 10,000 partitions' logs). 30 s, plus this per partition created before.
+# logs of the partitions created before it, so the wait grows with them: 30 s, plus this per partition
+# created before (the run that showed it, 6d43b53: docs/results.md, "Incidents behind the code").
 DESCRIBE_NEW_SECONDS = 30.0
 DESCRIBE_NEW_PER_PARTITION = 0.01
 

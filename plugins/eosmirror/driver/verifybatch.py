@@ -17,7 +17,7 @@ from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
 # Source + target offsets per chunk, held in memory at once: a chunk costs 2 consumers, a larger one more
-# memory (figures: docs/testing-and-benchmarks.md, "Figures behind the code").
+# memory (figures: docs/results.md, "Figures behind the code").
 CHUNK_OFFSETS = 100_000
 
 

@@ -31,7 +31,7 @@ _RETRIED = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_CO
 
 # Partitions per committed() call. librdkafka matches its answer to the request partition by
 # partition, in time quadratic in their number, so large reads go in chunks (a groups sync reads 1,000 groups;
-# figures: docs/testing-and-benchmarks.md, "Figures behind the code").
+# figures: docs/results.md, "Figures behind the code").
 COMMITTED_CHUNK = 250
 
 

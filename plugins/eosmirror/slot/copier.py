@@ -205,7 +205,7 @@ class SlotCopier:
             assigned = time.monotonic()
             self._copy_chunk(once)
             # Where a chunked run's time goes: a later chunk's flush waits for the previous chunk's commit
-            # markers (figures: docs/testing-and-benchmarks.md, "Figures behind the code").
+            # markers (figures: docs/results.md, "Figures behind the code").
             log.info("slot %d: chunk %d of %d (%d partitions) committed in %.2f s (assign %.2f; last "
                      "transaction: %s)", self.task.slot, index + 1, len(self.chunks), len(keys),
                      time.monotonic() - began, assigned - began,

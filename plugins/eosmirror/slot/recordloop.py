@@ -36,7 +36,7 @@ CONSUME_BATCH = 5000
 # (a follow round, the tail of a range) every call with fewer than n waits the whole timeout, so the timeout
 # is a floor under every follow transaction. Short enough not to add to a follower's time lag, long enough
 # that a backlog's batches stay large and an idle wait costs few calls (figures:
-# docs/testing-and-benchmarks.md, "Figures behind the code").
+# docs/results.md, "Figures behind the code").
 CONSUME_TIMEOUT = 0.02
 # Up to this many topics a slot asks their metadata one by one before its first assign; more: the
 # whole cluster's in one request.
@@ -85,8 +85,8 @@ class RecordLoop:
         # when their range completed must be resumed, or a rewound partition would never fetch.
         self.consumer.unassign()
         # A first assign, or a chunk with topics not asked yet: the source topics' leaders for the consumer,
-        # the target topics' for the producer (its first record of a topic it holds no metadata for waited for
-        # the next metadata refresh: a 1,000-topic first run's chunk flushes took 0.8-2 s, 0.0-0.2 s with one topic).
+        # the target topics' for the producer (its first record of a topic it holds no metadata for waits for
+        # the next metadata refresh; figures: docs/results.md, "Figures behind the code").
         self._learn_leaders(self.consumer, "source", {tp.topic for tp in work})
         self._learn_leaders(self.producer, "target", {s.task.target_topic for s in states.values() if not s.done})
         self.consumer.assign(work)
@@ -101,7 +101,7 @@ class RecordLoop:
         """Ask ``client`` for the metadata of ``topics`` it was not asked about yet (one by one up to
         METADATA_ONE_BY_ONE, else the whole cluster's in one request). Partitions of topics a client held
         no metadata for often started fetching (or producing) only after its next metadata refresh (figures:
-        docs/testing-and-benchmarks.md, "Figures behind the code"). A failure here only costs that delay:
+        docs/results.md, "Figures behind the code"). A failure here only costs that delay:
         the client looks the leaders up itself."""
         from confluent_kafka import KafkaException
 

@@ -75,7 +75,7 @@ def producer_sizing(task: SlotTask) -> dict[str, Any]:
             "queue.buffering.max.messages": 500_000,
             # librdkafka's default lets the producer queue 1 GB: with large records a slot's memory
             # would follow the target's speed. 64 MB keeps the copy rate of large records (the source
-            # consumer's own queue, 64 MB by default, is left alone; figures: docs/testing-and-benchmarks.md).
+            # consumer's own queue, 64 MB by default, is left alone; figures: docs/results.md, "Figures behind the code").
             "queue.buffering.max.kbytes": 65536,
             "linger.ms": 20}
 
@@ -118,7 +118,7 @@ class KafkaSlotIO:
         CONCURRENT_TRANSACTIONS while it aborts that transaction, which takes milliseconds; librdkafka
         would ask again only after a fixed 500 ms (given less time than that, it returns the answer
         when the time is up). A new producer asks at once, so this one is dropped and replaced, which
-        shortens a hand-over's fence (figures: docs/testing-and-benchmarks.md). The old producer is
+        shortens a hand-over's fence (figures: docs/results.md, "Figures behind the code"). The old producer is
         destroyed before the new one is built: its own retry must never come after the new one's (it
         would fence the new one; a fenced slot stops loudly, it never writes twice). No answer yet (_TIMED_OUT): the same producer is asked on, in
         quick tries too, so that a late CONCURRENT_TRANSACTIONS (a busy cluster) still replaces it."""
@@ -169,7 +169,7 @@ class KafkaSlotIO:
         if self.source_admin is None:   # only follow runs ask; bounded runs never build it
             self.source_admin = clients.admin_client(t.source_conf, f"{t.mirror}-{t.slot}-source")
             # Its topics' metadata first: a fresh admin's ListOffsets under transactional load could
-            # wait seconds for them (figures: docs/testing-and-benchmarks.md). Only a warm-up:
+            # wait seconds for them (figures: docs/results.md, "Figures behind the code"). Only a warm-up:
             # list_offsets below reports any real problem.
             for topic in sorted({p.source_topic for p in t.partitions}):
                 try:

@@ -5,12 +5,13 @@ coordinator finished any it had, writing its markers, before it answered. A targ
 last stable offset is still below its end therefore holds a transaction the broker never closed, or
 another producer's. The first is the dangerous one. Kafka's transaction coordinator skips a marker for
 a partition that has no leader at that moment ("Couldn't find leader endpoint ... likely deleted
-already and hence can be skipped"): seen here when a target broker restarted hard and aborted a
-timed-out transaction of a slot before its partitions had their leader back. The aborted records stay
+already and hence can be skipped"), as when a target broker restarts hard and aborts a timed-out
+transaction of a slot before its partitions have their leader back. The aborted records then stay
 open in that partition under this slot's producer id, and the slot's next commit there (same producer
-id, newer epoch) commits them too: 388 records copied twice in one chaos round. So a slot never
-writes on top of an open transaction: it waits a little (another producer's transaction may commit),
-then fails loudly, naming the partitions and how to abort what hangs, having written nothing.
+id, newer epoch) would commit them too: records copied twice. So a slot never writes on top of an
+open transaction: it waits a little (another producer's transaction may commit), then fails loudly,
+naming the partitions and how to abort what hangs, having written nothing. (The chaos round that
+found it: a6793d6 and docs/results.md, "Incidents behind the code".)
 
 The offset-sync topic's partition is shared by the mirror's slots (another slot's open transaction is
 normal there) and is not checked.

@@ -3,7 +3,7 @@
 Every run starts a fresh Spark JVM (spark-submit), and most of its start-up is loading and
 verifying the same few thousand classes (SparkContext, Netty, Jetty, Scala). Java 17 can dump the
 classes a JVM loaded into a file (``-XX:ArchiveClassesAtExit``) and map them into the next JVM
-(``-XX:SharedArchiveFile``); figures: docs/testing-and-benchmarks.md, "Figures behind the code".
+(``-XX:SharedArchiveFile``); figures: docs/results.md, "Figures behind the code".
 
 Invariants:
 1. Never a correctness dependency. A missing archive is silently ignored by the JVM; one made by

@@ -133,7 +133,7 @@ def base_conf(app_name: str) -> dict[str, str]:
         "spark.log.level": "WARN",
         "spark.driver.bindAddress": "127.0.0.1",
         # Spark's JVMs schedule a few tasks and move no record (the slots' Python workers do): the
-        # JIT's second tier and G1's threads only burn CPU there (figures: docs/testing-and-benchmarks.md).
+        # JIT's second tier and G1's threads only burn CPU there (figures: docs/results.md, "Figures behind the code").
         "spark.driver.extraJavaOptions": JVM_OPTIONS,
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
     }
