@@ -35,12 +35,12 @@ def execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, 
     if spec is commands.SWITCHOVER:
         if values["cancel"]:
             return switchover.cancel(mirror, by=by, say=say)
-        options = switchover.SwitchoverOptions(wait_s=values["wait_seconds"], quiet_s=values["quiet_seconds"])
+        quiet = switchover.SwitchoverOptions(wait_s=values["wait_seconds"], quiet_s=values["quiet_seconds"])
         where = spark or launch.SparkTarget(master=submit.default_master())
         config_path = str(Path(config_file or config.default_config_path()).resolve())
         return switchover.switchover(mirror, lambda: launch.run_to_report(mirror, config_path, where, say,
                                                                           final_of_switchover=True),
-                                     options, by=by, say=say, started=started)
+                                     quiet, by=by, say=say, started=started)
     if spec is commands.PROMOTE:
         return promote.promote(mirror, by=by, source_budget_s=values["source_seconds"], say=say, started=started)
     if spec is commands.REVERSE:
@@ -64,5 +64,5 @@ def text_of(outcome: Any) -> list[str]:
     elif isinstance(outcome, switchover.CancelOutcome):
         lines = [outcome.verdict()]
     else:
-        lines = list(outcome.lines())
-    return lines + outcome.run.lines()
+        lines = [str(line) for line in outcome.lines()]
+    return lines + [str(line) for line in outcome.run.lines()]

@@ -429,11 +429,12 @@ class Drill:
             code, self.promoted = self.op.promote(self.mirror)
             row[2] = f"exit {code}, up to {self.promoted['may_be_lost']} record(s) may be lost"
         assert self.promoted["state"] == "promoted", self.promoted
+        # A is down: the mirror's final group sync cannot run, and the promotion says so, never "success".
+        steps = {step["name"]: step["status"] for step in self.promoted["steps"]}
+        assert steps["final group sync"] == "failed" and self.promoted["not_run"] == ["final group sync"], self.promoted
+        assert code in (5, 6), self.promoted
         if self.follower is None:   # scheduled runs: the observation is past the last run's end
             assert code == 5 and self.promoted["may_be_lost"] > 0, self.promoted
-        else:   # a follower may have committed past the observation: then nothing KNOWN is missing
-            assert code == (5 if self.promoted["may_be_lost"] or self.promoted["unobserved_partitions"] else 0), \
-                self.promoted
 
     def promote_fences_the_follower(self) -> None:
         """The follow run's transaction may be open on B when A dies: the promotion fences it, so B's
@@ -718,7 +719,9 @@ class RestOperator:
         dag_id = dagids.promote_dag_id(mirror)
         run_id, state = self.trigger(dag_id, {"source_seconds": 3})
         assert self.tries(dag_id, run_id, "promote") == 1, "a promotion is never retried"
-        return (5 if state == "failed" else 0), self.xcom(dag_id, run_id, "promote")
+        report = self.xcom(dag_id, run_id, "promote")
+        assert (state == "failed") == (report["exit_code"] != 0), (state, report)   # the verdict task fails the run
+        return report["exit_code"], report
 
     def failback(self, mirror: str, groups: list[str]) -> str:
         dag_id = dagids.groups_dag_id(mirror)

@@ -138,14 +138,14 @@ def test_an_identity_mirror_gets_its_reverse_dag_and_a_paused_reverse_mirror_dag
     reverse = built["eosmirror_reverse__dr"]
     assert "disaster-recovery" in reverse.tags
     assert reverse.params.get_param("divergence").schema["enum"] == ["report", "copy"]
-    assert list(reverse.task_dict) == ["reverse"] and reverse.max_active_runs == 1
+    assert list(reverse.task_dict) == ["reverse", "verdict"] and reverse.max_active_runs == 1
     # the switch back (the reverse mirror's switchover) and the resume
     assert {"eosmirror_switchover__dr__reverse", "eosmirror_resume__dr"} <= set(built)
     assert not {"eosmirror_switchover__px__reverse", "eosmirror_resume__px"} & set(built)
     resume = built["eosmirror_resume__dr"]
-    assert list(resume.task_dict) == ["resume"] and resume.max_active_runs == 1 and resume.schedule is None
+    assert list(resume.task_dict) == ["resume", "verdict"] and resume.max_active_runs == 1 and resume.schedule is None
     assert "disaster-recovery" in resume.tags and resume.params.get_param("check_seconds").value == 3
-    assert list(built["eosmirror_switchover__dr__reverse"].task_dict) == ["switchover"]
+    assert list(built["eosmirror_switchover__dr__reverse"].task_dict) == ["switchover", "verdict"]
 
 
 def test_the_install_pages_own_dag_with_the_operators_loads(tmp_path):

@@ -136,7 +136,7 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
     """Steps 1-5 of the module doc. Refuses (exit 2) a mirror already promoted or switched over.
     ``started``: when the command was given (monotonic), for the recovery time."""
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.PROMOTE, mirror.name, say, **({"started": started} if started is not None else {}))
+    run = Transition(Command.PROMOTE, mirror.name, say, started)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     prefix = mirror.transactional_id_prefix

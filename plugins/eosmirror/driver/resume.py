@@ -172,7 +172,7 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
         raise ConfigError(f"resume {mirror.name}: check seconds must be in (0, 600] (given {window:g})")
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.RESUME, mirror.name, say, **({"started": started} if started is not None else {}))
+    run = Transition(Command.RESUME, mirror.name, say, started)
     new = Cluster.resolve("target", mirror.target, mirror.name)
     old = Cluster.resolve("source", mirror.source, mirror.name)
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)

@@ -285,7 +285,7 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     options.check(mirror.name)
     back = mirror.reverse()                                                                   # 1: identity only
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.REVERSE, mirror.name, say, **({"started": started} if started is not None else {}))
+    run = Transition(Command.REVERSE, mirror.name, say, started)
     new = Cluster.resolve("target", mirror.target, mirror.name)
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
     mode = run.check(current)

@@ -72,7 +72,7 @@ class SwitchoverOutcome:
     verify_summary: str = ""
     already: bool = False
     points: list[PartitionPoint] = field(default_factory=list)
-    final_run: RunReport | None = None
+    final_run: RunReport | RunFailure | None = None
     state: str = Phase.MIRRORING.value        # the mirror's phase when the command ended
 
     @property
@@ -135,7 +135,7 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     options = options or SwitchoverOptions()
     options.check(mirror.name)
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.SWITCHOVER, mirror.name, say, **({"started": started} if started is not None else {}))
+    run = Transition(Command.SWITCHOVER, mirror.name, say, started)
     out = SwitchoverOutcome(mirror.name, safe=False, run=run)
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)

@@ -64,10 +64,14 @@ class Transition:
     command: Command
     mirror: str
     say: Callable[[str], None] = log.info
-    started: float = field(default_factory=time.monotonic)
+    started: float | None = None          # the command's start (monotonic); None: now
     clock: Callable[[], float] = time.monotonic
     steps: list[StepResult] = field(default_factory=list)
     mode: Mode | None = None
+
+    def __post_init__(self) -> None:
+        if self.started is None:
+            self.started = self.clock()
 
     def check(self, current: MirrorState) -> Mode:
         """Step 1: the table's verdict for this command from ``current`` (refusals raise)."""
@@ -104,7 +108,7 @@ class Transition:
 
     def elapsed(self) -> float:
         """Seconds since the command started (the recovery time once the final phase is recorded)."""
-        return round(self.clock() - self.started, 2)
+        return round(self.clock() - (self.started or 0.0), 2)
 
     @property
     def not_run(self) -> list[StepResult]:
