@@ -276,7 +276,7 @@ class CliOperator:
         for _ in range(PARTITIONS + 2):   # the killed transaction, one partition per refusal, while the broker holds it
             done = cli("reverse", mirror, "--config", self.config, "--divergence", "copy", "--no-unpause",
                        "--settle-seconds", "5", "--json", timeout=CLI_BUDGET)
-            if "a transaction is still open on the old source" not in done.stderr:
+            if "still held by an open transaction" not in done.stderr:
                 break
             abort_hanging_transaction(source_conf, done.stderr)     # as the refusal tells the operator
             self.aborted += 1

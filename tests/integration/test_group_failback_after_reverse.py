@@ -96,7 +96,7 @@ def promoted_and_reversed(old_source, target_conf, unique, tmp_path):
     for _ in range(3):   # the killed producer's transaction may outlive its timeout on the restarted broker
         done = cli("reverse", m.name, "--config", str(config), "--divergence", "copy", "--no-unpause",
                    "--settle-seconds", "5", "--json", timeout=CLI_BUDGET)
-        if "a transaction is still open on the old source" not in done.stderr:
+        if "still held by an open transaction" not in done.stderr:
             break
         abort_hanging_transaction(source_conf, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr

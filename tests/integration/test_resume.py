@@ -89,7 +89,7 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     # 2. A back; the switch back of a reverse mirror that was never prepared is refused.
     cluster.start(killable_source, timeout=waits.service_budget(90, cap_seconds=240))
     refused(cli("switchover", back.name, "--config", config, "--no-pause", "--quiet-seconds", "1", "--wait-seconds",
-                "5", timeout=120), "not prepared", f"eosmirror reverse {m.name}")
+                "5", timeout=120), "not-prepared", f"eosmirror reverse {m.name}")
     assert state.read_mirror_state(old, back.name, back.progress_group).since_ms == 0             # nothing written
 
     # 3. Producers on B; reverse; resume before the switch back is refused.
@@ -227,8 +227,8 @@ def test_resume_and_switch_back_are_refused_out_of_order_on_a_mirroring_mirror(
     assert run(m)["status"] == "ok"
     refused(cli("resume", m.name, "--config", config, "--no-unpause", timeout=120), "copies already")
     refused(cli("switchover", naming.reverse_mirror_name(m.name), "--config", config, "--no-pause", timeout=120),
-            "not prepared")
+            "not-prepared")
     status = cli("status", naming.reverse_mirror_name(m.name), "--config", config)
-    assert status.returncode == 0 and "not prepared" in status.stdout, status.stdout + status.stderr
+    assert status.returncode == 0 and "not-prepared" in status.stdout, status.stdout + status.stderr
     target = Cluster.from_settings("target", target_conf)
     assert state.read_mirror_state(target, m.name, m.progress_group).since_ms == 0     # nothing written

@@ -262,3 +262,22 @@ def test_group_params_are_validated_and_unknown_conf_keys_refused_by_name():
         group_options(_mirror(), {"params": {"direction": "sideways"}})
     with pytest.raises(ConfigError, match="Param `groups`"):
         group_options(_mirror(), {"params": {"groups": "g1"}})
+
+
+def test_failover_after_a_way_back_moves_a_group_through_the_map_of_its_next_record():
+    """A partition of the old source A after promote, reverse, switch back and resume: A's own records
+    [0, 10) copied forward to B [0, 10); A's diverged records [10, 13) never reached B; the reverse mirror
+    copied B's own records [10, 18) onto A [15, 23); the forward mirror resumed at A 24 -> B 19 and copied
+    A [24, 29) to B [19, 24). Each group resumes on B with the record it would read next on A."""
+    forward = PartitionSyncs([OffsetSync("t", 0, "t", 0, 10, 0, ((0, 10),)),
+                              OffsetSync("t", 0, "t", 24, 29, 19, ((24, 5),))])
+    reverse = PartitionSyncs([OffsetSync("t", 0, "t", 10, 18, 15, ((10, 8),))])
+    expected = {5: (5, "forward"), 10: (10, "reverse"), 15: (10, "reverse"), 17: (12, "reverse"),
+                22: (17, "reverse"), 23: (19, "forward"), 26: (21, "forward")}
+    for on_a, (on_b, via) in expected.items():
+        got = gs.failover_after_way_back(on_a, forward, reverse)
+        assert (got.outcome, got.offset, got.via) == (gs.EXACT, on_b, via), (on_a, got)
+    # The forward map alone sends a group inside the reverse copies past B's own records it never read.
+    assert gs.failover(17, forward).offset == 19
+    # Without a way back nothing changes.
+    assert gs.failover_after_way_back(17, forward, None) == gs.failover(17, forward)

@@ -286,7 +286,7 @@ def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, con
              description=description, doc_md=doc) as dag:
         transition = TransitionOperator(task_id=spec.name, command=spec.name, mirror=m.name, config_path=config_path)
 
-        @task(task_id="verdict", retries=0)
+        @task(task_id="verdict")   # its failure is final (fail_without_retry): nothing to retry
         def verdict(report: dict[str, Any] | None) -> dict[str, Any]:
             return drdags.check_verdict(spec.name, m.name, report)
 

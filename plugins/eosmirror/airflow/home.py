@@ -57,7 +57,9 @@ def airflow_environ() -> dict[str, str]:
     return {
         **listening,
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+        # Your own DAGs beside eosmirror's (e.g. one scheduled on a switchover's Asset event): a folder
+        # holding them and the two-line eosmirror DAG file (dags/eosmirror_dags.py), in EOSMIRROR_DAGS_FOLDER.
+        "AIRFLOW__CORE__DAGS_FOLDER": os.environ.get("EOSMIRROR_DAGS_FOLDER") or str(root / "dags"),
         # The plugin comes from the installed package's airflow.plugins entry point, as for any user: the
         # plugins folder is the home's own (empty), never plugins/ (Airflow would import each module there).
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),

@@ -54,6 +54,37 @@ def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation
     return Translation(EXACT, offset=syncs.translate(committed_source))
 
 
+def failover_after_way_back(committed_source: int, forward: PartitionSyncs | None,
+                            reverse: PartitionSyncs | None) -> Translation:
+    """Failover of a forward mirror whose source also holds its reverse mirror's copies (a way back
+    ran: the old source A received the new primary B's records from the reverse mirror). A group at A
+    offset Y moves through the map that holds the record it would receive NEXT on A: a reverse copy
+    (the reverse mirror's syncs, kept on A: its target) goes back to that record's own B offset, exact;
+    a forward copy goes by the forward map, as ``failover``. The forward map alone would send a group
+    inside the reverse copies to the next forward copy on B, skipping B's own records it never read."""
+    if reverse is None or not reverse.syncs:
+        return failover(committed_source, forward)
+    next_back = _next_copy_on_target(reverse, committed_source)
+    next_forward = _next_copied_source(forward, committed_source)
+    if next_back is not None and (next_forward is None or next_back < next_forward):
+        return replace(failback(next_back, reverse), via="reverse")
+    return replace(failover(committed_source, forward), via="forward")
+
+
+def _next_copy_on_target(syncs: PartitionSyncs, offset: int) -> int | None:
+    """The lowest target offset at or after ``offset`` that holds one of the mirror's copies."""
+    found = [max(target, offset) for target, _, length in _copies(syncs)[1] if target + length > offset]
+    return min(found) if found else None
+
+
+def _next_copied_source(syncs: PartitionSyncs | None, offset: int) -> int | None:
+    """The lowest source offset at or after ``offset`` that the mirror copied."""
+    if syncs is None:
+        return None
+    found = [max(start, offset) for sync in syncs.ordered() for start, length in sync.runs if start + length > offset]
+    return min(found) if found else None
+
+
 @dataclass(frozen=True)
 class LogRead:
     """A range of one partition read ``read_committed`` (``kafka.readers.data_offsets``): every offset
@@ -190,20 +221,26 @@ def is_writable(state: str) -> bool:
 def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[str, int], int],
                current: Mapping[tuple[str, int], int], syncs: Mapping[tuple[str, int], PartitionSyncs],
                topic_map: Mapping[str, str], allow_rewind: bool,
-               tails: Mapping[tuple[str, int], LogRead] | None = None) -> GroupPlan:
+               tails: Mapping[tuple[str, int], LogRead] | None = None,
+               reverse_syncs: Mapping[tuple[str, int], PartitionSyncs] | None = None) -> GroupPlan:
     """The plan for one group.
 
     ``committed``: the group's offsets on the side it is moved FROM, keyed by that side's topic;
     ``current``: its offsets on the side it is moved TO; ``syncs``: keyed by (target topic, partition);
     ``topic_map``: from-side topic -> to-side topic (source -> target names for failover, the
     reverse for failback); ``tails``: failback only, the target read after the last copy, keyed
-    by (target topic, partition) (``failback_tail_ranges`` says which ranges to read).
+    by (target topic, partition) (``failback_tail_ranges`` says which ranges to read); ``reverse_syncs``:
+    failover only, after a way back, the reverse mirror's syncs keyed by (source topic, partition)
+    (``failover_after_way_back``).
     """
     plan = GroupPlan(group=group, state=state, skipped=not is_writable(state))
     tails = tails or {}
     for (from_topic, partition), offset in sorted(committed.items()):
         to_topic = topic_map[from_topic]
-        if direction == FAILOVER:
+        if direction == FAILOVER and reverse_syncs:
+            translation = failover_after_way_back(offset, syncs.get((to_topic, partition)),
+                                                  reverse_syncs.get((from_topic, partition)))
+        elif direction == FAILOVER:
             translation = failover(offset, syncs.get((to_topic, partition)))
         else:
             translation = failback(offset, syncs.get((from_topic, partition)), tails.get((from_topic, partition)))
@@ -212,7 +249,7 @@ def plan_group(group: str, state: str, direction: str, committed: Mapping[tuple[
         plan.partitions.append(PartitionPlan(
             from_topic=from_topic, to_topic=to_topic, partition=partition, committed=offset,
             outcome=translation.outcome, decision=decision, new_offset=translation.offset, current=now,
-            records=translation.records))
+            records=translation.records, via=translation.via))
     return plan
 
 

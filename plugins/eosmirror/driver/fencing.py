@@ -59,8 +59,24 @@ def fence_mirror(mirror: MirrorConfig, all_generations: bool = True, settle_seco
         blocked = open_transactions(target, list(blocked))
     return {"mirror": mirror.name, "target": target.label, "generation": current.number if current else 0,
             "fenced": fenced, "partitions_checked": len(partitions),
-            "blocked": {f"{t}[{p}]": {"last_stable": ls, "high_watermark": hw} for (t, p), (ls, hw) in blocked.items()},
+            "blocked": {f"{t}[{p}]": {"last_stable": ls, "high_watermark": hw,
+                                      "clear": clear_command(target.first_bootstrap, t, p, ls)}
+                        for (t, p), (ls, hw) in sorted(blocked.items())},
             "unblocked": not blocked, "seconds": round(time.monotonic() - started, 2)}
+
+
+def clear_command(bootstrap: str, topic: str, partition: int, last_stable: int) -> str:
+    """Kafka's commands that find the producer holding ``topic[partition]`` from ``last_stable`` on, and
+    abort its transaction when that producer is gone (a hanging transaction)."""
+    tool = f"kafka-transactions.sh --bootstrap-server {bootstrap}"
+    return (f"{tool} describe-producers --topic {topic} --partition {partition} (stop that producer); if it is gone: "
+            f"{tool} abort --topic {topic} --partition {partition} --start-offset {last_stable}")
+
+
+def blocked_lines(outcome: dict[str, Any]) -> list[str]:
+    """Every partition still held after the fence, each with the commands that clear it."""
+    return [f"{tp} held from offset {o['last_stable']} (high watermark {o['high_watermark']}): {o['clear']}"
+            for tp, o in outcome.get("blocked", {}).items()]
 
 
 def format_outcome(outcome: dict[str, Any]) -> str:
@@ -72,5 +88,6 @@ def format_outcome(outcome: dict[str, Any]) -> str:
     else:
         for tp, offsets in outcome["blocked"].items():
             lines.append(f"  STILL BLOCKED {tp}: last stable {offsets['last_stable']} < high watermark "
-                         f"{offsets['high_watermark']}: a producer outside this mirror holds a transaction open")
+                         f"{offsets['high_watermark']}: a producer outside this mirror holds a transaction open; "
+                         f"{offsets['clear']}")
     return "\n".join(lines)

@@ -119,7 +119,8 @@ def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, p
 
 def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
                  topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool,
-                 read_sides: tuple[LogReader, LogReader] | None = None) -> list[groupfailover.GroupPlan]:
+                 read_sides: tuple[LogReader, LogReader] | None = None,
+                 load_reverse_syncs: SyncLoader | None = None) -> list[groupfailover.GroupPlan]:
     """The plans of groups whose offsets were read: {group: (committed on the from side, current on the to side)}.
     The benchmark times this step (the part whose cost could grow with the sync history).
 
@@ -136,8 +137,13 @@ def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], 
     if direction == groupfailover.FAILBACK and read_from is not None:
         ranges = groupfailover.failback_tail_ranges(committed_all, syncs)
         tails = read_from(ranges) if ranges else {}
+    # After a way back the source also holds the reverse mirror's copies: a failover reads its syncs
+    # too (keyed by the source topic: the reverse mirror's target), for the groups positioned there.
+    back = (load_reverse_syncs(groupfailover.sync_needs(groupfailover.FAILBACK, committed_all,
+                                                        {t: t for t in topic_map}))
+            if direction == groupfailover.FAILOVER and load_reverse_syncs is not None and committed_all else None)
     plans = [groupfailover.plan_group(group, states.get(group, "DEAD"), direction, committed, current,
-                                  syncs, topic_map, allow_rewind, tails)
+                                  syncs, topic_map, allow_rewind, tails, back)
              for group, (committed, current) in offsets.items() if committed]
     return settle_backward(plans, read_to)
 
@@ -204,9 +210,26 @@ def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[
     read_sides = (_log_reader(sides.read, mirror.progress_group, mirror.name),
                   _log_reader(sides.write, mirror.progress_group, mirror.name))
 
+    load_reverse = _reverse_syncs_loader(mirror, source) if direction == groupfailover.FAILOVER else None
+
     def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
-        return plan_offsets(offsets, states, direction, sides.topic_map, load_syncs, allow_rewind, read_sides)
+        return plan_offsets(offsets, states, direction, sides.topic_map, load_syncs, allow_rewind, read_sides,
+                            load_reverse)
     return sides, planner
+
+
+def _reverse_syncs_loader(mirror: MirrorConfig, source: Cluster) -> SyncLoader | None:
+    """After a way back (an identity mirror whose reverse mirror copied onto the source): a loader of the
+    reverse mirror's syncs, kept on the source (its target). None when no reverse mirror ever wrote any."""
+    if mirror.replication_policy != "identity" or naming.forward_mirror_name(mirror.name):
+        return None
+    back = mirror.reverse()
+    if naming.offset_sync_topic(back.name) not in source.admin.list_topics(timeout=30).topics:
+        return None
+
+    def load(needs: dict[tuple[str, int], Need]) -> dict[tuple[str, int], PartitionSyncs]:
+        return syncstore.load_needed(source, back.name, back.progress_group, needs) if needs else {}
+    return load
 
 
 def _log_reader(side: Cluster, group: str, mirror_name: str) -> LogReader:

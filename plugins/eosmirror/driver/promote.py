@@ -147,10 +147,10 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         run.skip("record promoting", "recorded by the unfinished promotion this one continues")
     fenced = run.step("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0)) or {}      # 2
     if not fenced.get("unblocked"):
-        blocked = sorted(fenced.get("blocked") or [])
+        blocked = fencing.blocked_lines(fenced)
         raise EosMirrorError(f"promote {mirror.name}: after fencing, {len(blocked)} target partition(s) are still "
-                             f"held by an open transaction ({', '.join(blocked)}): another producer writes to "
-                             f"them. Nothing was recorded as promoted; find that producer, then promote again")
+                             f"held by an open transaction of another producer; nothing was recorded as promoted. "
+                             f"Clear each, then promote again:\n" + "\n".join(f"  {line}" for line in blocked))
     moved = None
     if mirror.groups is None:                                                                  # 3
         run.skip("final group sync", "the mirror has no `groups` section: consumer groups are not moved")

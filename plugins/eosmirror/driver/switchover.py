@@ -225,7 +225,7 @@ def _prove(mirror: MirrorConfig, source: Cluster, target: Cluster, source_tps: l
     run = out.run
     fenced = run.step("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0)) or {}
     if not fenced.get("unblocked"):
-        return _stop(out, "fence", sorted(fenced.get("blocked") or []))
+        return _stop(out, "fence (another producer holds these target partitions)", fencing.blocked_lines(fenced))
     out.points = run.step("record lag", lambda: _points(source, target, mirror, source_tps, target_of)) or []
     behind = [f"{p.label}: progress {p.progress}, source end {p.observed_end}" for p in out.points
               if (p.progress or 0) != p.observed_end and p.observed_end]
