@@ -80,7 +80,7 @@ browser:
 
 # The lag reports at 20 mirrors x 50 partitions with 7 days of 5-minute history (build/lagbench.json).
 lagbench: setup
-	$(BIN)/python -m eosmirror_tools.lagbench
+	$(BIN)/python -m eosmirror_tools.bench.lagreports
 
 # The recovery point under sustained load: 30 min at 20,000 records/s, scheduled */1 vs follow */5 vs
 # MirrorMaker 2 exactly-once side by side (build/soak/summary.md, report.json, time-lag.png).

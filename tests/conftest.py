@@ -37,7 +37,7 @@ os.environ["EOSMIRROR_TARGET_PORT"] = str(int(os.environ.get("EOSMIRROR_TARGET_P
 # driver) live seconds to minutes: their JIT's second tier costs more CPU than it ever pays back.
 # Measured on test_mirror_safety + test_mirror_copy: the same 22 tests, 41 -> 23 CPU seconds, wall
 # time unchanged. Benchmarks never set this (eosmirror_tools.local.runtime.QUICK_START_FLAGS).
-from eosmirror_tools.local import runtime  # noqa: E402
+from eosmirror_tools.kit import runtime  # noqa: E402
 
 os.environ[runtime.QUICK_START_ENV] = "1"
 os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"),
@@ -56,8 +56,7 @@ logging.getLogger("py4j").setLevel(logging.ERROR)
 @pytest.fixture(scope="session")
 def clusters():
     """The embedded source and target clusters: reused when running, else started and stopped here."""
-    from eosmirror_tools import waits
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster, waits
 
     started = []
     for c in cluster.default_clusters():

@@ -120,7 +120,7 @@ def test_fencing_dag_unblocks_the_target_after_a_killed_producer(source_conf, ta
 
 def test_secrets_never_reach_argv_logs_xcom_or_results(clusters, target_conf, unique, tmp_path, monkeypatch, capfd, caplog):
     caplog.set_level("INFO")
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     made = record_temp_dirs(monkeypatch)
     secret = "pw-" + pysecrets.token_hex(12)

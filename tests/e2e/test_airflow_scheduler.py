@@ -30,7 +30,7 @@ import pytest
 
 from eosmirror.airflow import reports
 from eosmirror.core.runreport import RunReport
-from eosmirror_tools import waits
+from eosmirror_tools.kit import waits
 from tests.e2e.test_dr_drill import RestOperator, drill_mirror, rest_drill, rest_drill_a  # noqa: F401 (a fixture)
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from eosmirror_tools import waits
 from eosmirror_tools.bench.settings import KINDS
+from eosmirror_tools.kit import waits
 
 pytestmark = pytest.mark.e2e
 

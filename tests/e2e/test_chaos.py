@@ -6,7 +6,8 @@ still shows each kind keeps exactly once."""
 
 import pytest
 
-from eosmirror_tools.chaos import harness, oracle, scenarios
+from eosmirror_tools.chaos import harness, scenarios
+from eosmirror_tools.kit import oracle
 
 pytestmark = pytest.mark.e2e
 

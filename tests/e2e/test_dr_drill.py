@@ -47,8 +47,7 @@ import pytest
 
 from eosmirror.airflow import dagids
 from eosmirror.core import naming
-from eosmirror_tools import waits
-from eosmirror_tools.local import cluster, runtime
+from eosmirror_tools.kit import cluster, runtime, waits
 from tests.helpers import cli, committed_offsets, create_topic, mirrors_file, producer, read_all, transactional_batches
 from tests.integration.test_follow import wait_for
 from tests.integration.test_group_failover import commit_offsets, consume_and_commit

@@ -19,7 +19,7 @@ import pytest
 
 from eosmirror.airflow import home
 from eosmirror.driver import lag
-from eosmirror_tools import waits
+from eosmirror_tools.kit import waits
 from tests import browser
 from tests.helpers import cli, create_topic, mirror, mirrors_file, run, seed_sequence
 

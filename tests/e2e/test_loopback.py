@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from eosmirror_tools import waits
+from eosmirror_tools.kit import waits
 from tests.e2e.listeners import Listener, listeners_of, session_members
 from tests.e2e.test_airflow_scheduler import stop_process_group
 
@@ -35,7 +35,7 @@ DEMO_BUDGET = 300
 
 
 def broker_pids() -> set[int]:
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     return {pid for c in cluster.default_clusters() if (pid := cluster.status(c)["pid"])}
 

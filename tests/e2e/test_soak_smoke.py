@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from eosmirror_tools import waits
+from eosmirror_tools.kit import waits
 from eosmirror_tools.soak import harness, report
 
 # Waits, worst case: Airflow's start and the DAGs' unpausing (start_budget_s each, at most 300 s), the

@@ -13,7 +13,7 @@ SOURCES = ("LoadProperties.java", "MM2Selection.java", "PasswordKeys.java")
 
 def compile_helpers(into: Path) -> str:
     """Compile the helpers into ``into``; the classpath to run them with."""
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import runtime
 
     assert shutil.which("javac"), ("no javac on PATH: these checks compile small programs against Kafka's jars; "
                                    "install a JDK 17 (the README's prerequisites)")

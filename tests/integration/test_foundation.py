@@ -111,7 +111,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
     assert _java_pids_with(str(home / "kafka")) == []
     assert "nothing was running" in _eosmirror(home, "local", "down").stdout
     # `down --all` (what `make down` and CI use) also stops extra clusters tests start elsewhere
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(home))
     cluster.start(cluster.LocalCluster("extra", 19692))
@@ -121,7 +121,7 @@ def test_local_up_twice_is_harmless_and_down_leaves_no_kafka_process(tmp_path, m
 
 
 def test_start_failure_prints_the_broker_log_tail(tmp_path, monkeypatch):
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
     broken = cluster.LocalCluster("broken", 19392)
@@ -141,7 +141,7 @@ def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, m
     so, not only show the broker's orderly shutdown."""
     import socket
 
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     monkeypatch.setenv("EOSMIRROR_HOME", str(tmp_path))
     taken = cluster.LocalCluster("taken", 19792)
@@ -155,7 +155,7 @@ def test_a_port_held_without_listening_is_named_in_the_start_failure(tmp_path, m
 
 def test_the_suite_runs_on_its_own_clusters_and_home_never_the_demos(clusters):
     from eosmirror import paths
-    from eosmirror_tools.local.cluster import DEFAULT_PORTS
+    from eosmirror_tools.kit.cluster import DEFAULT_PORTS
     from tests.conftest import TEST_HOME
 
     assert paths.home() == TEST_HOME
@@ -169,7 +169,7 @@ def test_the_local_brokers_write_small_index_files(clusters, target_conf, unique
     The broker reports the setting it runs with, and a fresh partition's index files on disk have its size."""
     from confluent_kafka.admin import AdminClient, ConfigResource
 
-    from eosmirror_tools.local.cluster import BROKER_DEFAULTS
+    from eosmirror_tools.kit.cluster import BROKER_DEFAULTS
 
     size = int(BROKER_DEFAULTS["log.index.size.max.bytes"])
     assert size <= 1024 * 1024

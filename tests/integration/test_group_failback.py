@@ -18,7 +18,7 @@ import pytest
 
 from eosmirror.core import groupfailover
 from eosmirror.driver import groups
-from eosmirror_tools.local import runtime
+from eosmirror_tools.kit import runtime
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
 from tests.integration.test_group_failover import (
     PARTITIONS,

@@ -21,8 +21,7 @@ import time
 import pytest
 
 from eosmirror.core import naming
-from eosmirror_tools import waits
-from eosmirror_tools.local import cluster
+from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, seed_sequence
 from tests.helpers import transactional_batches as batches
 from tests.integration.test_group_failback import console_consumer_reads_to_the_end, librdkafka_reads_to_the_end

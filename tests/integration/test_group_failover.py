@@ -284,7 +284,7 @@ def test_mm2_remote_cluster_utils_translates_to_the_offsets_eosmirror_wrote(sour
     import subprocess
     from pathlib import Path
 
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import runtime
 
     assert shutil.which("javac"), ("no javac on PATH: this check compiles a small program against MM2's client jar; "
                                    "install a JDK 17 (the README's prerequisites: Java 17 and Maven need one)")

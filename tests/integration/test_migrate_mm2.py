@@ -39,9 +39,8 @@ def write_part(source_conf, topic, label, txn_id):
 
 
 def start_mm2(tmp_path, source_conf, target_conf, topic, alias, target_alias):
-    from eosmirror_tools.bench import mm2
-    from eosmirror_tools.bench.measure import ChildProcess
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import mm2, runtime
+    from eosmirror_tools.kit.processes import ChildProcess
 
     props = mm2.properties(alias, target_alias, source_conf["bootstrap.servers"], target_conf["bootstrap.servers"],
                            re.escape(topic), exactly_once=True, rest_port=mm2.free_port(), tasks=2)

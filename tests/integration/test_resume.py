@@ -20,8 +20,7 @@ from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import groups, verify
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools import waits
-from eosmirror_tools.local import cluster
+from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run
 from tests.integration.test_group_failback_after_reverse import read_as
 from tests.integration.test_group_failover import consume_and_commit, group_offsets

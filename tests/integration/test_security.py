@@ -28,8 +28,7 @@ from eosmirror.core import config
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.kafka import progress, readers
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools import waits
-from eosmirror_tools.local import cluster
+from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, mirrors_file
 
 pytestmark = pytest.mark.integration
@@ -247,7 +246,7 @@ def test_unreachable_cluster_fails_within_bounded_time_and_leaves_no_process(sid
     # One report of the failure, not librdkafka's per-retry `%3|...|FAIL|... Connection refused` lines.
     assert "|FAIL|" not in out and "Connection refused" not in out, out[-3000:]
     assert time.monotonic() - started < 60
-    from eosmirror_tools.chaos.procs import descendants
+    from eosmirror_tools.kit.processes import descendants
 
     assert descendants(proc.pid) == []
 

@@ -24,8 +24,7 @@ from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import lag
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools import waits
-from eosmirror_tools.local import cluster, runtime
+from eosmirror_tools.kit import cluster, runtime, waits
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, write_mirror_file
 from tests.integration.test_group_failover import consume_and_commit
 

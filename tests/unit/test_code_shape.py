@@ -312,3 +312,28 @@ def test_a_clusters_settings_and_label_travel_as_one_cluster():
            if (str(path.relative_to(PACKAGE)), fn.name) not in allowed
            and any(is_settings(a.arg) for a in args) and any(is_label(a.arg) for a in args)]
     assert bad == [], "take a Cluster instead of (settings, label): " + "; ".join(bad)
+
+
+TOOLS = PACKAGE.parents[1] / "tools" / "eosmirror_tools"
+
+
+def test_each_tools_suite_imports_only_the_kit():
+    """tools/eosmirror_tools is a kit (clusters, waits, workloads, oracles) and suites on top of it (bench, chaos,
+    soak, deploy, matrix, demo): a suite imports the kit and the product, never another suite (what two suites
+    share belongs in the kit), and the kit imports no suite. ``local`` is the product's name for the kit's
+    clusters (``eosmirror local``), and so may import the kit alone."""
+    rooms = sorted(p.name for p in TOOLS.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert {"kit", "bench", "chaos", "soak", "deploy", "matrix", "demo"} <= set(rooms), rooms
+    loose = sorted(p.name for p in TOOLS.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules outside the kit and the suites: {loose}"
+    bad = []
+    for room in rooms:
+        for path in sorted((TOOLS / room).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "eosmirror_tools" and (len(parts) < 2 or parts[1] not in (room, "kit")):
+                        bad.append(f"{path.relative_to(TOOLS)}: {name}")
+    assert bad == [], "imports between suites (or of a suite by the kit): " + "; ".join(bad)

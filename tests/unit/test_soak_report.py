@@ -1,7 +1,7 @@
 """The soak report's "caught up" figure counts from the mirror's first run, not from the load's start,
 and the service-wait budgets scale with the machine's load (no network)."""
 
-from eosmirror_tools import waits
+from eosmirror_tools.kit import waits
 from eosmirror_tools.soak import report
 
 

@@ -1,7 +1,7 @@
 """The soak sampler's bookkeeping (tools/eosmirror_tools/soak/sampler.py): time lag, duplicates,
 losses and aborted records from what the two read_committed consumers saw, in either order."""
 
-from eosmirror_tools.soak.sampler import LagTracker, percentile, record_id
+from eosmirror_tools.kit.sampler import LagTracker, percentile, record_id
 
 
 def test_time_lag_is_the_age_of_the_oldest_source_record_not_yet_copied():

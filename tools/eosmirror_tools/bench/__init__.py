@@ -13,10 +13,12 @@ Every configuration copies a freshly loaded topic set of its own and is verified
 read_committed count on the target; a configuration that does not deliver exactly N records is
 reported as not verified, whatever its speed.
 
-Modules: ``settings`` (what to run), ``dataset`` (topics, loading, clean-up), ``counting`` (exact
-read_committed counts, offset hints), ``measure`` (child processes, RSS and CPU sampling), one
-runner module per system (``ceiling``, ``rawloop``, ``mirror_runs``, ``mm2``), ``configurations``
+Modules: ``settings`` (what to run), ``dataset`` (loading a configuration's topics), one runner
+module per system (``ceiling``, ``rawloop``, ``jvmcopier``, ``mirror_runs``; MirrorMaker 2 is the
+kit's ``mm2``), ``configurations``
 (load, run, verify, clean up), ``results`` (one configuration's numbers), ``suite`` (the order and
 the progress lines), ``report``, ``markdown`` and ``chart`` (the outputs), ``profiling`` (optional
-pyinstrument profiles). Nothing here imports Spark or Airflow at module level.
+pyinstrument profiles); ``rereads``, ``scale``, ``translation``, ``synchistory`` and ``served`` (the
+report's other sections) and ``lagreports`` (``make lagbench``). Counting, child processes and the
+clusters come from the kit. Nothing here imports Spark or Airflow at module level.
 """

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.bench.measure import ChildProcess, TreeUsage
-from eosmirror_tools.local import runtime
+from eosmirror_tools.kit import runtime
+from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
 
 PRODUCER_PROPS = {"acks": "all", "linger.ms": "20", "batch.size": "1000000"}
 

@@ -14,10 +14,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror_tools.bench import ceiling, dataset, jvmcopier, mirror_runs, mm2, rawloop
-from eosmirror_tools.bench.counting import count_committed, offset_sum
+from eosmirror_tools.bench import ceiling, dataset, jvmcopier, mirror_runs, rawloop
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import PARTITIONS, BenchSettings, SizeClass
+from eosmirror_tools.kit import mm2, topics
+from eosmirror_tools.kit.counting import count_committed, end_offsets, offset_sum, offsets_admin
 
 
 @dataclass
@@ -46,9 +47,7 @@ class TargetWatcher:
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"watch-{topic}")
 
     def _loop(self) -> None:
-        from eosmirror.kafka import clients
-
-        admin = clients.admin_client(self.ctx.target_conf, "bench-watch")
+        admin = offsets_admin(self.ctx.target_conf)
         started = time.monotonic()
         while not self._stop.wait(self.every):
             try:
@@ -68,7 +67,7 @@ class TargetWatcher:
 
 
 def _load(ctx: Context, topic: str, size: SizeClass) -> None:
-    dataset.create_topics(ctx.source_conf, [topic], "source")
+    topics.create_topics(ctx.source_conf, [topic], PARTITIONS, "source")
     ctx.say(f"loading {size.records:,} records of {size.value_bytes} B into {topic}")
     seconds = dataset.load(ctx.source_conf, topic, size)
     ctx.say(f"loaded in {seconds:.1f} s ({size.records / seconds:,.0f} records/s)")
@@ -112,7 +111,7 @@ def run_ceiling(ctx: Context, size: SizeClass, transactional: bool) -> ConfigRes
                           delivery="exactly_once" if transactional else None)
 
     def body() -> None:
-        dataset.create_topics(ctx.target_conf, [topic], "target")
+        topics.create_topics(ctx.target_conf, [topic], PARTITIONS, "target")
         log = ctx.settings.work_dir / "logs" / f"{slug}-{size.slug}.log"
         ctx.say(f"ProducerPerformance: {size.records:,} x {size.value_bytes} B into {topic}")
         with TargetWatcher(ctx, topic, size.records):
@@ -130,7 +129,7 @@ def run_ceiling(ctx: Context, size: SizeClass, transactional: bool) -> ConfigRes
         ctx.say(f"{done.records_per_second:,.0f} records/s ({done.wall_seconds:.1f} s wall incl. JVM start)")
         _verify(ctx, result, topic)
 
-    return _guard(ctx, result, body, lambda: dataset.delete_topics(ctx.target_conf, [topic]))
+    return _guard(ctx, result, body, lambda: topics.delete_topics(ctx.target_conf, [topic]))
 
 
 # --- 2. raw copy loop ------------------------------------------------------------------------------
@@ -142,9 +141,7 @@ def run_raw(ctx: Context, size: SizeClass) -> ConfigResult:
 
     def body() -> None:
         _load(ctx, topic, size)
-        dataset.create_topics(ctx.target_conf, [topic], "target")
-        from eosmirror_tools.bench.counting import end_offsets
-
+        topics.create_topics(ctx.target_conf, [topic], PARTITIONS, "target")
         ends = end_offsets(ctx.source_conf, topic, PARTITIONS, "source", True)
         with TargetWatcher(ctx, topic, size.records):
             done = rawloop.run(ctx.source, ctx.target, topic, PARTITIONS, ends, ctx.settings.work_dir,
@@ -158,8 +155,8 @@ def run_raw(ctx: Context, size: SizeClass) -> ConfigResult:
         _verify(ctx, result, topic)
 
     def cleanup() -> None:
-        dataset.delete_topics(ctx.source_conf, [topic])
-        dataset.delete_topics(ctx.target_conf, [topic])
+        topics.delete_topics(ctx.source_conf, [topic])
+        topics.delete_topics(ctx.target_conf, [topic])
 
     return _guard(ctx, result, body, cleanup)
 
@@ -175,10 +172,9 @@ def run_jvm_copier(ctx: Context, size: SizeClass, slots: int) -> ConfigResult:
                           delivery="exactly_once", slots=slots)
 
     def body() -> None:
-        from eosmirror_tools.bench.counting import end_offsets
 
         _load(ctx, topic, size)
-        dataset.create_topics(ctx.target_conf, [topic], "target")
+        topics.create_topics(ctx.target_conf, [topic], PARTITIONS, "target")
         ends = end_offsets(ctx.source_conf, topic, PARTITIONS, "source", True)
         with TargetWatcher(ctx, topic, size.records):
             done = jvmcopier.run(ctx.source, ctx.target, topic, PARTITIONS, slots, int(seconds * 1000), ends,
@@ -194,9 +190,9 @@ def run_jvm_copier(ctx: Context, size: SizeClass, slots: int) -> ConfigResult:
         _verify(ctx, result, topic)
 
     def cleanup() -> None:
-        dataset.delete_topics(ctx.source_conf, [topic])
-        dataset.delete_topics(ctx.target_conf, [topic])
-        dataset.delete_groups(ctx.source_conf, [f"{topic}-jvmcopier"])
+        topics.delete_topics(ctx.source_conf, [topic])
+        topics.delete_topics(ctx.target_conf, [topic])
+        topics.delete_groups(ctx.source_conf, [f"{topic}-jvmcopier"])
 
     return _guard(ctx, result, body, cleanup)
 
@@ -258,10 +254,10 @@ def run_eosmirror(ctx: Context, size: SizeClass, delivery: str, slots: int,
 
 def remove_mirror(ctx: Context, topic: str, name: str) -> None:
     """Clean-up of an eosmirror configuration: its source and target topics, internal topics and group."""
-    dataset.delete_topics(ctx.source_conf, [topic])
-    dataset.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(name))
+    topics.delete_topics(ctx.source_conf, [topic])
+    topics.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(name))
     for conf in (ctx.target_conf, ctx.source_conf):
-        dataset.delete_groups(conf, [mirror_runs.progress_group(name)])
+        topics.delete_groups(conf, [mirror_runs.progress_group(name)])
 
 
 def _empty_run(ctx: Context, empty: ConfigResult, name: str, config_path: Any, master: str, topic: str) -> None:
@@ -330,8 +326,8 @@ def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = Tru
 
     def cleanup() -> None:
         for conf in (ctx.source_conf, ctx.target_conf):
-            made = [t for t in dataset.topics_containing(conf, uid) if source_alias in t or target_alias in t]
-            dataset.delete_topics(conf, [topic] + made)
-        dataset.delete_groups(ctx.target_conf, [f"{source_alias}-mm2"])
+            made = [t for t in topics.topics_containing(conf, uid) if source_alias in t or target_alias in t]
+            topics.delete_topics(conf, [topic] + made)
+        topics.delete_groups(ctx.target_conf, [f"{source_alias}-mm2"])
 
     return _guard(ctx, result, body, cleanup)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from eosmirror_tools.bench.measure import ChildRun
+    from eosmirror_tools.kit.processes import ChildRun
 
 SOURCE = Path(__file__).with_name("java") / "TxCopier.java"
 MAIN_CLASS = "TxCopier"
@@ -26,7 +26,7 @@ MAIN_CLASS = "TxCopier"
 
 def compiled(work: Path) -> Path:
     """The folder with TxCopier.class, compiled once per source version (javac from the JDK on PATH)."""
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import runtime
 
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
     folder = work / "jvmcopier" / digest
@@ -45,7 +45,7 @@ def compiled(work: Path) -> Path:
 
 def command(classes: Path, source: str, target: str, topic: str, partitions: int, slots: int,
             transaction_ms: int, ends: dict[int, int], result_json: Path) -> list[str]:
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import runtime
 
     return [runtime.java_binary(), "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={runtime.log4j_config()}", "-cp", f"{runtime.classpath()}:{classes}",
@@ -55,7 +55,7 @@ def command(classes: Path, source: str, target: str, topic: str, partitions: int
 
 def run(source: str, target: str, topic: str, partitions: int, slots: int, transaction_ms: int,
         ends: dict[int, int], work: Path, timeout: float) -> ChildRun:
-    from eosmirror_tools.bench.measure import ChildProcess, ChildRun
+    from eosmirror_tools.kit.processes import ChildProcess, ChildRun
 
     classes = compiled(work)
     result_json = work / f"{topic}.jvmcopier.json"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.bench.measure import ChildProcess, TreeUsage
+from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
 
 
 @dataclass

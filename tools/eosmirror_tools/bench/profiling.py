@@ -20,7 +20,8 @@ from typing import Any
 
 from eosmirror_tools.bench import dataset, mirror_runs
 from eosmirror_tools.bench.configurations import Context
-from eosmirror_tools.bench.settings import SizeClass
+from eosmirror_tools.bench.settings import PARTITIONS, SizeClass
+from eosmirror_tools.kit import topics
 
 PROFILE_RECORDS_MAX = 200_000   # enough for a stable profile; pyinstrument slows the loop a little
 
@@ -51,7 +52,7 @@ def profile_copy(ctx: Context, records: int) -> dict[str, Any]:
     topic = f"{ctx.settings.topic_prefix('profile-copy')}-200b"
     path = ctx.settings.out_dir / "profile-copy.txt"
     try:
-        dataset.create_topics(ctx.source_conf, [topic], "source")
+        topics.create_topics(ctx.source_conf, [topic], PARTITIONS, "source")
         dataset.load(ctx.source_conf, topic, size)
         mirror = config.parse({"mirrors": [{"name": topic, "source": {"local": "source"}, "target": {"local": "target"},
                                             "topics": [re.escape(topic)], "slots": 1,
@@ -76,9 +77,9 @@ def profile_copy(ctx: Context, records: int) -> dict[str, Any]:
                 "self_time_by_function": _self_time_by_function(session.root_frame())}
     finally:
         if not ctx.settings.keep_topics:
-            dataset.delete_topics(ctx.source_conf, [topic])
-            dataset.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(topic))
-            dataset.delete_groups(ctx.target_conf, [mirror_runs.progress_group(topic)])
+            topics.delete_topics(ctx.source_conf, [topic])
+            topics.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(topic))
+            topics.delete_groups(ctx.target_conf, [mirror_runs.progress_group(topic)])
 
 
 def _driver_wrapper(ctx: Context, outfile: str) -> str:
@@ -99,7 +100,7 @@ def profile_empty_run(ctx: Context) -> dict[str, Any]:
     config_path = ctx.settings.work_dir / "mirrors" / f"{topic}.yaml"
     work = ctx.settings.work_dir
     try:
-        dataset.create_topics(ctx.source_conf, [topic], "source")
+        topics.create_topics(ctx.source_conf, [topic], PARTITIONS, "source")
         dataset.load(ctx.source_conf, topic, size)
         mirror_runs.write_definition(config_path, topic, [topic], 2, "exactly_once")
         first = mirror_runs.run(topic, config_path, ctx.settings.master, work, 300, "profile-fill")
@@ -120,9 +121,9 @@ def profile_empty_run(ctx: Context) -> dict[str, Any]:
                            f"(the rest: JVM launch before and teardown after Python)"}
     finally:
         if not ctx.settings.keep_topics:
-            dataset.delete_topics(ctx.source_conf, [topic])
-            dataset.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(topic))
-            dataset.delete_groups(ctx.target_conf, [mirror_runs.progress_group(topic)])
+            topics.delete_topics(ctx.source_conf, [topic])
+            topics.delete_topics(ctx.target_conf, [topic] + mirror_runs.internal_topics(topic))
+            topics.delete_groups(ctx.target_conf, [mirror_runs.progress_group(topic)])
 
 
 def run_all(ctx: Context) -> dict[str, Any]:

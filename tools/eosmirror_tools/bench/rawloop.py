@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError
 from eosmirror.kafka import clients
 
 if TYPE_CHECKING:
-    from eosmirror_tools.bench.measure import ChildRun
+    from eosmirror_tools.kit.processes import ChildRun
 
 PARTITION_EOF = KafkaError._PARTITION_EOF   # an end-of-partition event, not an error
 CONSUME_BATCH = 5000
@@ -101,7 +101,7 @@ def command(source: str, target: str, topic: str, partitions: int, ends: dict[in
 
 def run(source: str, target: str, topic: str, partitions: int, ends: dict[int, int], work: Path,
         timeout: float) -> ChildRun:
-    from eosmirror_tools.bench.measure import ChildProcess, ChildRun
+    from eosmirror_tools.kit.processes import ChildProcess, ChildRun
 
     result_json = work / f"{topic}.raw.json"
     with ChildProcess(command(source, target, topic, partitions, ends, result_json),

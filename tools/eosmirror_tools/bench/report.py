@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.bench import mm2
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import HEADER, KEY_BYTES, PARTITIONS, BenchSettings
+from eosmirror_tools.kit import mm2
 
 SCHEMA_VERSION = 2
 # The goals of issues #21 and #29, side by side in one run. A ratio against MirrorMaker 2 is a goal

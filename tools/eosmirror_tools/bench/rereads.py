@@ -29,6 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from eosmirror_tools.kit import topics
+
 PARTITIONS = 4
 RECORDS, QUICK_RECORDS = 5_000, 1_000          # committed records per partition
 GROUPS, QUICK_GROUPS = 20, 6
@@ -198,7 +200,7 @@ def run_eosmirror(source_conf: dict[str, Any], target_conf: dict[str, Any], topi
 
 def _mm2_props(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, prefix: str,
                aliases: tuple[str, str]) -> dict[str, str]:
-    from eosmirror_tools.bench import mm2
+    from eosmirror_tools.kit import mm2
 
     a, b = aliases
     return mm2.properties(a, b, source_conf["bootstrap.servers"], target_conf["bootstrap.servers"], re.escape(topic),
@@ -231,10 +233,9 @@ def _wait_groups(target_conf: dict[str, Any], remote: str, groups: list[str], ch
 def run_mm2(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, prefix: str, groups: list[str],
             expected: int, folder: Path, say: Callable[[str], None]) -> dict[str, Any]:
     """MM2 until the copy is complete on the target and its group offsets settle (or a budget runs out)."""
-    from eosmirror_tools.bench import mm2
-    from eosmirror_tools.bench.counting import offset_sum
-    from eosmirror_tools.bench.measure import ChildProcess
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import mm2, runtime
+    from eosmirror_tools.kit.counting import offset_sum
+    from eosmirror_tools.kit.processes import ChildProcess
 
     uid = uuid.uuid4().hex[:6]
     aliases = (f"src{uid}", f"tgt{uid}")
@@ -265,28 +266,26 @@ def run_mm2(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str
 
 def _cleanup(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, groups: list[str],
              eos: dict[str, Any], mm: dict[str, Any]) -> None:
-    from eosmirror_tools.bench import dataset, mirror_runs
+    from eosmirror_tools.bench import mirror_runs
 
-    dataset.delete_topics(source_conf, [topic])
-    made = [t for a in mm.get("aliases", []) for t in dataset.topics_containing(target_conf, a)]
-    made += [t for a in mm.get("aliases", []) for t in dataset.topics_containing(source_conf, a)]
+    topics.delete_topics(source_conf, [topic])
+    made = [t for a in mm.get("aliases", []) for t in topics.topics_containing(target_conf, a)]
+    made += [t for a in mm.get("aliases", []) for t in topics.topics_containing(source_conf, a)]
     internal = mirror_runs.internal_topics(eos["mirror"]) if eos.get("mirror") else []
-    dataset.delete_topics(target_conf, [topic] + made + internal)
-    dataset.delete_topics(source_conf, made)
+    topics.delete_topics(target_conf, [topic] + made + internal)
+    topics.delete_topics(source_conf, made)
     extra = [f"{mm['aliases'][0]}-mm2"] if mm.get("aliases") else []
-    dataset.delete_groups(source_conf, groups)
-    dataset.delete_groups(target_conf, groups + extra)
+    topics.delete_groups(source_conf, groups)
+    topics.delete_groups(target_conf, groups + extra)
 
 
 def run(source_conf: dict[str, Any], target_conf: dict[str, Any], quick: bool, keep: bool, folder: Path,
         say: Callable[[str], None]) -> dict[str, Any]:
     """Seed, commit the group positions, fail over with both systems, count; the report's ``rereads``."""
-    from eosmirror_tools.bench import dataset
-
     records, group_count = (QUICK_RECORDS, QUICK_GROUPS) if quick else (RECORDS, GROUPS)
     prefix = f"bench-rr{uuid.uuid4().hex[:8]}"
     topic, eos, mm = f"{prefix}-orders", {}, {}
-    dataset.create_topics(source_conf, [topic], "source", PARTITIONS)
+    topics.create_topics(source_conf, [topic], PARTITIONS, "source")
     source = seed_source(source_conf, topic, records)
     ends = {p: _end(source_conf, topic, p) for p in range(PARTITIONS)}
     wanted = {f"{prefix}-g{g}": offsets for g, offsets in positions(ends, group_count).items()}

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.bench.measure import ChildProcess
+from eosmirror_tools.kit import topics
+from eosmirror_tools.kit.processes import ChildProcess
 
 RECORDS = 200                 # per partition
 VALUE_BYTES = 200
@@ -249,7 +250,7 @@ def mm2_beside(source_conf: dict[str, Any], target_conf: dict[str, Any], names: 
     import re
     import uuid
 
-    from eosmirror_tools.bench import dataset, mm2
+    from eosmirror_tools.kit import mm2
 
     (topic,) = names
     uid = uuid.uuid4().hex[:6]
@@ -265,8 +266,8 @@ def mm2_beside(source_conf: dict[str, Any], target_conf: dict[str, Any], names: 
                        1800.0, lambda text: say(f"{shape.slug}: MirrorMaker 2: {text}"))
     finally:
         for conf in (source_conf, target_conf):
-            dataset.delete_topics(conf, dataset.topics_containing(conf, uid))
-        dataset.delete_groups(target_conf, [f"{source_alias}-mm2"])
+            topics.delete_topics(conf, topics.topics_containing(conf, uid))
+        topics.delete_groups(target_conf, [f"{source_alias}-mm2"])
     eos_on = bool(done.evidence.get("exactly_once_source_tasks")) and bool(done.evidence.get("transactional_ids"))
     ours = row.get("end_to_end_s")
     out = {"tasks": 2, "settings": "mm2.TUNED", "records": shape.total * RECORDS, "error": done.error,

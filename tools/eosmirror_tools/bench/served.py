@@ -22,9 +22,9 @@ from eosmirror_tools.bench.configurations import (
     _verify,
     remove_mirror,
 )
-from eosmirror_tools.bench.measure import CLOCK_TICKS, TreeSampler, cpu_ticks, process_tree
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import SizeClass
+from eosmirror_tools.kit.processes import CLOCK_TICKS, TreeSampler, cpu_ticks, process_tree
 
 
 def _ensure_server(ctx: Context) -> tuple[dict[str, Any], bool]:

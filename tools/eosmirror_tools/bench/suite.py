@@ -1,4 +1,4 @@
-"""The order of one benchmark run, its progress lines, and the machine it ran on.
+"""The order of one benchmark run and its progress lines.
 
 Configurations run one after another (never two at once: they would share the two cores), per
 size class: ceiling (plain, transactional), raw loop, the JVM exactly-once copier, eosmirror
@@ -10,9 +10,6 @@ defaults (not with --quick); then the slot sweep on the first size class.
 from __future__ import annotations
 
 import os
-import platform
-import subprocess
-import sys
 import time
 from typing import Any, Callable
 
@@ -20,6 +17,7 @@ from eosmirror_tools.bench import configurations as configs
 from eosmirror_tools.bench import served
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import BenchSettings
+from eosmirror_tools.kit import machine
 
 Step = tuple[str, Callable[[configs.Context], list[ConfigResult]]]
 
@@ -68,38 +66,9 @@ def plan(settings: BenchSettings) -> list[Step]:
     return steps
 
 
-def _version(cmd: list[str]) -> str:
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-        return (done.stdout + done.stderr).strip().splitlines()[0]
-    except Exception:  # noqa: BLE001
-        return "unknown"
-
-
-def machine() -> dict[str, Any]:
-    """Enough to tell whether two reports are comparable."""
-    import confluent_kafka
-
-    from eosmirror_tools.local import runtime
-
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    mem_kb = next((int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal")), 0)
-    try:
-        from importlib.metadata import version
-        pyspark_version = version("pyspark")
-    except Exception:  # noqa: BLE001
-        pyspark_version = "unknown"
-    return {"cpus": os.cpu_count(), "cpu_model": cpu, "memory_gb": round(mem_kb / 1024 / 1024, 1),
-            "load_average_at_start": os.getloadavg(), "python": sys.version.split()[0],
-            "java": _version([runtime.java_binary(), "-version"]), "kafka": runtime.kafka_version(),
-            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
-            "pyspark": pyspark_version, "platform": platform.platform()}
-
-
 def ensure_clusters(say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Reuse the running local clusters, or start them (``eosmirror local up`` is idempotent)."""
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     clusters = cluster.default_clusters()
     if not all(cluster.is_reachable(c) for c in clusters):
@@ -122,7 +91,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
     emit(f"eosmirror bench {settings.run_id}: N={settings.records:,}, sizes {', '.join(settings.sizes)}, "
          f"kinds {', '.join(settings.kinds)}{' (quick)' if settings.quick else ''}")
     source_conf, target_conf = ensure_clusters(lambda text: emit("  " + text))
-    info = machine()
+    info = machine.describe()
     busy = os.getloadavg()[0] / (os.cpu_count() or 1)
     if busy > 0.5:
         # Every configuration shares the same CPUs with whatever else runs: say so up front.

@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from eosmirror import paths
-from eosmirror_tools.chaos import oracle, scenarios, workload
-from eosmirror_tools.local import cluster
+from eosmirror_tools.chaos import scenarios
+from eosmirror_tools.kit import cluster, oracle, topics, workload
 
 log = logging.getLogger("eosmirror_tools.chaos")
 PARTITIONS = 3
@@ -77,18 +77,11 @@ def _abort_left_open(ctx: scenarios.RoundContext) -> None:
     partitions with Kafka's own tool (``kafka-transactions.sh abort``). A hard-restarted target broker
     skips the marker of a transaction it times out while the partition has no leader yet; the mirror
     refuses to commit on top of it (it would commit those records too), and this is the way out."""
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from eosmirror_tools.kit import counting, runtime
 
-    from eosmirror.kafka.offsets import list_offsets
-    from eosmirror_tools.local import runtime
-
-    admin = AdminClient(ctx.target_conf)
-    specs = {(ctx.topic, p): OffsetSpec.latest() for p in range(ctx.partitions)}
-    stable = list_offsets(admin, specs, "target", read_committed=True)
-    ends = list_offsets(admin, specs, "target", read_committed=False)
-    for (topic, partition), lso in sorted(stable.items()):
-        if lso >= ends[(topic, partition)]:
-            continue
+    stable, high = counting.stable_and_high(ctx.target_conf, ctx.topic, ctx.partitions, "target")
+    for partition in counting.still_open(stable, high):
+        topic, lso = ctx.topic, stable[partition]
         done = runtime.kafka_transactions(ctx.target_conf["bootstrap.servers"], "abort", "--topic", topic,
                                           "--partition", str(partition), "--start-offset", str(lso))
         ctx.note(f"aborted the transaction the broker left open on {topic}[{partition}] at offset {lso} "
@@ -102,7 +95,7 @@ def run_round(number: int, scenario: str, rng: random.Random, out: Path, records
     topic, name = f"chaos.r{number}.{suffix}", f"chaos-r{number}-{suffix}"
     delivery = "at_least_once" if scenario in scenarios.CALIBRATION else "exactly_once"
     partitions = scenarios.PARTITIONS_OF.get(scenario, PARTITIONS)
-    workload.create_topic(source, topic, partitions)
+    topics.create_topics(source, [topic], partitions)
     load = workload.Workload(source, topic, partitions, rng.randrange(1 << 30), f"chaos-producer-{suffix}")
     # A wide round seeds fewer records per partition: its point is the partition count.
     load.seed(records if partitions == PARTITIONS else max(20, records * PARTITIONS // 30))

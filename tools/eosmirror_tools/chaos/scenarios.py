@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from eosmirror.spark import submit
-from eosmirror_tools.chaos import procs
-from eosmirror_tools.local import cluster
+from eosmirror_tools.kit import cluster, processes
 
 SPARK_MASTER = "local[2,4]"      # 2 cores, and up to 4 attempts of a task (Spark's local-mode retries)
 
@@ -82,22 +81,14 @@ def start_spark(ctx: RoundContext, slots: int = 2, rules: list[dict[str, Any]] |
 
 
 def wait_open_transaction(ctx: RoundContext, timeout: float = 120.0) -> bool:
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from eosmirror_tools.kit import counting
 
-    from eosmirror.core.errors import EosMirrorError
-    from eosmirror.kafka.offsets import list_offsets
-
-    admin = AdminClient(ctx.target_conf)
-    specs = {(ctx.topic, p): OffsetSpec.latest() for p in range(ctx.partitions)}
+    admin = counting.offsets_admin(ctx.target_conf)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            stable = list_offsets(admin, specs, "target", read_committed=True)
-            high = list_offsets(admin, specs, "target", read_committed=False)
-            if any(stable[tp] < high[tp] for tp in specs):
-                return True
-        except EosMirrorError:
-            pass   # the target topic does not exist yet
+        # A target topic that does not exist yet reads as empty: nothing open on it.
+        if counting.still_open(*counting.stable_and_high(ctx.target_conf, ctx.topic, ctx.partitions, "target", admin)):
+            return True
         time.sleep(0.1)
     ctx.note("no open transaction seen within the time limit")
     return False
@@ -108,9 +99,9 @@ def finish(ctx: RoundContext, proc: subprocess.Popen, timeout: float = 240.0) ->
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         ctx.note(f"run pid {proc.pid} did not end within {timeout:.0f} s: killed")
-        procs.kill_tree(proc.pid)
+        processes.kill_tree(proc.pid)
         code = proc.wait(30)
-    procs.kill_tree(proc.pid, grace=2)   # leftovers of a killed driver (Python driver, workers)
+    processes.kill_tree(proc.pid, grace=2)   # leftovers of a killed driver (Python driver, workers)
     ctx.exit_codes.append(code)
     return code
 
@@ -126,8 +117,8 @@ def worker_signal(sig: int) -> Callable[[RoundContext], None]:
     def scenario(ctx: RoundContext) -> None:
         run = start_spark(ctx, rules=hold_first_transaction(ctx, 4))
         if wait_open_transaction(ctx):
-            workers = procs.python_workers(run.pid)
-            ctx.note(f"sent {signal.Signals(sig).name} to {procs.signal_all(workers, sig)} Python worker(s) mid-transaction")
+            workers = processes.python_workers(run.pid)
+            ctx.note(f"sent {signal.Signals(sig).name} to {processes.signal_all(workers, sig)} Python worker(s) mid-transaction")
         finish(ctx, run)
     return scenario
 
@@ -135,7 +126,7 @@ def worker_signal(sig: int) -> Callable[[RoundContext], None]:
 def driver_kill(ctx: RoundContext) -> None:
     run = start_spark(ctx, rules=hold_first_transaction(ctx, 4))
     if wait_open_transaction(ctx):
-        procs.signal_all([run.pid], signal.SIGKILL)
+        processes.signal_all([run.pid], signal.SIGKILL)
         ctx.note("SIGKILLed the driver (spark-submit JVM) mid-transaction")
     finish(ctx, run)
 
@@ -156,11 +147,11 @@ def broker_restart(which: str, hard: bool) -> Callable[[RoundContext], None]:
 def zombie(ctx: RoundContext) -> None:
     first = start_inprocess(ctx, rules=hold_first_transaction(ctx, 6), tag="zombie")
     if wait_open_transaction(ctx):
-        tree = [first.pid, *procs.descendants(first.pid)]
-        procs.signal_all(tree, signal.SIGSTOP)
+        tree = [first.pid, *processes.descendants(first.pid)]
+        processes.signal_all(tree, signal.SIGSTOP)
         second = start_inprocess(ctx, tag="takeover")
         finish(ctx, second)
-        procs.signal_all(tree, signal.SIGCONT)
+        processes.signal_all(tree, signal.SIGCONT)
         ctx.note("SIGSTOPped a run inside its transaction, ran another, then SIGCONTed the first")
     finish(ctx, first)
     statuses = [s["status"] for s in _report(ctx, "zombie").get("slots", [])]
@@ -221,10 +212,10 @@ def follow_zombie(ctx: RoundContext) -> None:
     if wait_open_transaction(ctx):
         time.sleep(3)
         wait_open_transaction(ctx, timeout=30)
-        tree = [first.pid, *procs.descendants(first.pid)]
-        procs.signal_all(tree, signal.SIGSTOP)
+        tree = [first.pid, *processes.descendants(first.pid)]
+        processes.signal_all(tree, signal.SIGSTOP)
         finish(ctx, start_inprocess(ctx, tag="follow-takeover", follow_seconds=6))
-        procs.signal_all(tree, signal.SIGCONT)
+        processes.signal_all(tree, signal.SIGCONT)
         ctx.note("SIGSTOPped a following run mid-transaction, ran the next follow run, then SIGCONTed it")
     finish(ctx, first, timeout=120)
     zombie_slots = _statuses(ctx, "follow-zombie")
@@ -247,7 +238,7 @@ def follow_worker_kill(ctx: RoundContext) -> None:
     if wait_open_transaction(ctx):
         time.sleep(5)
         wait_open_transaction(ctx, timeout=30)
-        ctx.note(f"SIGKILLed {procs.signal_all(procs.python_workers(run.pid), signal.SIGKILL)} Python worker(s) "
+        ctx.note(f"SIGKILLed {processes.signal_all(processes.python_workers(run.pid), signal.SIGKILL)} Python worker(s) "
                  f"of a Spark follow run mid-transaction")
     finish(ctx, run, timeout=150)
 

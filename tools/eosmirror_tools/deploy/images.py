@@ -119,7 +119,7 @@ def _project_wheel(context: Path) -> Path:
 
 def assemble_context(build_dir: Path) -> Path:
     """build/deploy/context: everything the Dockerfiles COPY."""
-    from eosmirror_tools.local import runtime
+    from eosmirror_tools.kit import runtime
 
     context = build_dir / "context"
     context.mkdir(parents=True, exist_ok=True)

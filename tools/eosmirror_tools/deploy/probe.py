@@ -31,19 +31,16 @@ def brokers(cluster: str) -> dict[str, Any]:
 
 
 def create_topic(cluster: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from eosmirror_tools.kit import topics
 
-    admin = AdminClient(CLUSTERS[cluster])
-    if topic in admin.list_topics(timeout=10).topics:
-        return
-    new = NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})
-    admin.create_topics([new], request_timeout=30)[topic].result(30)
+    topics.create_topics(CLUSTERS[cluster], [topic], partitions, cluster, configs={topic: {"min.insync.replicas": "2"}},
+                         replication=3, exist_ok=True)
 
 
 def workload(topic: str, partitions: int, name: str) -> Any:
     """The chaos suite's workload; numbers continue above every earlier writer's (time-based base),
     so the oracle's per-partition sequence stays increasing across writer processes."""
-    from eosmirror_tools.chaos.workload import Workload
+    from eosmirror_tools.kit.workload import Workload
 
     w = Workload(SOURCE, topic, partitions, seed=int(time.time()), txn_id=f"deploy-writer-{name}")
     w.next_seq = [time.time_ns() // 1000] * partitions
@@ -96,16 +93,10 @@ def coordinator(transactional_id: str) -> dict[str, Any]:
 
 def open_transactions(topic: str, partitions: int) -> dict[str, Any]:
     """Target partitions whose last stable offset is below the high watermark: a transaction is open."""
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from eosmirror_tools.kit import counting
 
-    from eosmirror.kafka.offsets import list_offsets
-
-    admin = AdminClient(TARGET)
-    specs = {(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    stable = list_offsets(admin, specs, "target", read_committed=True)
-    high = list_offsets(admin, specs, "target", read_committed=False)
-    return {"open": sorted(tp[1] for tp in specs if stable[tp] != high[tp]),
-            "records": sum(high.values())}
+    stable, high = counting.stable_and_high(TARGET, topic, partitions, "target")
+    return {"open": counting.still_open(stable, high), "records": sum(high.values())}
 
 
 class Airflow:
@@ -190,7 +181,7 @@ def verify(mirror_name: str, topic: str, partitions: int) -> dict[str, Any]:
     import random
 
     from eosmirror.core import config
-    from eosmirror_tools.chaos import oracle
+    from eosmirror_tools.kit import oracle
 
     mirror = config.load(os.environ["EOSMIRROR_CONFIG"]).get(mirror_name)
     verdict = oracle.check_round(mirror, topic, partitions, SOURCE, TARGET, random.Random(7))

@@ -1,0 +1,1 @@
+"""The names the product loads the kit by (``eosmirror local``, ``eosmirror setup``): see cluster.py, runtime.py."""

@@ -150,7 +150,7 @@ def main() -> int:
             results.write_text(json.dumps({"commit": commit, "date": date, "rows": rows}, indent=1))
             (BUILD / "matrix.md").write_text(table(rows, commit, date))
     finally:
-        from eosmirror_tools.local import cluster
+        from eosmirror_tools.kit import cluster
 
         for c in started:     # only the clusters this matrix started
             cluster.stop(c)
@@ -160,7 +160,7 @@ def main() -> int:
 
 def local_clusters() -> tuple[list, tuple[dict, dict]]:
     """The local source and target clusters' client settings; starts those not running (returned first)."""
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     wanted = cluster.default_clusters()
     started = [c for c in wanted if not cluster.is_reachable(c)]

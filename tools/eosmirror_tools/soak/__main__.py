@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     home.apply()      # before anything imports airflow
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     home.migrate()
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
     from eosmirror_tools.soak import harness, report
 
     # The soak's own brokers (its ports, var/soak) stop at the end: left running they held 1.3 GB and

@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools import waits
-from eosmirror_tools.bench.measure import ChildProcess
+from eosmirror_tools.kit import waits
+from eosmirror_tools.kit.processes import ChildProcess
 
 VENV_BIN = Path(sys.executable).parent
 

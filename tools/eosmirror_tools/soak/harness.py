@@ -32,11 +32,10 @@ from typing import Any
 
 import yaml
 
-from eosmirror_tools.bench import mm2, suite
-from eosmirror_tools.bench.measure import ChildProcess, CpuWindow, broker_pids
-from eosmirror_tools.local import runtime
-from eosmirror_tools.soak import airflowrun, load
-from eosmirror_tools.soak.sampler import Sampler
+from eosmirror_tools.kit import machine, mm2, runtime, topics, workload
+from eosmirror_tools.kit.processes import ChildProcess, CpuWindow, broker_pids
+from eosmirror_tools.kit.sampler import Sampler
+from eosmirror_tools.soak import airflowrun
 
 log = logging.getLogger("eosmirror_tools.soak")
 CONFIGS = ("scheduled", "follow", "mm2")
@@ -110,27 +109,6 @@ def internal_bytes(data_dir: Path | None, prefixes: tuple[str, ...]) -> int:
                for f in d.glob("*.log"))
 
 
-def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
-
-
-def _delete_topics(bootstrap: str, topics: list[str], say: Any) -> None:
-    """A 30-minute soak leaves about 20 GB of records on the two brokers (source, three copies,
-    MirrorMaker 2's own topics): drop its data topics once the comparison is done. A failure is
-    reported, never fatal (the figures are already measured)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for topic, future in admin.delete_topics(topics, operation_timeout=30).items():
-        try:
-            future.result(60)
-        except Exception as exc:  # noqa: BLE001 - e.g. a target topic no mirror created
-            say(f"could not delete {topic} on {bootstrap}: {exc}")
-
-
 def _progress(sampler: Sampler, started: float) -> str:
     lags = ", ".join(f"{label} {sampler.lag_now(label):.1f} s" for label in sampler.targets)
     return f"{time.monotonic() - started:5.0f} s: {sampler.source_records:,} source records read; time lag {lags}"
@@ -140,9 +118,11 @@ def _produce_for(s: SoakSettings, source: str, topic: str, run_id: str, sampler:
                  watched: list[tuple[ChildProcess | None, str]], say: Any) -> dict[str, int]:
     """Step 3: the load for ``s.minutes``, a progress line every 30 s; fails if a mirror process dies."""
     stop, counts = threading.Event(), {}
-    producer = threading.Thread(target=lambda: counts.update(load.produce(
-        source, topic, s.partitions, stop, s.rate, s.size, max(50, int(s.rate / 20)), f"soak-load-{run_id}")),
-        daemon=True, name="soak-load")
+    load = workload.Workload({"bootstrap.servers": source}, topic, s.partitions, txn_id=f"soak-load-{run_id}",
+                             size=s.size, headers=False)   # the sampler matches copies by the value's id
+    per_partition = max(1, max(50, int(s.rate / 20)) // s.partitions)
+    producer = threading.Thread(target=lambda: counts.update(load.produce_paced(stop, s.rate, per_partition)),
+                                daemon=True, name="soak-load")
     producer.start()
     started = time.monotonic()
     try:
@@ -223,10 +203,10 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
 
     work = work.resolve()     # MirrorMaker 2 runs in its own folder: every path it is given is absolute
     work.mkdir(parents=True, exist_ok=True)
-    machine = suite.machine()      # before the load: its load average is the machine's, not ours
+    machine_info = machine.describe()      # before the load: its load average is the machine's, not ours
     run_id = uuid.uuid4().hex[:6]
     topic = f"soak.{run_id}"
-    _create_topic(source, topic, s.partitions)                                    # step 1
+    topics.create_topics({"bootstrap.servers": source}, [topic], s.partitions)   # step 1
     targets = {c: f"{ALIASES[c]}.{topic}" for c in s.configs}
     config_file = work / "mirrors.yaml"
     start_iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 3600))
@@ -259,8 +239,8 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
                 child.__exit__(None, None, None)
         window.stop()
         if not s.keep_topics:
-            _delete_topics(source, [topic], say)
-            _delete_topics(target, list(targets.values()), say)
+            topics.delete_topics({"bootstrap.servers": source}, [topic], say)
+            topics.delete_topics({"bootstrap.servers": target}, list(targets.values()), say)
     runs = {config: airflowrun.runs(dag_id, t_airflow - 120) for config, dag_id in dag_ids.items()}
     usage = {"airflow": airflow.peak.as_dict() if airflow else None, "mm2": mm2_child.peak.as_dict() if mm2_child else None}
     growth = {"airflow_db_bytes": airflowrun.database_bytes(airflow_home) - db_before,
@@ -268,7 +248,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
               "mm2_internal_topic_bytes": internal_bytes(target_data_dir, ("mm2-",))}
     measured = {c: {**m, "task_failures": task_failures(mm2_child.log_path)} if c == "mm2" and mm2_child else m
                 for c, m in measured.items()}
-    return report.build(machine=machine, settings=asdict(s), topic=topic, targets=targets, counts=counts, measured=measured,
+    return report.build(machine=machine_info, settings=asdict(s), topic=topic, targets=targets, counts=counts, measured=measured,
                         runs=runs, usage=usage, cpu=_costs(window, [airflow, mm2_child], t_airflow), growth=growth,
                         series={label: list(points) for label, points in sampler.samples.items()},
                         times={"airflow_ready": t_airflow, "load_start": t_load, "load_end": t_end})

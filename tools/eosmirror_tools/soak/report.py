@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.soak.sampler import percentile
+from eosmirror_tools.kit.sampler import percentile
 
 LABELS = {"scheduled": "scheduled `{scheduled_cron}`, no follow", "follow": "follow, `{follow_cron}`",
           "mm2": "MirrorMaker 2 EOS"}

@@ -1,4 +1,4 @@
-"""Exact read_committed record counts on the target, and cheap offset hints.
+"""Exact read_committed record counts, cheap offset hints, and the transactions still open on a topic.
 
 End offsets are only a hint of how far a copy got: transaction markers (and aborted records)
 occupy offsets, so an offset sum over-counts records. A configuration is verified only by reading
@@ -19,10 +19,15 @@ from typing import Any
 from confluent_kafka import KafkaError
 
 from eosmirror.kafka import clients
+from eosmirror.kafka.cluster import Cluster
 
 PARTITION_EOF = KafkaError._PARTITION_EOF   # an end-of-partition event, not an error
 # A topic MirrorMaker 2 has not created yet answers with one of these ("no leaders found": _NOENT).
 MISSING = {"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "UNKNOWN_TOPIC_ID", "_NOENT"}
+
+
+def offsets_admin(conf: dict[str, Any]) -> Any:
+    return Cluster.from_settings("tools", conf, client_name="eosmirror-tools-offsets").admin
 
 
 def end_offsets(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str, read_committed: bool,
@@ -34,7 +39,7 @@ def end_offsets(conf: dict[str, Any], topic: str, partitions: int, cluster_label
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    admin = admin or clients.admin_client(conf, "bench-offsets")
+    admin = admin or offsets_admin(conf)
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     # Every other failure is retried for a while: right after MM2 creates a topic the broker answers
     # NOT_LEADER_FOR_PARTITION or UNKNOWN_LEADER_EPOCH, and on a busy machine a request can time
@@ -145,17 +150,37 @@ class CommittedCounter:
             self.consumer = None
 
 
+def stable_and_high(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str,
+                    admin: Any = None) -> tuple[dict[int, int], dict[int, int]]:
+    """(last stable offsets, high watermarks): a partition whose first is below its second holds an
+    open transaction (a missing topic reads as empty and open nowhere)."""
+    admin = admin or offsets_admin(conf)
+    return (end_offsets(conf, topic, partitions, cluster_label, True, admin),
+            end_offsets(conf, topic, partitions, cluster_label, False, admin))
+
+
+def still_open(stable: dict[int, int], high: dict[int, int]) -> list[int]:
+    """The partitions where a transaction is open: the last stable offset is below the high watermark."""
+    return sorted(p for p in stable if stable[p] < high[p])
+
+
+def settle(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str,
+           timeout: float = 120.0) -> tuple[dict[int, int], dict[int, int]]:
+    """:func:`stable_and_high` once no transaction is open on the topic, or when ``timeout`` is spent
+    (the caller reads :func:`still_open` of the answer: a marker may still be on its way)."""
+    admin = offsets_admin(conf)
+    deadline = time.monotonic() + timeout
+    while True:
+        stable, high = stable_and_high(conf, topic, partitions, cluster_label, admin)
+        if not still_open(stable, high) or time.monotonic() > deadline:
+            return stable, high
+        time.sleep(0.25)
+
+
 def wait_until_stable(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str,
                       timeout: float = 120.0) -> dict[int, int]:
     """Ends once no transaction is open on the topic (last stable offset == high watermark)."""
-    admin = clients.admin_client(conf, "bench-offsets")
-    deadline = time.monotonic() + timeout
-    while True:
-        stable = end_offsets(conf, topic, partitions, cluster_label, True, admin)
-        high = end_offsets(conf, topic, partitions, cluster_label, False, admin)
-        if stable == high or time.monotonic() > deadline:
-            return stable
-        time.sleep(0.25)
+    return settle(conf, topic, partitions, cluster_label, timeout)[0]
 
 
 def count_committed(conf: dict[str, Any], topic: str, partitions: int, cluster_label: str = "target") -> tuple[int,

@@ -1,4 +1,5 @@
-"""Child processes of the bench: the peak memory and the CPU time of their process trees.
+"""Processes the suites start, measure and kill (Linux /proc): the peak memory and the CPU time of a
+process tree, a measured child in a session of its own, and the fault injector's find/signal/reap.
 
 Every measured program (spark-submit, MirrorMaker 2, ProducerPerformance, the raw loop) runs in a
 session of its own, so that stopping it reaches every process it started (Spark's Python workers,
@@ -84,6 +85,7 @@ def _parent_map() -> dict[int, int]:
 
 
 def process_tree(root: int) -> list[int]:
+    """``root`` first, then every process under it (depth first)."""
     parents = _parent_map()
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
@@ -214,7 +216,7 @@ class TreeSampler:
 
 def broker_pids() -> list[int]:
     """The local brokers' pids (from their pid files; only read, never signalled)."""
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     return [pid for pid in (cluster.running_pid(c) for c in cluster.default_clusters()) if pid]
 
@@ -345,3 +347,49 @@ class ChildProcess:
     def log_tail(self, lines: int = 25) -> str:
         text = self.log_path.read_text(errors="replace").splitlines() if self.log_path.exists() else []
         return "\n".join(text[-lines:])
+
+
+# --- fault injection: find, signal and reap what a run started -----------------------------------------------
+
+
+def cmdline(pid: int) -> str:
+    return _read(f"/proc/{pid}/cmdline").replace("\0", " ")
+
+
+def descendants(root: int) -> list[int]:
+    """Every process under ``root`` (not ``root`` itself)."""
+    return process_tree(root)[1:]
+
+
+def alive(pid: int) -> bool:
+    """Running, and not a zombie (state Z, after the command name's last ')')."""
+    state = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()[:1]
+    return state not in ([], ["Z"])
+
+
+def python_workers(root: int) -> list[int]:
+    """Spark's Python worker processes under a spark-submit process (not the Python driver)."""
+    return [p for p in descendants(root) if "pyspark" in cmdline(p) and ("daemon" in cmdline(p) or "worker" in cmdline(p))
+            and "spark/job.py" not in cmdline(p)]
+
+
+def signal_all(pids: list[int], sig: int) -> int:
+    sent = 0
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            sent += 1
+        except ProcessLookupError:
+            pass
+    return sent
+
+
+def kill_tree(root: int, grace: float = 10.0) -> None:
+    """SIGTERM a process and everything under it, then SIGKILL what is left."""
+    tree = [root, *descendants(root)]
+    signal_all(tree, signal.SIGCONT)
+    signal_all(tree, signal.SIGTERM)
+    deadline = time.time() + grace
+    while time.time() < deadline and any(alive(p) for p in tree):
+        time.sleep(0.2)
+    signal_all([p for p in tree if alive(p)], signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""The exactly-once oracle run after every chaos round.
+"""The exactly-once oracle: a whole read of both logs after a run (the chaos rounds, the deploy drill).
 
 Per partition, a fresh read_committed read of the whole target topic is compared with the source's
 committed records (the ground truth):
@@ -17,13 +17,13 @@ Stronger than Kafka's own test, which stops reading at "at least N" records: we 
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from eosmirror.core.config import MirrorConfig
 from eosmirror.kafka import readers, syncstore
 from eosmirror.kafka.cluster import Cluster
+from eosmirror_tools.kit import counting
 
 COUNTERS = ("records_checked", "duplicates", "losses", "order_violations", "aborted_leaks", "unknown_records",
             "content_mismatches", "progress_mismatches", "hanging_transactions", "translate_errors")
@@ -97,26 +97,15 @@ def _read_whole(cluster: Cluster, topic: str, partitions: int) -> tuple[dict[tup
 
 def check_round(mirror: MirrorConfig, topic: str, partitions: int, source_conf: dict[str, Any],
                 target_conf: dict[str, Any], rng: random.Random, samples: int = 10) -> Verdict:
-    from confluent_kafka.admin import AdminClient, OffsetSpec
-
     from eosmirror.kafka import progress
-    from eosmirror.kafka.offsets import list_offsets
 
     verdict = Verdict()
-    admin = AdminClient(target_conf)
     committed = progress.read(Cluster.from_settings("target", target_conf), [(topic, p) for p in range(partitions)],
                               mirror.progress_group,
                               stable=False)
-    specs = {(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    deadline = time.monotonic() + 30
-    while True:    # an abort/commit marker of the last fenced zombie may still be on its way
-        stable = list_offsets(admin, specs, "target", read_committed=True)
-        high = list_offsets(admin, specs, "target", read_committed=False)
-        hanging = [tp for tp in specs if stable[tp] != high[tp]]
-        if not hanging or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    verdict.add("hanging_transactions", len(hanging), f"open transaction left on {hanging[:3]}")
+    # An abort/commit marker of the last fenced zombie may still be on its way: 30 s for it.
+    hanging = counting.still_open(*counting.settle(target_conf, topic, partitions, "target", timeout=30))
+    verdict.add("hanging_transactions", len(hanging), f"open transaction left on {[(topic, p) for p in hanging[:3]]}")
     history = syncstore.load(Cluster.from_settings("target", target_conf), mirror.name, mirror.progress_group)
     # Every partition of both clusters in one read_committed consumer each: a consumer per partition
     # cost about 0.2 s, minutes for the 1,000-partition round.

@@ -1,7 +1,7 @@
 """``make demo``: the mirror on the embedded clusters, run through Airflow, with a summary to read.
 
   1. both local clusters up (KRaft, loopback)
-  2. the demo data set appended on the source (see demo_data.py)
+  2. the demo data set appended on the source (see data.py)
   3. DAG run 1 of eosmirror__demo (Airflow -> SparkSubmitOperator -> Spark local): copies it
   4. DAG run 2: nothing new, so it copies nothing (its wall time is the fixed cost of a DAG run)
   5. eosmirror verify: source and target record by record
@@ -21,8 +21,8 @@ from eosmirror.core.report import write_json
 from eosmirror.driver import verify
 from eosmirror.kafka import readers
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools import demo_data
-from eosmirror_tools.local import cluster
+from eosmirror_tools.demo import data as demo_data
+from eosmirror_tools.kit import cluster
 
 MIRROR = "demo"
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.bench.counting import CommittedCounter, end_offsets
-from eosmirror_tools.bench.measure import ChildProcess, TreeUsage
-from eosmirror_tools.local import runtime
+from eosmirror_tools.kit import runtime
+from eosmirror_tools.kit.counting import CommittedCounter, end_offsets, offsets_admin, wait_until_stable
+from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
 
 POLL_SECONDS = 0.25
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -163,9 +163,7 @@ def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic:
                                extra_jvm=(f"-Dlog4j2.configurationFile={log4j_path}",))
     out = Mm2Run()
     counter = CommittedCounter(target_conf, topic, partitions)
-    from eosmirror.kafka import clients
-
-    admin = clients.admin_client(target_conf, "bench-mm2-watch")
+    admin = offsets_admin(target_conf)
     wall_started = dt.datetime.now()
     child = ChildProcess(cmd, log_path, cwd=folder)
     completion = Completion(counter, expected)
@@ -196,8 +194,6 @@ def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic:
                 time.sleep(POLL_SECONDS)
         out.exit_code = child.proc.returncode if child.proc else None
         # After the stop: nothing may have been added (duplicates from a shutdown would show here).
-        from eosmirror_tools.bench.counting import wait_until_stable
-
         ends = wait_until_stable(target_conf, topic, partitions, "target")
         out.final_count = counter.count_to(ends)
         out.offsets = sum(ends.values())

@@ -1,4 +1,4 @@
-"""``python -m eosmirror_tools.lagbench``: the lag reports at size, on the embedded clusters.
+"""``python -m eosmirror_tools.bench.lagreports``: the lag reports at size, on the embedded clusters.
 
 20 mirrors x 50 partitions, each with 7 days of history at 5-minute samples (2016 samples of 50
 partitions per mirror, written with their historical timestamps), then times what the lag DAG's task
@@ -53,7 +53,7 @@ def measure(mirror_count: int, partitions: int, days: int, keep: bool) -> dict:
     from eosmirror.airflow import lagrender
     from eosmirror.core import config, naming
     from eosmirror.driver import lag
-    from eosmirror_tools.local import cluster
+    from eosmirror_tools.kit import cluster
 
     source, target = (c.client_config() for c in cluster.default_clusters())
     suffix = uuid.uuid4().hex[:6]
@@ -90,7 +90,7 @@ def measure(mirror_count: int, partitions: int, days: int, keep: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eosmirror_tools.lagbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m eosmirror_tools.bench.lagreports", description=__doc__)
     parser.add_argument("--mirrors", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=50)
     parser.add_argument("--days", type=int, default=7)

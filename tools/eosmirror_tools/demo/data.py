@@ -1,22 +1,22 @@
-"""The demo data set on the source cluster (also used by tests and the benchmark smoke test).
+"""The demo data set on the source cluster.
 
 Topics (created when missing, appended to on every call):
   demo.orders     6 partitions, keyed records, two headers (one key repeated: order is kept)
   demo.clicks     3 partitions, null keys
   demo.customers  2 partitions, compacted, with tombstones (null values)
-  demo.payments   4 partitions, written in transactions: two of every three commit, one aborts
+  demo.payments   4 partitions, the kit's numbered records in transactions: two of every three commit, one aborts
   demo.audit      1 partition, message.timestamp.type=LogAppendTime
 Aborted records carry the header ``txn=aborted`` so that a leak is visible at a glance.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from eosmirror.kafka import calls, clients
+from eosmirror.kafka import clients
+from eosmirror_tools.kit import topics, workload
 
 TOPICS: dict[str, tuple[int, dict[str, str]]] = {
     "demo.orders": (6, {}),
@@ -37,27 +37,13 @@ class Seeded:
         return sum(self.committed.values())
 
 
-def ensure_topics(conf: dict[str, Any], wanted: dict[str, tuple[int, dict[str, str]]], cluster_label: str) -> None:
-    from confluent_kafka.admin import NewTopic
-
-    admin = clients.admin_client(conf, "demo-admin")
-    existing = set(admin.list_topics(timeout=15).topics)
-    new = [NewTopic(name, num_partitions=n, replication_factor=-1, config=cfg)
-           for name, (n, cfg) in wanted.items() if name not in existing]
-    if new:
-        for name, future in admin.create_topics(new, request_timeout=30).items():
-            try:
-                future.result(timeout=30)
-            except Exception as exc:  # noqa: BLE001
-                if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
-                    raise calls.translate(exc, f"create topic {name}", cluster_label) from None
-
-
 def seed(conf: dict[str, Any], records: int = 2000, cluster_label: str = "source") -> Seeded:
     """Append ``records`` committed records per topic (payments: plus the aborted third)."""
     from confluent_kafka import Producer
 
-    ensure_topics(conf, TOPICS, cluster_label)
+    for name, (partitions, settings) in TOPICS.items():
+        topics.create_topics(conf, [name], partitions, cluster_label, configs={name: settings}, replication=-1,
+                             exist_ok=True)
     out = Seeded()
     run = uuid.uuid4().hex[:6]
     # librdkafka's own lines at the level eosmirror's clients use (a retry such as "GETPID Coordinator
@@ -81,29 +67,12 @@ def seed(conf: dict[str, Any], records: int = 2000, cluster_label: str = "source
 
 def transactional_payments(conf: dict[str, Any], records: int, run: str, topic: str = "demo.payments",
                            partitions: int = 4, per_transaction: int = 100) -> tuple[int, int]:
-    """Write ``records`` committed records in transactions, aborting every third transaction."""
-    from confluent_kafka import Producer
-
-    producer = Producer({**conf, "transactional.id": f"eosmirror-demo-payments-{run}", "linger.ms": 5,
-                         "log_level": clients.librdkafka_log_level()})
-    producer.init_transactions(30)
-    committed = aborted = 0
-    txn = 0
-    while committed < records:
-        abort = txn % 3 == 2
-        size = per_transaction if abort else min(per_transaction, records - committed)
-        producer.begin_transaction()
-        for j in range(size):
-            n = committed + j
-            producer.produce(topic, key=f"acct-{n % 31}".encode(), value=f'{{"payment":"{run}-{txn}-{j}"}}'.encode(),
-                             partition=n % partitions, headers=[("txn", b"aborted" if abort else b"committed")])
-        if abort:
-            producer.flush(30)          # make sure aborted records really reach the log
-            producer.abort_transaction(30)
-            aborted += size
-        else:
-            producer.commit_transaction(30)
-            committed += size
-        txn += 1
-    time.sleep(0)  # producer closes on garbage collection
-    return committed, aborted
+    """At least ``records`` committed records in transactions of ``per_transaction``, every third
+    aborted (the kit's workload: header ``txn`` says which); returns (committed, aborted)."""
+    payments = workload.Workload(conf, topic, partitions, txn_id=f"eosmirror-demo-payments-{run}")
+    per_partition = max(1, per_transaction // partitions)
+    batch = 0
+    while payments.txn_committed < records:
+        payments.write_transaction(per_partition, abort=batch % 3 == 2)
+        batch += 1
+    return payments.txn_committed, payments.aborted

@@ -1,0 +1,416 @@
+"""Single-node Apache Kafka clusters (KRaft, combined broker+controller) on loopback.
+
+Two clusters, ``source`` and ``target``, back the demo, the tests and the benchmarks. Each keeps
+its config, data, log and pid file under ``var/kafka/<name>/``. A cluster is formatted on its first
+start. ``stop`` only ever signals the process recorded in the pid file, and only after checking that
+the process's command line names this cluster's own config file, so it can never kill a broker it
+did not start.
+
+Transactions work on one node because every internal topic has replication factor 1 and
+``min.insync.replicas`` 1 (the defaults of 3 and 2 make ``init_transactions`` wait forever).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eosmirror import paths
+from eosmirror_tools.kit import runtime, waits
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORTS = {"source": 19092, "target": 29092}
+PORT_ENV = {"source": "EOSMIRROR_SOURCE_PORT", "target": "EOSMIRROR_TARGET_PORT"}
+
+BROKER_DEFAULTS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    # A mirror must never create topics by accident (a typo would silently get 1 partition).
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    # One node: every internal topic at replication factor 1 so that transactions and groups work.
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "3",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "min.insync.replicas": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    # Compacted topics show their offset gaps within seconds (default cleaner back-off: 15 s).
+    "log.cleaner.backoff.ms": "1000",
+    # Abort transactions of killed producers within ~1 s of their timeout (default check: 10 s).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    # Index files of 256 KiB (default 10 MiB; a segment rolls when its index is full: ~128 MB of small
+    # records). A broker creates each segment's offset and time index as a sparse file of this size and
+    # mmaps it; on this project's machines (ext4) the first write into such a file costs ~0.27 ms per MiB
+    # of its size (2.7-2.9 ms at 10 MiB, 0.07 ms at 256 KiB, measured). The first index entry of a fresh
+    # partition is usually written by a transaction marker, so at 10 MiB the broker wrote the markers of
+    # a commit over 5,000 fresh partitions at ~100 partitions/s: 50 s before read_committed readers saw
+    # the records (issue #44). Every client of these clusters, MirrorMaker 2 in the benchmarks included,
+    # runs against the same setting.
+    "log.index.size.max.bytes": str(256 * 1024),
+}
+
+
+# Brokers this process launched: their exit is known from the Popen handle (the java launcher's
+# /proc/<pid>/cmdline is briefly empty right after the fork, so it cannot tell "starting" from "gone").
+_children: dict[str, subprocess.Popen] = {}
+
+
+class LocalClusterError(RuntimeError):
+    """A local cluster could not be started, stopped or reached."""
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """One single-node cluster. With ``sasl_users`` it listens SASL_PLAINTEXT (mechanism PLAIN) and
+    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user."""
+
+    name: str
+    port: int
+    overrides: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    sasl_users: dict[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+
+    @property
+    def controller_port(self) -> int:
+        return self.port + 1
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def dir(self) -> Path:
+        return paths.under_home("kafka", self.name)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "broker.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / "broker.pid"
+
+    def client_config(self, user: str | None = None) -> dict[str, str]:
+        """librdkafka settings that reach this cluster (as ``user`` on a SASL cluster; default admin)."""
+        conf = {"bootstrap.servers": self.bootstrap}
+        if self.sasl_users:
+            user = user or "admin"
+            conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                         "sasl.username": user, "sasl.password": self.sasl_users[user]})
+        return conf
+
+    def properties(self) -> dict[str, str]:
+        props = dict(BROKER_DEFAULTS)
+        props.update({
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+        })
+        if self.sasl_users:
+            users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
+            props.update({
+                "listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    f'username="admin" password="{self.sasl_users["admin"]}" {users};',
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                # The broker reaches its own controller over the PLAINTEXT controller listener as ANONYMOUS.
+                "super.users": "User:admin;User:ANONYMOUS",
+                "allow.everyone.if.no.acl.found": "false",
+            })
+        props.update(self.overrides)
+        return props
+
+
+def local_cluster(name: str) -> LocalCluster:
+    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it."""
+    if name not in DEFAULT_PORTS:
+        raise LocalClusterError(f"unknown local cluster {name!r}: expected one of {sorted(DEFAULT_PORTS)}")
+    raw = os.environ.get(PORT_ENV[name])
+    try:
+        port = int(raw) if raw else DEFAULT_PORTS[name]
+    except ValueError:
+        raise LocalClusterError(f"{PORT_ENV[name]}={raw!r} is not a port number") from None
+    return LocalCluster(name=name, port=port)
+
+
+def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 19992) -> LocalCluster:
+    """A SASL/PLAIN cluster with ACLs enforced; ``passwords`` must include ``admin`` (super user)."""
+    if "admin" not in passwords:
+        raise LocalClusterError("a secure local cluster needs an `admin` user (its super user)")
+    return LocalCluster(name=name, port=port, sasl_users=dict(passwords))
+
+
+def default_clusters() -> list[LocalCluster]:
+    return [local_cluster("source"), local_cluster("target")]
+
+
+# --- process bookkeeping ---------------------------------------------------------------------------
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def running_pid(cluster: LocalCluster) -> int | None:
+    """The pid of this cluster's broker if the pid file names a live process that is ours."""
+    try:
+        pid = int(cluster.pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if str(cluster.config_file) in _cmdline(pid):
+        return pid
+    return None  # stale pid file, or the pid was reused by someone else: not ours to touch
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+# Where each launched broker's log started, so that a failure reports this start, not an older one.
+_log_offsets: dict[str, int] = {}
+
+
+def _log_tail(cluster: LocalCluster, lines: int = 25) -> str:
+    """The cause first (ERROR/FATAL lines of this start, e.g. "Address already in use"), then the tail:
+    a dying broker's last lines are only its orderly shutdown."""
+    try:
+        with open(cluster.log_file, "rb") as log_in:
+            log_in.seek(_log_offsets.get(str(cluster.log_file), 0))
+            text = log_in.read().decode(errors="replace").splitlines()
+    except OSError:
+        return "(no broker log)"
+    causes: list[str] = []
+    for i, line in enumerate(text):
+        if " ERROR " in line or " FATAL " in line:
+            causes.append(line)
+            if i + 1 < len(text) and not text[i + 1].startswith("["):
+                causes.append(text[i + 1])    # the exception message under the log line
+        elif line.startswith("Caused by:") and line not in causes:
+            causes.append(line)
+    causes = causes[:12]
+    head = ("errors:\n" + "\n".join(causes) + "\nlast lines:\n") if causes else ""
+    return head + "\n".join(text[-lines:])
+
+
+def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
+    from eosmirror.kafka.cluster import Cluster  # local import: keeps `local status` cheap when nothing runs
+
+    if not _port_in_use(cluster.port):
+        return False   # nothing listens: say so at once instead of after the admin call's timeout
+    try:
+        # log_level 2: "connection refused" while the broker starts is expected, not worth a stderr line
+        admin = Cluster.from_settings(cluster.name, {**cluster.client_config(), "log_level": 2},
+                                      client_name=f"local-{cluster.name}").admin
+        admin.list_topics(timeout=timeout)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not answering yet"
+        return False
+
+
+# --- lifecycle -------------------------------------------------------------------------------------
+
+def _config_text(cluster: LocalCluster) -> str:
+    body = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
+    return "# written by eosmirror_tools.kit.cluster; edits are overwritten on start\n" + body
+
+
+def _write_config(cluster: LocalCluster) -> None:
+    text = _config_text(cluster)
+    # 0600: a SASL cluster's file holds its users' passwords.
+    fd = os.open(cluster.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def _format_if_needed(cluster: LocalCluster) -> None:
+    if (cluster.data_dir / "meta.properties").exists():
+        return
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    # --cluster-id=<id>, not "-t <id>": a base64 id can start with '-' and would be parsed as an option.
+    cmd = runtime.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                               f"--config={cluster.config_file}", heap="256m", short_lived=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+        raise LocalClusterError(f"formatting the {cluster.name} cluster's storage failed (exit {done.returncode}); "
+                                f"last lines:\n{tail}")
+    log.info("formatted %s (cluster id %s)", cluster.name, cluster_id)
+
+
+def register(cluster: LocalCluster) -> None:
+    """Record the cluster's client settings where ``local: <name>`` references are resolved.
+
+    The run path never imports this launcher: eosmirror reads the settings back from this file,
+    the same way it reads a resolved-clusters file for Airflow connections.
+    """
+    from eosmirror.kafka import connections
+
+    connections.record_local_cluster(cluster.name, cluster.client_config())
+
+
+def launch(cluster: LocalCluster) -> int:
+    """Start the broker process unless it already runs; return its pid without waiting."""
+    register(cluster)
+    pid = running_pid(cluster)
+    if pid is not None:
+        try:
+            current = cluster.config_file.read_text()
+        except OSError:
+            current = ""
+        if current == _config_text(cluster):
+            return pid
+        log.info("%s broker runs with an older configuration: restarting it", cluster.name)
+        stop(cluster)
+    if _port_in_use(cluster.port) or _port_in_use(cluster.controller_port):
+        raise LocalClusterError(
+            f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
+            f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
+    _write_config(cluster)
+    _format_if_needed(cluster)
+    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file), short_lived=True)
+    with open(cluster.log_file, "ab") as out:
+        _log_offsets[str(cluster.log_file)] = out.tell()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=cluster.dir, preexec_fn=_raise_open_files)
+    cluster.pid_file.write_text(f"{proc.pid}\n")
+    _children[str(cluster.config_file)] = proc
+    log.info("started %s broker (pid %d), log %s", cluster.name, proc.pid, cluster.log_file)
+    return proc.pid
+
+
+# A broker holds a file handle per log segment of every partition and one per connection: 5,000
+# partitions (issue #23's scale bench, the source and the target topic each) need more than the usual
+# soft limit of 1,024; Kafka's deployment guide asks for 100,000. Raised as far as the hard limit allows.
+OPEN_FILES_WANTED = 100_000
+
+
+def _raise_open_files() -> None:
+    """In the broker's process before exec: its soft open-files limit up to OPEN_FILES_WANTED."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_WANTED if hard == resource.RLIM_INFINITY else min(OPEN_FILES_WANTED, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def wait_ready(cluster: LocalCluster, timeout: float = 90.0) -> None:
+    """Return once the broker answers metadata requests; raise with the log tail if it dies or stalls."""
+    deadline = time.monotonic() + timeout
+    child = _children.get(str(cluster.config_file))
+    while time.monotonic() < deadline:
+        exited = child.poll() is not None if child is not None else running_pid(cluster) is None
+        if exited:
+            raise LocalClusterError(f"the {cluster.name} broker exited during start; from "
+                                    f"{cluster.log_file}:\n{_log_tail(cluster)}")
+        if is_reachable(cluster):
+            return
+        time.sleep(0.5)
+    raise LocalClusterError(f"the {cluster.name} broker did not answer within {timeout:.0f} s "
+                            f"({waits.machine_now()}); "
+                            f"from {cluster.log_file}:\n{_log_tail(cluster)}")
+
+
+def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
+    launch(cluster)
+    wait_ready(cluster, timeout)
+
+
+def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
+    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``). True if one was running."""
+    pid = running_pid(cluster)
+    if pid is None:
+        cluster.pid_file.unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running_pid(cluster) is not None:
+        _reap(pid)
+        time.sleep(0.2)
+    if running_pid(cluster) is not None:
+        log.warning("%s broker (pid %d) ignored SIGTERM for %.0f s; killing it", cluster.name, pid, timeout)
+        os.kill(pid, signal.SIGKILL)
+        while running_pid(cluster) is not None:
+            _reap(pid)
+            time.sleep(0.2)
+    cluster.pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the broker is our child (else it would linger as a zombie)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def status(cluster: LocalCluster) -> dict[str, object]:
+    pid = running_pid(cluster)
+    return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid,
+            "running": pid is not None, "reachable": pid is not None and is_reachable(cluster),
+            "data": str(cluster.data_dir), "log": str(cluster.log_file)}
+
+
+def up(clusters: list[LocalCluster] | None = None) -> list[LocalCluster]:
+    clusters = clusters or default_clusters()
+    runtime.ensure_kafka_lib()
+    for cluster in clusters:  # launch all first: the JVMs boot in parallel
+        launch(cluster)
+    for cluster in clusters:
+        wait_ready(cluster)
+    return clusters
+
+
+def down(clusters: list[LocalCluster] | None = None) -> list[str]:
+    stopped = []
+    for cluster in clusters or default_clusters():
+        if stop(cluster):
+            stopped.append(cluster.name)
+    return stopped
+
+
+def known_clusters() -> list[LocalCluster]:
+    """Every cluster with a folder under var/kafka (tests and benchmarks start extra ones)."""
+    import re
+
+    found = []
+    for folder in sorted((paths.home() / "kafka").glob("*/server.properties")):
+        match = re.search(r"^listeners=\w+://127\.0\.0\.1:(\d+)", folder.read_text(), re.MULTILINE)
+        if match:
+            found.append(LocalCluster(name=folder.parent.name, port=int(match.group(1))))
+    return found
