@@ -53,8 +53,9 @@ TEST_WORKERS ?= 3
 test: setup browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/e2e tests/integration tests/unit
 
-# ruff (pyflakes, blind excepts, no Airflow/Spark import at module top) and mypy --strict on core/ and
-# kafka/; both configured in pyproject.toml. A few seconds; `make test` runs them first.
+# ruff (pyflakes, blind excepts, no Airflow/Spark import at module top) and mypy --strict on the whole
+# eosmirror package (core, kafka, slot, driver, spark, airflow, the CLI); both configured in pyproject.toml.
+# A few seconds; `make test` runs them first.
 lint: setup
 	$(BIN)/ruff check plugins tools tests dags spark_jobs
 	cd plugins && ../$(BIN)/mypy --config-file ../pyproject.toml

@@ -31,6 +31,8 @@ import json
 import logging
 import subprocess
 import sys
+from types import ModuleType
+from typing import Any
 
 from eosmirror import clidr, cliops, driver
 from eosmirror.airflow import home, listen
@@ -42,7 +44,7 @@ from eosmirror.driver.run import run_in_process
 from eosmirror.spark import classarchive, job, launch, runargs, server, serverclient, submit
 
 
-def _tools(module: str):  # noqa: ANN202
+def _tools(module: str) -> ModuleType:
     """A module of the development tools (local clusters, demo): in a checkout's dev environment only."""
     try:
         return importlib.import_module(f"eosmirror_tools.{module}")
@@ -146,6 +148,7 @@ def _spark_settings(items: list[str]) -> dict[str, str]:
 
 
 def _server(args: argparse.Namespace) -> int:
+    answer: dict[str, Any] | None
     if args.action == "start":
         answer = serverclient.start(args.master, args.workers, _spark_settings(args.conf),
                                     lease_port=args.lease_port, ship_package=args.ship_package)
@@ -209,7 +212,8 @@ def _airflow(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     listen.mode()   # refused before the demo starts its brokers
-    return _tools("demo").main(records=args.records, master=args.master)
+    code: int = _tools("demo").main(records=args.records, master=args.master)
+    return code
 
 
 
@@ -287,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format=LOG_FORMAT, stream=sys.stderr)
     try:
-        return args.func(args)
+        code: int = args.func(args)   # the subcommand's function (set_defaults)
+        return code
     except EosMirrorError as exc:
         print(f"eosmirror: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -12,7 +12,9 @@ def fail_exception() -> type[Exception]:
     try:
         from airflow.sdk.exceptions import AirflowFailException
     except ImportError:   # Airflow 3.1: Task SDK 1.1 has no AirflowFailException yet
-        from airflow.exceptions import AirflowFailException
+        from airflow.exceptions import AirflowFailException as Airflow31FailException
+        fail_31: type[Exception] = Airflow31FailException   # Any to mypy: a module __getattr__ in Airflow >= 3.2
+        return fail_31
     return AirflowFailException
 
 
@@ -21,5 +23,6 @@ def cron_data_interval_timetable(cron: str, timezone: str = "UTC") -> Any:
     try:
         from airflow.sdk import CronDataIntervalTimetable
     except ImportError:   # Airflow 3.1: Task SDK 1.1 does not export the timetables yet
-        from airflow.timetables.interval import CronDataIntervalTimetable
+        from airflow.timetables.interval import CronDataIntervalTimetable as Airflow31CronTimetable
+        return Airflow31CronTimetable(cron, timezone=timezone)
     return CronDataIntervalTimetable(cron, timezone=timezone)

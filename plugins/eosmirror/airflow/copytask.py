@@ -210,6 +210,7 @@ def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> di
         if failure is not None and failure.exit_code == EXIT_CONFIG:   # exit 2: never retried
             raise fail_without_retry(RuntimeError(failure.error)) from None
         raise
-    if operator.run_report is None:
+    printed: RunReport | RunFailure | None = operator.run_report
+    if printed is None:
         raise RuntimeError(f"mirror {operator.mirror}: the Spark job ended without printing its run report")
-    return operator.run_report.to_dict()
+    return printed.to_dict()

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 from eosmirror import paths
 from eosmirror.airflow import listen
@@ -111,10 +112,11 @@ def airflow_cli() -> str:
     return str(Path(sys.executable).with_name("airflow"))
 
 
-def run_airflow(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-    """The Airflow CLI with this project's home and settings."""
+def run_airflow(args: list[str], *, stdout: IO[str] | None = None,
+                stderr: IO[str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The Airflow CLI with this project's home and settings; its output where ``stdout``/``stderr`` say."""
     env = {**os.environ, **airflow_environ()}
-    return subprocess.run([airflow_cli(), *listen.with_skip_serve_logs(args)], env=env, **kwargs)  # type: ignore[arg-type]
+    return subprocess.run([airflow_cli(), *listen.with_skip_serve_logs(args)], env=env, stdout=stdout, stderr=stderr)
 
 
 def exec_airflow(args: list[str]) -> None:

@@ -12,7 +12,7 @@ every Airflow component that loads plugins).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from eosmirror.airflow import lagrender
 from eosmirror.airflow.dagids import LAG_DAG_ID
@@ -22,6 +22,7 @@ from eosmirror.driver import lag
 from eosmirror.kafka.lagstore import now_ms
 
 URL_PREFIX = "/eosmirror"
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]   # (scope, receive, send): the ASGI server's own objects
 
 
 def _statuses(mirror: str | None = None) -> tuple[list[Any], int]:
@@ -75,15 +76,18 @@ def create_app() -> Any:
 class LazyApp:
     """An ASGI app that builds the real one (``factory``) on its first request."""
 
-    def __init__(self, factory: Callable[[], Any]):
-        self._factory, self._app, self._lock = factory, None, threading.Lock()
+    def __init__(self, factory: Callable[[], ASGIApp]):
+        self._factory, self._lock = factory, threading.Lock()
+        self._app: ASGIApp | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if self._app is None:
+        app = self._app
+        if app is None:
             with self._lock:
                 if self._app is None:
                     self._app = self._factory()
-        await self._app(scope, receive, send)
+                app = self._app
+        await app(scope, receive, send)
 
 
 LAG_APP = LazyApp(create_app)

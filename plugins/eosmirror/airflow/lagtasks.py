@@ -26,7 +26,7 @@ def load_hook(dotted: str) -> Callable[[dict[str, Any]], Any]:
     """The ``on_lag_alert`` callable (``package.module.function``)."""
     module_name, _, attribute = dotted.rpartition(".")
     try:
-        hook = getattr(importlib.import_module(module_name), attribute)
+        hook: object = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise LookupError(f"on_lag_alert {dotted!r} cannot be imported: {exc}") from None
     if not callable(hook):

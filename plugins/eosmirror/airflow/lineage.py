@@ -14,6 +14,7 @@ from typing import Any
 
 from eosmirror.core import config
 from eosmirror.core.runreport import RunReport
+from eosmirror.core.sections import ClusterRef
 from eosmirror.kafka import connections
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,10 @@ def bootstraps(mirror: str, config_path: str | None) -> tuple[str, str]:
 
 def bootstraps_of(m: config.MirrorConfig) -> tuple[str, str]:
     """``bootstraps`` of a mirror already read."""
-    return tuple(str(connections.resolve(ref, f"mirror {m.name}: {side}").get("bootstrap.servers", ""))
-                 for ref, side in ((m.source, "source"), (m.target, "target")))
+    def bootstrap(ref: ClusterRef, side: str) -> str:
+        return str(connections.resolve(ref, f"mirror {m.name}: {side}").get("bootstrap.servers", ""))
+
+    return bootstrap(m.source, "source"), bootstrap(m.target, "target")
 
 
 def source_bootstrap(mirror: str, config_path: str | None) -> str:

@@ -26,6 +26,7 @@ from eosmirror.airflow.compat import fail_exception
 from eosmirror.airflow.dagids import MIGRATE_DAG_ID
 from eosmirror.core import config, report, runreport
 from eosmirror.core.errors import ConfigError
+from eosmirror.core.fieldkinds import schedule_interval_seconds
 from eosmirror.core.runreport import RunReport
 from eosmirror.driver import fencing, takeover
 from eosmirror.driver.migrate import RefusedError
@@ -80,7 +81,7 @@ def resolve_follow_until(mirror: Any, context: dict[str, Any], now: dt.datetime 
     if params.get("until") or params.get("dry_run"):
         return None, "a run with an explicit `until` or a dry run never follows"
     now = now or dt.datetime.now(dt.timezone.utc)
-    interval = dt.timedelta(seconds=config.schedule_interval_seconds(str(mirror.airflow.schedule)))
+    interval = dt.timedelta(seconds=schedule_interval_seconds(str(mirror.airflow.schedule)))
     if now >= end + interval:
         return None, f"a catch-up run of a past interval (ended {end.isoformat()}) never follows"
     bound = end + dt.timedelta(seconds=mirror.follow_bound_seconds)

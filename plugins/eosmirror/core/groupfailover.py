@@ -28,6 +28,11 @@ NOT_MIRRORED = "not_mirrored"      # no sync for the partition at all yet
 
 WRITE, UNCHANGED, REWIND_REFUSED = "write", "unchanged", "rewind_refused"
 
+# A group's committed offsets on one cluster, {(topic, partition): offset}; a group read for a move has two:
+# (committed on the side read, current on the side written).
+Offsets = dict[tuple[str, int], int]
+GroupOffsets = tuple[Offsets, Offsets]
+
 # Consumer-group states (confluent_kafka ConsumerGroupState names) in which a group has no member.
 WRITABLE_STATES = ("EMPTY", "DEAD", "UNKNOWN_NOT_FOUND", "NONE")
 
@@ -44,9 +49,10 @@ def failover(committed_source: int, syncs: PartitionSyncs | None) -> Translation
     """Where a group committed at source offset ``committed_source`` resumes on the target."""
     if syncs is None or not syncs.syncs:
         return Translation(NOT_MIRRORED)
-    start, progress = syncs.mirrored_from, syncs.progress
-    if start is None or progress is None:
+    covered = syncs.mirrored_range()
+    if covered is None:
         return Translation(NOT_MIRRORED)
+    start, progress = covered
     if committed_source < start:
         return Translation(BEFORE_RANGE, records=start - committed_source)
     if committed_source > progress:

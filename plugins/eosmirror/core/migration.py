@@ -64,7 +64,7 @@ class AuditRecord:
 
 
 def is_audit_key(key: bytes | None) -> bool:
-    return bool(key) and key.startswith(AUDIT_KEY_PREFIX)  # type: ignore[union-attr]
+    return key is not None and key.startswith(AUDIT_KEY_PREFIX)
 
 
 def taken_over_at(records: list[AuditRecord], target_topic: str, partition: int) -> AuditRecord | None:

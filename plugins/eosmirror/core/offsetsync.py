@@ -231,6 +231,11 @@ class PartitionSyncs:
         """The progress the last committed sync left: the exact next source offset to copy."""
         return self._indexed()[3]
 
+    def mirrored_range(self) -> tuple[int, int] | None:
+        """(``mirrored_from``, ``progress``): the source offsets the chain covers; None when it is empty."""
+        start, progress = self.mirrored_from, self.progress
+        return None if start is None or progress is None else (start, progress)
+
     def translate(self, source_offset: int) -> int:
         """The target offset from which a consumer reads exactly what a source consumer at
         ``source_offset`` would read (of the mirrored records)."""

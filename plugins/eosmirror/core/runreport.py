@@ -20,10 +20,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar, Union
 
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import PartitionPlan
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 REPORT_VERSION = 1
 VERSION_KEY = "report_version"
@@ -64,13 +67,13 @@ class RunStatus(str, Enum):
     FAILED = "failed"
 
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def _known(cls: type[T], value: Mapping[str, Any], **typed: Any) -> T:
     """``cls`` from the keys of ``value`` it has fields for (others ignored, missing ones default);
     ``typed`` replaces the nested or enum fields."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{**{k: v for k, v in value.items() if k in names}, **typed})
 
 

@@ -66,8 +66,11 @@ def _source_acls(source: Cluster) -> list[aclcopy.TopicAcl]:
         ResourceType,
     )
 
-    every_topic_acl = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
-                                       AclOperation.ANY, AclPermissionType.ANY)
+    # None matches any name, principal and host (AclBindingFilter's documented use); its annotations,
+    # inherited from AclBinding, say str.
+    every_topic_acl = AclBindingFilter(
+        ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
+        AclOperation.ANY, AclPermissionType.ANY)
     bindings = calls.wait(source.admin.describe_acls(every_topic_acl, request_timeout=calls.DEFAULT_TIMEOUT),
                           "list topic ACLs", source.label, "Describe on the source cluster")
     return [aclcopy.TopicAcl(topic=b.name, pattern=b.resource_pattern_type.name, principal=b.principal, host=b.host,

@@ -22,6 +22,7 @@ from eosmirror.core import groupfailover, naming
 from eosmirror.core.checkpoints import Checkpoint, checkpoints_topic
 from eosmirror.core.config import GroupSettings, MirrorConfig, own_groups
 from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.groupfailover import GroupOffsets
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
 from eosmirror.driver import groupwayback, topics
@@ -76,15 +77,16 @@ def _sides(mirror: MirrorConfig, direction: str, source: Cluster, target: Cluste
 
 
 def _checkpoints(plan: groupfailover.GroupPlan) -> list[Checkpoint]:
-    """MM2 checkpoints of the written partitions: downstream = the written side's topic and offset."""
+    """MM2 checkpoints of the written partitions (``plan.writes()``): downstream = the written side's topic and
+    offset."""
     return [Checkpoint(plan.group, p.to_topic, p.partition, upstream_offset=p.committed,
                        downstream_offset=p.new_offset, metadata="")
-            for p in plan.partitions if p.decision == groupfailover.WRITE]
+            for p in plan.partitions if p.decision == groupfailover.WRITE and p.new_offset is not None]
 
 
 # Plans groups whose offsets were read: ({group: (committed on the read side, current on the written
 # side)}, {group: state on the written side}) -> plans.
-Planner = Callable[[dict[str, tuple[dict, dict]], dict[str, str]], list[groupfailover.GroupPlan]]
+Planner = Callable[[dict[str, GroupOffsets], dict[str, str]], list[groupfailover.GroupPlan]]
 
 
 def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, planner: Planner,
@@ -102,7 +104,7 @@ def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, p
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
     states = kafka_groups.group_states(sides.write, selected)
 
-    def offsets_of(group: str) -> tuple[dict, dict]:
+    def offsets_of(group: str) -> GroupOffsets:
         committed = kafka_groups.committed(sides.read, group, read_partitions)
         # a group that reads no mirrored topic has nothing to move: its other side is not asked; else
         # only for the partitions it committed (an OffsetFetch costs by the partitions it names), the only
@@ -117,7 +119,7 @@ def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, p
     return planner(offsets, states), missing
 
 
-def plan_offsets(offsets: dict[str, tuple[dict, dict]], states: dict[str, str], direction: str,
+def plan_offsets(offsets: dict[str, GroupOffsets], states: dict[str, str], direction: str,
                  topic_map: dict[str, str], load_syncs: SyncLoader, allow_rewind: bool,
                  read_sides: tuple[LogReader, LogReader] | None = None,
                  load_reverse_syncs: SyncLoader | None = None) -> list[groupfailover.GroupPlan]:
@@ -174,7 +176,7 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
         sides = _Sides(way.new, way.old, way.topic_map, way.partitions, way.checkpoints_topic)
         groupwayback.settle(way, progress_settle_seconds(), settle_bound_seconds(way.reverse))
 
-        def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
+        def planner(offsets: dict[str, GroupOffsets], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
             return settle_backward(groupwayback.plan(way, offsets, states, allow_rewind),
                                    _log_reader(way.old, way.reverse.progress_group, owner.name))
         never = own_groups(way.reverse)             # m's and m__reverse's: both are kept on both clusters
@@ -212,7 +214,7 @@ def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[
 
     load_reverse = _reverse_syncs_loader(mirror, source) if direction == groupfailover.FAILOVER else None
 
-    def planner(offsets: dict[str, tuple[dict, dict]], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
+    def planner(offsets: dict[str, GroupOffsets], states: dict[str, str]) -> list[groupfailover.GroupPlan]:
         return plan_offsets(offsets, states, direction, sides.topic_map, load_syncs, allow_rewind, read_sides,
                             load_reverse)
     return sides, planner

@@ -63,7 +63,7 @@ class WayBack:
             return {}
         return {(p.target_topic, p.partition): p for p in self.state.points}
 
-    def cycles_of(self, committed_all: list[dict]) -> dict[TP, tuple[rules.Cycle, ...]]:
+    def cycles_of(self, committed_all: list[groupfailover.Offsets]) -> dict[TP, tuple[rules.Cycle, ...]]:
         """Per B partition a group committed on: the way backs resumes closed, then, while reversed, the
         one under way (from the promotion point, or from 0 on a partition created on B after it)."""
         under_way = rules.reversed_cycles(committed_all, self.points) if self.state.phase is Phase.REVERSED else {}
@@ -139,7 +139,7 @@ def settle(way: WayBack, stuck_seconds: float, bound_seconds: float) -> None:
                             bound_seconds, "the target's end")
 
 
-def plan(way: WayBack, group_offsets: dict[str, tuple[dict, dict]], states: dict[str, str],
+def plan(way: WayBack, group_offsets: dict[str, groupfailover.GroupOffsets], states: dict[str, str],
          allow_rewind: bool) -> list[groupfailover.GroupPlan]:
     """The plans of the groups whose offsets were read: {group: (committed on B, current on A)}."""
     committed_all = [committed for committed, _ in group_offsets.values() if committed]
@@ -168,7 +168,7 @@ def _data(cluster: Cluster, ranges: dict[TP, tuple[int, int]], group: str) -> di
     return readers.log_reads(cluster, ranges, "eosmirror-groups-way-back", group)
 
 
-def _diverged(way: WayBack, committed_all: list[dict], points: dict[TP, PartitionPoint]
+def _diverged(way: WayBack, committed_all: list[groupfailover.Offsets], points: dict[TP, PartitionPoint]
               ) -> dict[TP, groupfailover.LogRead]:
     """Step 4, keyed by the B partition: the committed records of A in [progress, old_source_end)."""
     from confluent_kafka.admin import OffsetSpec

@@ -72,15 +72,15 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
         log.warning("mirror %s: the first progress of %d partition(s) (e.g. %s) is held by a transaction still open "
                     "(%s); they count from their log start", mirror.name, len(unsettled), example,
                     outcome.explain() if outcome is not None and outcome.looks else "not stable")
-    done = {k: committed.get((target_of[k[0]], k[1])) for k in keys}
-    ranges = {k: (max(done[k].offset if done[k] else starts[k], starts[k]), stables[k]) for k in keys}
+    done = {k: found for k in keys if (found := committed.get((target_of[k[0]], k[1]))) is not None}
+    ranges = {k: (max(done[k].offset if k in done else starts[k], starts[k]), stables[k]) for k in keys}
     oldest = readers.first_timestamps(source, ranges, f"eosmirror-{mirror.name}-lag",
                                       group_id=mirror.progress_group)
     parts = tuple(lag.PartitionSample(
         source_topic=t, partition=p, high_watermark=highs[(t, p)], last_stable=stables[(t, p)],
-        progress=done[(t, p)].offset if done[(t, p)] else None, log_start=max(0, starts[(t, p)]),
+        progress=done[(t, p)].offset if (t, p) in done else None, log_start=max(0, starts[(t, p)]),
         oldest_pending_ms=oldest.get((t, p)),
-        last_commit_ms=(done[(t, p)].committed_ms or None) if done[(t, p)] else None) for t, p in keys)
+        last_commit_ms=(done[(t, p)].committed_ms or None) if (t, p) in done else None) for t, p in keys)
     return lag.MirrorSample(mirror=mirror.name, time_ms=now_ms, partitions=parts)
 
 

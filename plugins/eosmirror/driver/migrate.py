@@ -25,7 +25,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
@@ -40,6 +40,9 @@ from eosmirror.kafka import offsets as kafka_offsets
 from eosmirror.kafka.offsets import list_offsets_of
 
 CHECK_WINDOW_SECONDS = 3.0
+# What is taken over, read again at each look: the origin's next source offsets (a group's committed offsets,
+# MM2's), keyed by SOURCE partition; empty when nothing outside the mirror is taken over.
+OriginReader = Callable[[], dict[tuple[str, int], int]]
 
 
 class RefusedError(EosMirrorError):
@@ -90,7 +93,7 @@ class Migration:
         high = list_offsets_of(self.source, {tp: OffsetSpec.latest() for tp in self.source_tps})
         return low, high
 
-    def look(self, origin_reader: Any) -> Look:
+    def look(self, origin_reader: OriginReader) -> Look:
         from confluent_kafka.admin import OffsetSpec
 
         present = [tp for tp in self.target_of.values() if tp[0] in self.existing]
@@ -107,7 +110,7 @@ class Migration:
         return Look(target_high=high, target_stable=stable, mirror_progress={tp: p.offset for tp, p in mine.items()},
                     origin=origin_reader())
 
-    def steady_look(self, origin_reader: Any, what: str) -> Look:
+    def steady_look(self, origin_reader: OriginReader, what: str) -> Look:
         """Two looks ``window`` seconds apart; refuse if anything moved or a transaction is open.
         Right after a run the broker may still be writing its commit markers (issue #44): the first
         look waits while they visibly land, as the planner does; a transaction really open stays."""
@@ -134,7 +137,7 @@ class Migration:
 
     # --- what is taken over ----------------------------------------------------------------------
 
-    def group_reader(self, group: str) -> Any:
+    def group_reader(self, group: str) -> OriginReader:
         """The group's committed offsets on the SOURCE (a never-assigned consumer's committed(),
         require_stable), keyed by source partition."""
         def read() -> dict[tuple[str, int], int]:
@@ -143,7 +146,7 @@ class Migration:
             return {tp: p.offset for tp, p in found.items()}
         return read
 
-    def mm2_reader(self, alias: str) -> Any:
+    def mm2_reader(self, alias: str) -> OriginReader:
         """MM2's next source offsets (last copied + 1) from ``mm2-offsets.<alias>.internal`` on the target."""
         topic = f"mm2-offsets.{alias}.internal"
         described = topics.describe_existing(self.target, [topic])
@@ -194,7 +197,7 @@ class Migration:
     # --- writing ---------------------------------------------------------------------------------
 
     def commit(self, action: str, origin: str, changes: list[PartitionChange], agreed: Look,
-               origin_reader: Any, note: str = "") -> AuditRecord:
+               origin_reader: OriginReader, note: str = "") -> AuditRecord:
         """Step 6: fence, look again, then progress + first syncs + audit record in one transaction."""
         m = self.mirror
         self.run.preflight(check_state=False)   # target topics and the mirror's internal topics exist, configs in sync

@@ -82,9 +82,11 @@ def _recover(pair: TopicPair, p: int, history: PartitionSyncs, target_topic_ids:
             f"{where}: the target topic was deleted and re-created (topic id {last.target_topic_id} -> "
             f"{target_id}): the records the mirror copied are gone from the target. Delete the "
             f"mirror's offset-sync history for it (or mirror into a fresh topic) to copy again")
+    recovered = history.progress
+    assert recovered is not None   # the chain is not empty: its last sync was just read
     log.warning("%s: committed progress is gone (expired after offsets.retention.minutes?); "
-                "recovered the exact position %d from the offset syncs", where, history.progress)
-    return history.progress  # type: ignore[return-value]
+                "recovered the exact position %d from the offset syncs", where, recovered)
+    return recovered
 
 
 # How long the planner waits without seeing any pending first progress settle (see progress.read_settled

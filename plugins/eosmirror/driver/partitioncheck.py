@@ -64,7 +64,8 @@ def split_foreign(target: list[readers.Record], syncs: PartitionSyncs,
     """(records inside a range some offset sync accounts for, every other record: foreign)."""
     spans = sorted((s.target_base, s.target_next) for s in syncs.syncs if s.count)
     bases = [b for b, _ in spans]
-    mirrored, foreign = [], []
+    mirrored: list[readers.Record] = []
+    foreign: list[readers.Record] = []
     for rec in target:
         i = bisect.bisect_right(bases, rec.offset) - 1
         (mirrored if i >= 0 and rec.offset < spans[i][1] else foreign).append(rec)
@@ -117,7 +118,7 @@ def judge(source_topic: str, target_topic: str, partition: int, chain: Partition
     foreign = [r for r in foreign if r.offset >= taken_over_below and not gaps.own_holds(r.offset)]
     if not chain.syncs and not foreign:
         return None
-    start, end = (chain.mirrored_from, chain.progress) if chain.syncs else (0, 0)
+    start, end = chain.mirrored_range() or (0, 0)
     check = PartitionCheck(source_topic, target_topic, partition, (start, end), foreign=len(foreign),
                            before_take_over=len(earlier), way_back_own=len(own))
 

@@ -164,13 +164,16 @@ class MirrorRun:
         at_least_once mode has no transactional ids; a run that writes nothing only predicts."""
         m = self.mirror
         if m.delivery == "exactly_once" and writes:
-            current, fenced = state.establish_generation(self.target, m.name, m.transactional_id_prefix,
-                                                         m.slots, m.progress_group,
-                                                         final_of_switchover=self.options.final_of_switchover)
-            return current.number, bool(fenced), fenced
+            established, fenced = state.establish_generation(self.target, m.name, m.transactional_id_prefix,
+                                                             m.slots, m.progress_group,
+                                                             final_of_switchover=self.options.final_of_switchover)
+            return established.number, bool(fenced), fenced
         current = state.read_generation(self.target, m.name, m.progress_group)
         upcoming = generation.next_generation(current, m.slots, 0, "")
-        return (upcoming.number if upcoming else current.number), upcoming is not None, []  # type: ignore[union-attr]
+        if upcoming is not None:
+            return upcoming.number, True, []
+        assert current is not None   # next_generation answers None only for a current generation that fits
+        return current.number, False, []
 
     def slot_tasks(self, prepared: Prepared) -> list[SlotTask]:
         m = prepared.mirror

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Callable
 
 from eosmirror.core import migration
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.migration import PartitionChange, Refusal
-from eosmirror.driver.migrate import CHECK_WINDOW_SECONDS, Migration, RefusedError
+from eosmirror.driver.migrate import CHECK_WINDOW_SECONDS, Look, Migration, OriginReader, RefusedError
 from eosmirror.kafka import readers
 from eosmirror.kafka.offsets import list_offsets_of
 
@@ -28,8 +28,9 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
     except Refusal as exc:
         raise RefusedError(f"mirror {mirror.name!r}: {exc}") from None
     mig = Migration(mirror, who, window)
-    readers_of = {"group": lambda: mig.group_reader(argument), "mm2": lambda: mig.mm2_reader(argument),
-                  "target-end": lambda: (lambda: {})}
+    readers_of: dict[str, Callable[[], OriginReader]] = {
+        "group": lambda: mig.group_reader(argument), "mm2": lambda: mig.mm2_reader(argument),
+        "target-end": lambda: (lambda: {})}
     reader = readers_of[kind]()
     what = {"group": f"a consumer of group {argument}", "mm2": "MirrorMaker 2"}.get(kind, "another copier")
     if kind == "mm2" and not mm2_stopped:
@@ -63,7 +64,7 @@ def take_over(mirror: MirrorConfig, origin_text: str, dry_run: bool = False, who
     return _outcome(mig, "migrate", origin, changes, dry_run, notes)
 
 
-def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], checked: int, notes: list[str]) -> int:
+def _continuation(mig: Migration, agreed: Look, source_tp: tuple[str, int], checked: int, notes: list[str]) -> int:
     """``--from target-end``: the source offset after the target's last ``checked`` records, proven by
     matching them record by record (key, value, headers) to consecutive committed source records."""
     from confluent_kafka.admin import OffsetSpec
@@ -75,7 +76,8 @@ def _continuation(mig: Migration, agreed: Any, source_tp: tuple[str, int], check
                            f"over. Nothing was written.")
     low, _ = readers.watermarks(mig.target, target_topic, p)
     high = agreed.target_high[(target_topic, p)]
-    start, tail = high, []
+    start = high
+    tail: list[readers.Record] = []
     while len(tail) < checked and start > low:
         start = max(low, start - 4 * checked)
         tail = readers.read_range(mig.target, target_topic, p, start, high)[-checked:]
@@ -103,7 +105,7 @@ def _check(mig: Migration, changes: list[PartitionChange]) -> None:
         raise RefusedError(f"mirror {mig.mirror.name!r}: {exc}. Nothing was written.") from None
 
 
-def _mm2_progress(mig: Migration, agreed: Any, wanted: dict[tuple[str, int], int], alias: str,
+def _mm2_progress(mig: Migration, agreed: Look, wanted: dict[tuple[str, int], int], alias: str,
                   notes: list[str]) -> dict[tuple[str, int], int]:
     """MM2's offsets for the mirror's partitions; refuses when MM2's topics are not the mirror's."""
     m = mig.mirror

@@ -239,7 +239,7 @@ def prepare_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluste
 
 def _create(target: Cluster, new_topics: list[Any], what: str) -> list[str]:
     """Create topics; one a concurrent run created meanwhile counts as created."""
-    created = []
+    created: list[str] = []
     if not new_topics:
         return created
     for name, future in target.admin.create_topics(new_topics, request_timeout=calls.DEFAULT_TIMEOUT).items():

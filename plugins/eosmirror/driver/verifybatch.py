@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from eosmirror.core.migration import WayBackGaps
 from eosmirror.core.offsetsync import PartitionSyncs
@@ -44,7 +44,7 @@ class Job:
 
     @property
     def source_range(self) -> tuple[int, int]:
-        return (self.chain.mirrored_from, self.chain.progress) if self.chain.syncs else (0, 0)
+        return self.chain.mirrored_range() or (0, 0)
 
 
 def _log_starts(cluster: Cluster, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -105,6 +105,12 @@ def check_many(source: Cluster, target: Cluster, jobs: list[Job], group: str | N
     return checks
 
 
+def _already_read(sources: dict[tuple[str, int], tuple[int, list[readers.Record]]], tp: tuple[str, int],
+                  ) -> Callable[[int, int], tuple[int, list[readers.Record]]]:
+    """``judge``'s ``read_source`` for ``tp``: the chunk's one read of the source, whatever range it asks."""
+    return lambda _start, _end: sources[tp]
+
+
 def _judge_chunk(chunk: list[Job], held: dict[tuple[str, int], tuple[int, list[readers.Record]]],
                  sources: dict[tuple[str, int], tuple[int, list[readers.Record]]],
                  ) -> dict[tuple[str, int], PartitionCheck | None]:
@@ -113,6 +119,6 @@ def _judge_chunk(chunk: list[Job], held: dict[tuple[str, int], tuple[int, list[r
         low, target_records = held[job.target_tp]
         checks[job.target_tp] = judge(
             job.source_topic, job.target_topic, job.partition, job.chain, job.target_end, low, target_records,
-            lambda start, end, tp=job.source_tp: sources[tp], compacted=job.compacted,
+            _already_read(sources, job.source_tp), compacted=job.compacted,
             taken_over_below=job.taken_over_below, gaps=job.gaps)
     return checks

@@ -73,7 +73,7 @@ def committed(cluster: Cluster, group: str, partitions: Iterable[tuple[str, int]
 
 def ensure_topic(cluster: Cluster, name: str, replication_factor: int) -> bool:
     """Create the compacted one-partition checkpoints topic if missing (MM2 creates it the same way)."""
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
+    from confluent_kafka.admin import NewTopic
 
     if name in calls.call(cluster.admin.list_topics, "list topics", cluster.label, None, timeout=15).topics:
         return False

@@ -40,7 +40,7 @@ def exists(admin: Any, topic: str, timeout: float = 10.0) -> bool:
 def ensure_topic(target: Cluster, mirror: str, history_days: int, replication_factor: int,
                  timeout: float = 10.0) -> None:
     """Create the lag topic when missing (a concurrent creator is fine)."""
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
+    from confluent_kafka.admin import NewTopic
 
     topic = naming.lag_topic(mirror)
     if exists(target.admin, topic, timeout):

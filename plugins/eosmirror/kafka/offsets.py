@@ -77,7 +77,7 @@ def marking(cluster: Cluster, partitions: list[tuple[str, int]]) -> set[tuple[st
 
     if not partitions:
         return set()
-    specs = dict.fromkeys(partitions, admin.OffsetSpec.latest())  # type: ignore[attr-defined,no-untyped-call]
+    specs = dict.fromkeys(partitions, admin.OffsetSpec.latest())
     try:
         stable = list_offsets_of(cluster, specs, read_committed=True)
         high = list_offsets_of(cluster, specs, read_committed=False)

@@ -55,7 +55,10 @@ class SlotCopier:
         self.states: dict[tuple[str, int], PartitionCopy] = {}
         self.at_least_once = None if self.exactly_once else AtLeastOnce(task, self.io, self.faults)
         self.bytes_copied = 0
-        self.producer = self.consumer = self.reader = None
+        # The I/O's confluent-kafka clients (or a test's fakes), bound after open(); None once closed.
+        self.producer: Any = None
+        self.consumer: Any = None
+        self.reader: Any = None
         self.loop: RecordLoop | None = None   # step 4.2, on the clients opened
         self.following = False   # step F: the ranges' ends are open
         self.fenced_at = 0.0      # monotonic time step 1 ended (a follower's first commits are logged from it)
@@ -73,6 +76,11 @@ class SlotCopier:
     def _bind(self) -> None:
         self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
         self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults)
+
+    def _record_loop(self) -> RecordLoop:
+        """Step 4.2's loop: set by ``_bind`` once the clients are open, dropped by ``close``."""
+        assert self.loop is not None, "the slot's clients are not open"
+        return self.loop
 
     def close(self) -> None:
         self.io.close()
@@ -133,7 +141,7 @@ class SlotCopier:
         keys = [(p.source_topic, p.partition) for p in self.task.partitions]
         self.chunks = partition_chunks(keys, self.task.max_partitions_per_transaction if self.exactly_once else None)
         self.chunk = self.chunks[0] if len(self.chunks) > 1 else None
-        self.loop.assign(self._active())
+        self._record_loop().assign(self._active())
         marks.append(time.monotonic())
         steps = ("fence", "generation", "progress, targets closed") if self.exactly_once else ("progress",)
         log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
@@ -201,7 +209,7 @@ class SlotCopier:
             began = time.monotonic()
             if keys != self.chunk:
                 self.chunk = keys
-                self.loop.assign(self._active())
+                self._record_loop().assign(self._active())
             assigned = time.monotonic()
             self._copy_chunk(once)
             # Where a chunked run's time goes: a later chunk's flush waits for the previous chunk's commit
@@ -226,7 +234,9 @@ class SlotCopier:
                 if self.exactly_once:
                     self._transaction()
                 else:
-                    self.bytes_copied, elapsed = self.at_least_once.batch(self.states, self.loop, self.bytes_copied)
+                    assert self.at_least_once is not None   # built whenever the delivery is not exactly_once
+                    self.bytes_copied, elapsed = self.at_least_once.batch(self.states, self._record_loop(),
+                                                                          self.bytes_copied)
                     self._committed(elapsed)
             except (Abortable, InjectedAbort) as why:
                 attempts += 1
@@ -254,7 +264,7 @@ class SlotCopier:
         self._load_progress()
         if self.following:
             follow.open_ends(self.states.values())
-        self.loop.assign(self._active())
+        self._record_loop().assign(self._active())
         self.bytes_copied = sum(st.bytes_total for st in self.states.values())
 
     def _report_unexpected(self, exc: Exception) -> None:
@@ -312,7 +322,7 @@ class SlotCopier:
         started = time.monotonic()
         marks = [started]
         # 4.2 Copy.
-        self.bytes_copied = self.loop.copy(states, started + t.max_transaction_seconds, self.bytes_copied)
+        self.bytes_copied = self._record_loop().copy(states, started + t.max_transaction_seconds, self.bytes_copied)
         moved = [s for s in states.values() if s.moved()]   # fixed once the copy stopped
         marks.append(time.monotonic())
         # 4.3 Flush: every record acknowledged, each written partition's target base known.
@@ -380,6 +390,7 @@ class SlotCopier:
         ends = self.io.target_end_offsets(list(keys))
         for s in written:
             end = ends[(s.task.target_topic, s.task.partition)]
+            assert s.base is not None   # step 4.3 refused a written partition without its first delivery report
             if end != s.base + s.count:
                 # A newer instance of this slot aborting our transaction also moves the end; if so the
                 # abort fails with _FENCED and the slot reports "fenced" instead.
@@ -390,8 +401,7 @@ class SlotCopier:
 
     def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
         """Step 4.5: an offset sync per partition whose progress moves, acknowledged before the commit."""
-        produce_syncs(self.producer, self.task,
-                      [(s, s.base if s.count else ends[(s.task.target_topic, s.task.partition)]) for s in moved])
+        produce_syncs(self.producer, self.task, [(s, _sync_base(s, ends)) for s in moved])
         if moved:
             remaining = self.producer.flush(30)
             if remaining:
@@ -402,7 +412,8 @@ class SlotCopier:
     def _publish_to_source(self) -> None:
         """Step 5: best effort; a failure is reported in the result, never fails the slot."""
         offsets = {(s.task.source_topic, s.task.partition): s.committed for s in self.states.values()}
-        if self.loop.source_group_refused:
+        error: str | None
+        if self._record_loop().source_group_refused:
             # Already known: trying would only wait for a coordinator the source will never grant.
             error = (f"GROUP_AUTHORIZATION_FAILED: the source refused Read on group {self.task.progress_group} "
                      f"while this slot read; progress not published there")
@@ -412,6 +423,15 @@ class SlotCopier:
             self.result.source_commit_error = error
             log.warning("slot %d: publishing progress to the source group %s failed (not fatal): %s",
                         self.task.slot, self.task.progress_group, error)
+
+
+def _sync_base(s: PartitionCopy, ends: dict[tuple[str, int], int]) -> int:
+    """Where a moved partition's offset sync starts on the target: its transaction's first record, or the
+    partition's end when it wrote nothing (idle: only its progress moved)."""
+    if not s.count:
+        return ends[(s.task.target_topic, s.task.partition)]
+    assert s.base is not None   # step 4.3 refused a written partition without its first delivery report
+    return s.base
 
 
 def run_slot(task: SlotTask) -> SlotResult:

@@ -87,7 +87,12 @@ class KafkaSlotIO:
         self.task = task
         # Built here, on the executor, from the task's settings and label: a Cluster is never pickled.
         self.target = Cluster.from_settings("target", task.target_conf, task.target_label)
-        self.producer = self.consumer = self.reader = self.admin = self.source_admin = None
+        # confluent-kafka clients (kafka.clients), None before open() and after close().
+        self.producer: Any = None
+        self.consumer: Any = None
+        self.reader: Any = None
+        self.admin: Any = None
+        self.source_admin: Any = None
 
     def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
         t = self.task

@@ -30,7 +30,8 @@ def _slot_job(sc: Any, task: SlotTask, total_slots: int) -> SlotResult:
                    f"eosmirror {task.mirror}: slot {task.slot} of {total_slots}, {len(task.partitions)} "
                    f"partitions, {pending} offsets to read", interruptOnCancel=True)
     try:
-        return sc.parallelize([task], 1).map(run_slot).collect()[0]
+        result: SlotResult = sc.parallelize([task], 1).map(run_slot).collect()[0]
+        return result
     except Exception as exc:  # noqa: BLE001 - the task failed after Spark's retries
         text = str(exc).strip().splitlines()
         reason = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")

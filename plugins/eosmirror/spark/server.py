@@ -100,7 +100,8 @@ class _RunLog(logging.Handler):
         self.setFormatter(logging.Formatter(LOG_FORMAT))
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.threadName == self.thread_name or record.threadName.startswith(self.thread_name + "_")
+        name = record.threadName   # None only with logging.logThreads off, which this server never sets
+        return name is not None and (name == self.thread_name or name.startswith(self.thread_name + "_"))
 
     def emit(self, record: logging.LogRecord) -> None:
         self.deliver({"log": self.format(record)})
@@ -281,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     sc = SparkContext.getOrCreate(SparkConf())
     conf = sc.getConf()
-    driver_host = conf.get("spark.driver.host")   # what executors already reach: the lease's address
+    # What executors already reach, the lease's address: a started SparkContext always sets it.
+    driver_host = conf.get("spark.driver.host", "")
     bind_host = conf.get("spark.driver.bindAddress", driver_host)
     try:
         leases = LeaseServer(driver_host, bind_host, args.lease_port)

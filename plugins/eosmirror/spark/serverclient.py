@@ -48,7 +48,8 @@ def _ask(op: str, timeout: float = 10.0) -> dict[str, Any]:
         line = stream.readline()
     if not line:
         raise ServerUnavailable(f"the run server on {server.socket_path()} closed the connection without answering")
-    return json.loads(line)
+    answer: dict[str, Any] = json.loads(line)
+    return answer
 
 
 def status() -> dict[str, Any] | None:
