@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from eosmirror.core import config, lagview, migration, mm2import, mm2props, naming, report
+from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 from eosmirror.core.syncscan import Need
@@ -18,7 +19,7 @@ from eosmirror.kafka.cluster import Cluster, cluster_label
 from eosmirror.kafka.lagstore import now_ms
 
 
-def load_mirror(args: argparse.Namespace):  # noqa: ANN202
+def load_mirror(args: argparse.Namespace) -> MirrorConfig:
     return config.load(args.config).get(args.mirror)
 
 
@@ -179,7 +180,7 @@ def _lag(args: argparse.Namespace) -> int:
 
 def mirror_command(sub: Any, name: str, func: Any, text: str) -> argparse.ArgumentParser:
     """A subcommand about one mirror of the definitions file."""
-    command = sub.add_parser(name, help=text)
+    command: argparse.ArgumentParser = sub.add_parser(name, help=text)
     command.add_argument("mirror")
     command.add_argument("--config", help="mirror definitions (default: $EOSMIRROR_CONFIG or dags/mirrors.yaml)")
     command.set_defaults(func=func)

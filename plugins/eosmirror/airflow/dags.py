@@ -141,6 +141,7 @@ committed progress is.""") as dag:
 
 def _groups_doc(m: config.MirrorConfig) -> str:
     g = m.groups
+    assert g is not None, m.name     # only mirrors with a `groups` section get a group DAG
     way_back = (f" After a promotion and `eosmirror reverse`, the failback goes through both exact maps: this "
                 f"mirror's copies and what `{m.name}__reverse` copied back." if m.replication_policy == "identity" else "")
     return f"""### eosmirror consumer groups: `{m.name}`
@@ -161,6 +162,7 @@ def build_groups_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param
 
     g = m.groups
+    assert g is not None, m.name     # only mirrors with a `groups` section get a group DAG
     params = {
         "direction": Param("failover", type="string", enum=["failover", "failback"], title="Direction",
                            description="failover: source groups -> target groups; failback: target -> source."),
@@ -290,7 +292,7 @@ def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, con
         def verdict(report: dict[str, Any] | None) -> dict[str, Any]:
             return drdags.check_verdict(spec.name, m.name, report)
 
-        verdict(transition.output)
+        verdict(transition.output)  # type: ignore[arg-type]  # an XComArg: Airflow passes the report
     return dag
 
 

@@ -98,7 +98,7 @@ def run_transition(command: str, mirror_name: str, config_path: str | None, cont
 
         events[Asset(uri)].extra = {k: report.get(k) for k in ("mirror", "kind", "state", "verdict", "exit_code",
                                                                 "recovery_seconds", "may_be_lost")}
-    return report
+    return dict(report)
 
 
 def check_verdict(command: str, mirror_name: str, report: dict[str, Any] | None) -> dict[str, Any]:

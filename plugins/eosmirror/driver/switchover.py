@@ -113,7 +113,7 @@ def wait_quiet(read_ends: Callable[[], dict[tuple[str, int], int]], options: Swi
     """Step 1: (ends once quiet, []) or (None, the partitions still moving when ``wait_s`` ran out)."""
     started = clock()
     last = read_ends()
-    quiet_since, moving = started, []
+    quiet_since, moving = started, list[str]()
     while clock() - quiet_since < options.quiet_s:
         if clock() - started >= options.wait_s:
             return None, moving
