@@ -13,7 +13,7 @@ POINTS = [ms.PartitionPoint("orders", "orders", 0, target_end=120, progress=100,
 
 
 def test_the_state_record_reads_back_as_written():
-    state = ms.promoted_state(POINTS, 10_000, "airflow:manual__1", "source did not answer")
+    state = ms.MirrorState(ms.Phase.PROMOTED, 10_000, "airflow:manual__1", tuple(POINTS), "source did not answer")
     assert ms.MirrorState.decode(state.encode()) == state
     assert b'"v":1' in state.encode() and b'"phase":"promoted"' in state.encode()
 

@@ -4,6 +4,8 @@ and what each state refuses: test_transitions.py)."""
 import pytest
 
 from eosmirror.core import mirrorstate as ms
+from eosmirror.core.transitions import Command
+from eosmirror.driver.transition import Transition
 
 RETIRED = ms.MirrorState(ms.Phase.RETIRED, 30, "cli:ops")
 
@@ -11,8 +13,12 @@ RETIRED = ms.MirrorState(ms.Phase.RETIRED, 30, "cli:ops")
 def test_the_resuming_record_keeps_where_the_forward_mirror_continues():
     points = (ms.PartitionPoint("orders", "orders", 1, target_end=70, progress=400),
               ms.PartitionPoint("orders", "orders", 0, target_end=80, progress=300))
-    written = ms.resuming_state(60, "cli:ops", points, "after the switch back of dr__reverse")
-    assert [p.partition for p in written.points] == [0, 1]
+    kept = []
+    run = Transition(Command.RESUME, "dr", lambda line: None, by="cli:ops", record_to=kept.append)
+    written = run.record(ms.Phase.RESUMING, points, "after the switch back of dr__reverse")
+    assert kept == [written] and [p.partition for p in written.points] == [0, 1]      # partition order
+    assert (written.by, written.note, run.steps[0].name) == ("cli:ops", "after the switch back of dr__reverse",
+                                                            "record resuming")
     assert ms.MirrorState.decode(written.encode()) == written
     assert ms.MirrorState.decode(RETIRED.encode()).phase is ms.Phase.RETIRED
 

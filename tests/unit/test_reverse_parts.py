@@ -34,13 +34,13 @@ def test_the_side_topic_naming_rule_and_the_reverse_names():
 
 def test_the_reverse_records_carry_the_promotion_or_switchover_point_on():
     """(Which state may be reversed: test_transitions.py, the table.)"""
-    promoted = ms.promoted_state(list(POINTS), 10_000, "cli:ops")
-    reversing = ms.reverse_state(ms.Phase.REVERSING, promoted, 11_000, "cli:ops", POINTS)
-    done = ms.reverse_state(ms.Phase.REVERSED, reversing, 12_000, "cli:ops", POINTS, "divergence 3")
-    assert done.note.startswith("promoted at ") and "divergence 3" in done.note and done.points == POINTS
+    promoted = ms.MirrorState(ms.Phase.PROMOTED, 10_000, "cli:ops", POINTS)
+    reversing = ms.MirrorState(ms.Phase.REVERSING, 11_000, "cli:ops", POINTS, ms.reverse_note(promoted))
+    done = ms.MirrorState(ms.Phase.REVERSED, 12_000, "cli:ops", POINTS, ms.reverse_note(reversing, "divergence 3"))
+    assert done.note.startswith("promoted at 1970-01-01 00:00:10 UTC") and done.note.endswith("; divergence 3")
     assert ms.MirrorState.decode(done.encode()) == done
     switched = ms.MirrorState(ms.Phase.SWITCHED_OVER, 10_000, "cli:ops", POINTS)
-    assert ms.reverse_state(ms.Phase.REVERSING, switched, 11_000, "x", POINTS).note.startswith("switched-over at ")
+    assert ms.reverse_note(switched).startswith("switched-over at ")
 
 
 def test_the_generated_reverse_mirror_swaps_the_clusters_and_owns_its_names():

@@ -148,23 +148,9 @@ class LossReport:
         return out
 
 
-def promoted_state(points: list[PartitionPoint], now_ms: int, by: str, note: str = "") -> MirrorState:
-    return MirrorState(Phase.PROMOTED, now_ms, by, tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))),
-                       note)
-
-
-def reverse_state(phase: Phase, promoted: MirrorState, now_ms: int, by: str, points: tuple[PartitionPoint, ...],
-                  note: str = "") -> MirrorState:
-    """``reversing`` or ``reversed``: the promotion (or switchover) record's points carried on (with the old source's
-    ends once read) and when it was promoted, so every later step starts from the same record."""
-    head = (f"{promoted.phase.value} at {_utc(promoted.since_ms)}"
-            if promoted.phase in (Phase.PROMOTED, Phase.SWITCHED_OVER) else promoted.note.split(";")[0])
-    return MirrorState(phase, now_ms, by, points, f"{head}; {note}" if note else head)
-
-
-def resuming_state(now_ms: int, by: str, points: tuple[PartitionPoint, ...], note: str) -> MirrorState:
-    """``resuming``, with per partition where the forward mirror continues: ``progress`` the old source
-    offset right after the reverse mirror's last copy, ``target_end`` the new primary's end at the switch
-    back (its records below it went back to the old source and never come forward again)."""
-    return MirrorState(Phase.RESUMING, now_ms, by, tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))),
-                       note)
+def reverse_note(before: MirrorState, note: str = "") -> str:
+    """The note of a ``reversing`` / ``reversed`` record: when the mirror was promoted (or switched over),
+    carried on from the record the reverse started from, so every later step names the same point."""
+    head = (f"{before.phase.value} at {_utc(before.since_ms)}"
+            if before.phase in (Phase.PROMOTED, Phase.SWITCHED_OVER) else before.note.split(";")[0])
+    return f"{head}; {note}" if note else head

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror.core import mirrorstate, naming
+from eosmirror.core import naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
@@ -136,13 +136,12 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
     """Steps 1-5 of the module doc. Refuses (exit 2) a mirror already promoted or switched over.
     ``started``: when the command was given (monotonic), for the recovery time."""
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.PROMOTE, mirror.name, say, started)
     target = Cluster.resolve("target", mirror.target, mirror.name)
+    run = Transition(Command.PROMOTE, mirror.name, say, started=started, by=by,
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
-    prefix = mirror.transactional_id_prefix
     if run.check(current) is Mode.BEGIN:                                                        # 1
-        run.step("record promoting", lambda: state.write_mirror_state(
-            target, mirror.name, prefix, MirrorState(Phase.PROMOTING, int(time.time() * 1000), by)))
+        run.record(Phase.PROMOTING)
     else:
         run.skip("record promoting", "recorded by the unfinished promotion this one continues")
     fenced = run.step("fence", lambda: fencing.fence_mirror(mirror, settle_seconds=60.0)) or {}      # 2
@@ -165,10 +164,9 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         mirror, target, lambda tps: _source_ends_or_none(mirror, tps, source_budget_s, say), now_ms)) or ([], False)
     note = ("source answered: its ends were read at the promotion" if answered else
             "source did not answer: the ends are the last ones the mirror observed")
-    promoted = mirrorstate.promoted_state(points, now_ms, by, note)
-    run.step("record promoted", lambda: state.write_mirror_state(target, mirror.name, prefix, promoted))   # 5
-    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, now_ms), answered, moved, run,
-                            recovery_seconds=run.elapsed())
+    promoted = run.record(Phase.PROMOTED, points, note)                                         # 5
+    return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, promoted.since_ms), answered, moved,
+                            run, recovery_seconds=run.elapsed())
 
 
 def _source_ends_or_none(mirror: MirrorConfig, tps: list[tuple[str, int]], budget_s: float,

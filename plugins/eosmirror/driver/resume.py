@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import migration, mirrorstate, transitions
+from eosmirror.core import migration, transitions
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.migration import PartitionChange, Refusal
@@ -172,8 +172,9 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
         raise ConfigError(f"resume {mirror.name}: check seconds must be in (0, 600] (given {window:g})")
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.RESUME, mirror.name, say, started)
     new = Cluster.resolve("target", mirror.target, mirror.name)
+    run = Transition(Command.RESUME, mirror.name, say, started=started, by=by,
+                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix))
     old = Cluster.resolve("source", mirror.source, mirror.name)
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
     mode = run.check(current)                                                            # 1
@@ -191,8 +192,10 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
         points = run.step("where the forward mirror continues", lambda: continue_points(old, back, back_state)) or ()
         # Before anything is written: records the new primary received after the switch back.
         refuse_stray(stray_records(new, mirror, _ends(new, points), points), mirror.name, accept_stray)
-        current = run.step("record resuming", lambda: _record(new, mirror, mirrorstate.resuming_state(
-            _now(), by, points, f"after the switch back of {back.name} ({back_state.describe()})"))) or current
+        # ``resuming``, with per partition where the forward mirror continues: ``progress`` the old source
+        # offset right after the reverse mirror's last copy, ``target_end`` the new primary's end at the
+        # switch back (its records below it went back to the old source and never come forward again).
+        current = run.record(Phase.RESUMING, points, f"after the switch back of {back.name} ({back_state.describe()})")
     moved, notes = run.step("move the forward progress", lambda: move_progress(                      # 3
         mirror, back, points, by, window, accept_stray)) or ([], [])
     if back_state.phase is Phase.RETIRED:                                                # 4
@@ -203,8 +206,7 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
             old, back.name, back.transactional_id_prefix, MirrorState(
                 Phase.RETIRED, _now(), by, note=f"retired by `eosmirror resume {mirror.name}`: the forward mirror "
                                                 f"continues after its last copy")))
-    done = MirrorState(Phase.MIRRORING, _now(), by, note=RESUMED_NOTE)
-    run.step("record mirroring", lambda: _record(new, mirror, done))                     # 5
+    done = run.record(Phase.MIRRORING, note=RESUMED_NOTE)                               # 5
     return ResumeOutcome(mirror.name, back.name, done, points, moved, run, notes, run.elapsed())
 
 
@@ -216,8 +218,3 @@ def _ends(new: Cluster, points: tuple[PartitionPoint, ...]) -> dict[tuple[str, i
 
 def _now() -> int:
     return int(time.time() * 1000)
-
-
-def _record(new: Cluster, mirror: MirrorConfig, written: MirrorState) -> MirrorState:
-    state.write_mirror_state(new, mirror.name, mirror.transactional_id_prefix, written)
-    return written

@@ -285,16 +285,16 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     options.check(mirror.name)
     back = mirror.reverse()                                                                   # 1: identity only
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.REVERSE, mirror.name, say, started)
     new = Cluster.resolve("target", mirror.target, mirror.name)
+    run = Transition(Command.REVERSE, mirror.name, say, started=started, by=by,
+                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix))
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
     mode = run.check(current)
     old = Cluster.resolve("source", mirror.source, mirror.name)
     run.step("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
     points = run.step("old source ends", lambda: with_old_ends(current.points, old, options.settle_s)) or ()  # 2
     if mode is Mode.BEGIN or (mode is Mode.CONTINUE and points != current.points):
-        current = run.step("record reversing", lambda: _record(new, mirror, Phase.REVERSING, current, points, by)) \
-            or current
+        current = run.record(Phase.REVERSING, points, mirrorstate.reverse_note(current))
     else:
         run.skip("record reversing", "recorded before with these ends")
     found, ranges = run.step("read the divergence", lambda: read_divergence(mirror, old, points)) or ({}, {})   # 3
@@ -311,14 +311,5 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     if mode is Mode.DONE:
         run.skip("record reversed", f"reversed already ({current.describe()})")
     else:
-        current = run.step("record reversed", lambda: _record(new, mirror, Phase.REVERSED, current, points, by,
-                                                              note)) or current
+        current = run.record(Phase.REVERSED, points, mirrorstate.reverse_note(current, note))
     return ReverseOutcome(mirror.name, back.name, current, report, fresh, run, already, run.elapsed())
-
-
-def _record(new: Cluster, mirror: MirrorConfig, phase: Phase, current: MirrorState, points: tuple[PartitionPoint, ...],
-            by: str, note: str = "") -> MirrorState:
-    written = mirrorstate.reverse_state(phase, current, int(time.time() * 1000), by, points, note)
-    state.write_mirror_state(new, mirror.name, mirror.transactional_id_prefix, written)
-    return written
-

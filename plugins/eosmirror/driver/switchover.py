@@ -135,10 +135,11 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     options = options or SwitchoverOptions()
     options.check(mirror.name)
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.SWITCHOVER, mirror.name, say, started)
-    out = SwitchoverOutcome(mirror.name, safe=False, run=run)
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
+    run = Transition(Command.SWITCHOVER, mirror.name, say, started=started, by=by,
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
+    out = SwitchoverOutcome(mirror.name, safe=False, run=run)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     out.state = current.phase.value
     if run.check(current) is Mode.DONE:
@@ -151,9 +152,7 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     if ends is None:
         return _stop(out, "wait for a quiet source", moving or [f"the source did not stay quiet {options.quiet_s:g} s"])
     if run.mode is Mode.BEGIN:                                                                   # 2
-        run.step("record switching-over", lambda: state.write_mirror_state(
-            target, mirror.name, mirror.transactional_id_prefix,
-            MirrorState(Phase.SWITCHING_OVER, int(time.time() * 1000), by)))
+        run.record(Phase.SWITCHING_OVER)
         out.state = Phase.SWITCHING_OVER.value
     else:
         run.skip("record switching-over", "recorded by the stopped switchover this one continues")
@@ -165,9 +164,7 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     stopped = _prove(mirror, source, target, source_tps, {p.source: p.target for p in pairs}, out)   # 4-7
     if stopped is not None:
         return stopped
-    run.step("record switched-over", lambda: state.write_mirror_state(                           # 8
-        target, mirror.name, mirror.transactional_id_prefix,
-        MirrorState(Phase.SWITCHED_OVER, int(time.time() * 1000), by, tuple(out.points), SAFE)))
+    run.record(Phase.SWITCHED_OVER, out.points, SAFE)                                            # 8
     out.safe, out.state, out.recovery_seconds = True, Phase.SWITCHED_OVER.value, run.elapsed()
     say(f"switchover {mirror.name}: {SAFE} ({out.recovery_seconds:.1f} s from the command's start)")
     return out
@@ -200,17 +197,15 @@ def cancel(mirror: MirrorConfig, by: str | None = None, say: Callable[[str], Non
     Idempotent: a mirror this cancel already returned to mirroring is reported, not written again;
     any other state is refused (exit 2), naming it and the next command."""
     by = by or f"cli:{getpass.getuser()}"
-    run = Transition(Command.CANCEL, mirror.name, say)
     target = Cluster.resolve("target", mirror.target, mirror.name)
+    run = Transition(Command.CANCEL, mirror.name, say, by=by,
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     if current.phase is Phase.MIRRORING and current.note == CANCELLED:
         run.skip("record mirroring", f"cancelled already ({current.describe()})")
         return CancelOutcome(mirror.name, current, run, already=True)
     run.check(current)
-    back = MirrorState(Phase.MIRRORING, int(time.time() * 1000), by, note=CANCELLED)
-    run.step("record mirroring", lambda: state.write_mirror_state(target, mirror.name,
-                                                                  mirror.transactional_id_prefix, back))
-    return CancelOutcome(mirror.name, back, run)
+    return CancelOutcome(mirror.name, run.record(Phase.MIRRORING, note=CANCELLED), run)
 
 
 def _stop(out: SwitchoverOutcome, step: str, blocking: list[str]) -> SwitchoverOutcome:

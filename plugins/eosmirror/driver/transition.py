@@ -3,6 +3,8 @@
 1. Check the table (``core/transitions.py``): refuse (exit 2, nothing written), begin, continue an
    unfinished ``-ing`` phase, or report a transition done before.
 2. Record the ``-ing`` phase (when beginning): from then on no run copies (the state refuses it).
+   ``record`` is the one place a transition's own state record is built (since now, by whom, its
+   points in partition order, a note) and written.
 3. Run the command's steps, each idempotent and timed, each listed in the outcome as ran, skipped
    (why) or failed (why). A step meant to run either runs or fails the command (its exception goes
    on); only a step optional by design may fail without failing the command, and then the outcome
@@ -24,11 +26,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from eosmirror.core import transitions
 from eosmirror.core.errors import EXIT_STEP_NOT_RUN, EosMirrorError
-from eosmirror.core.mirrorstate import MirrorState
+from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.kafka import calls
 
@@ -64,6 +66,8 @@ class Transition:
     command: Command
     mirror: str
     say: Callable[[str], None] = log.info
+    by: str = ""                          # who: "cli:<user>" or the Airflow run
+    record_to: Callable[[MirrorState], None] | None = None    # writes the mirror's state record
     started: float | None = None          # the command's start (monotonic); None: now
     clock: Callable[[], float] = time.monotonic
     steps: list[StepResult] = field(default_factory=list)
@@ -101,6 +105,17 @@ class Transition:
         if os.environ.get(FAULT_ENV) == f"{self.command.value.split()[0]}:{name}":
             raise EosMirrorError(f"{self._what}: injected fault after the step {name!r} ({FAULT_ENV})")
         return value
+
+    def record(self, phase: Phase, points: Iterable[PartitionPoint] = (), note: str = "") -> MirrorState:
+        """Record ``phase`` as the step ``record <phase>``: the state since now, by whom, its points in
+        partition order and a note. Returns the record written."""
+        if self.record_to is None:
+            raise EosMirrorError(f"{self._what}: no state writer to record {phase.value} with")
+        write = self.record_to
+        written = MirrorState(phase, int(time.time() * 1000), self.by,
+                              tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))), note)
+        self.step(f"record {phase.value}", lambda: write(written))
+        return written
 
     def skip(self, name: str, why: str) -> None:
         self.steps.append(StepResult(name, SKIPPED, 0.0, why))

@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from eosmirror.core import naming
 from eosmirror.core.errors import FencedError
@@ -70,6 +70,11 @@ def _write_state(planner: Any, target: Cluster, mirror: str, key: bytes, value: 
             raise FencedError(f"{target.label}: another run of mirror {mirror!r} took over planning; this run "
                               f"stops") from None
         raise calls.translate(exc, what, target.label, f"Write on topic {naming.state_topic(mirror)}") from None
+
+
+def recorder(target: Cluster, mirror: str, prefix: str) -> Callable[[MirrorState], None]:
+    """The writer of ``mirror``'s state records on ``target`` (a transition's ``record_to``)."""
+    return lambda new: write_mirror_state(target, mirror, prefix, new)
 
 
 def write_mirror_state(target: Cluster, mirror: str, prefix: str, new: MirrorState) -> None:
