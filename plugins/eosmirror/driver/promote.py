@@ -9,9 +9,10 @@ re-triggered and continues:
   1. Record ``promoting`` (before the fence: a run or slot that starts after it refuses).
   2. Fence every transactional id of the mirror and wait until no partition is held by an open
      transaction: from here on nothing more is copied, so what the target holds is final.
-  3. The final group sync (failover direction, when the mirror has ``groups``), within the source
-     budget. Optional by design (the source may be gone): when it cannot run, the outcome lists it
-     as failed and the exit code says so (6, or 5 when records may be lost as well).
+  3. Ask the source once whether it answers (half the source budget, at most 5 s), then the final group
+     sync (failover direction, when the mirror has ``groups``), within the source budget. Optional by
+     design (the source may be gone): when it cannot run, the outcome lists it as failed and the exit
+     code says so (6, or 5 when records may be lost as well).
   4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
      read of the source's stable ends when it answers within the budget).
   5. Record ``promoted`` with those points: the promotion record the way back starts from.
@@ -27,7 +28,7 @@ from typing import Any, Callable
 
 from eosmirror.core import naming
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, EosMirrorError
+from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups
@@ -101,8 +102,19 @@ def _source_ends(mirror: MirrorConfig, source_tps: list[tuple[str, int]]) -> dic
     from confluent_kafka.admin import OffsetSpec
 
     source = Cluster.resolve("source", mirror.source, mirror.name)
-    source.admin.list_topics(timeout=SOURCE_BUDGET_S / 2)   # answers at all, or fails fast
     return offsets.list_offsets_of(source, {tp: OffsetSpec.latest() for tp in source_tps}, read_committed=True)
+
+
+def source_silence(mirror: MirrorConfig, budget_s: float) -> str | None:
+    """Asked once, up front: None when the source answers a metadata request within ``budget_s``, else
+    why not. A source that does not answer is not asked again (its group sync and fresh read would each
+    wait out their own budget for nothing)."""
+    try:
+        within(lambda: Cluster.resolve("source", mirror.source, mirror.name).admin.list_topics(timeout=budget_s),
+               budget_s + 1, f"the source of {mirror.name}")
+    except Exception as exc:  # noqa: BLE001 - the source is allowed to be gone: the outcome says it did not answer
+        return calls.error_text(exc)
+    return None
 
 
 def promotion_points(mirror: MirrorConfig, target: Cluster, fresh: Callable[[list[tuple[str, int]]], Any],
@@ -150,23 +162,32 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         raise EosMirrorError(f"promote {mirror.name}: after fencing, {len(blocked)} target partition(s) are still "
                              f"held by an open transaction of another producer; nothing was recorded as promoted. "
                              f"Clear each, then promote again:\n" + "\n".join(f"  {line}" for line in blocked))
+    silent = run.step("source answers", lambda: source_silence(mirror, min(5.0, source_budget_s / 2)))   # 3
     moved = None
-    if mirror.groups is None:                                                                  # 3
+    if mirror.groups is None:
         run.skip("final group sync", "the mirror has no `groups` section: consumer groups are not moved")
     else:
-        moved = run.step("final group sync", lambda: within(
-            lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), source_budget_s * 3,
-            f"the final group sync of {mirror.name}"),
+        moved = run.step("final group sync", lambda: _final_group_sync(mirror, silent, source_budget_s),
             optional="the promotion goes on without it: the groups stay where the last group sync left them "
                      "on the target; run `eosmirror groups <mirror> --direction failover` if the source answers again")
     now_ms = int(time.time() * 1000)
     points, answered = run.step("promotion points", lambda: promotion_points(                  # 4
-        mirror, target, lambda tps: _source_ends_or_none(mirror, tps, source_budget_s, say), now_ms)) or ([], False)
+        mirror, target, lambda tps: None if silent else _source_ends_or_none(mirror, tps, source_budget_s, say),
+        now_ms)) or ([], False)
     note = ("source answered: its ends were read at the promotion" if answered else
             "source did not answer: the ends are the last ones the mirror observed")
     promoted = run.record(Phase.PROMOTED, points, note)                                         # 5
     return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, promoted.since_ms), answered, moved,
                             run, recovery_seconds=run.elapsed())
+
+
+def _final_group_sync(mirror: MirrorConfig, silent: str | None, budget_s: float) -> dict[str, Any]:
+    """Step 3's group sync (failover direction), bounded by the source budget; it cannot run when the
+    source did not answer (raised: the runner lists the optional step as not run)."""
+    if silent:
+        raise ClusterUnreachableError(f"the source did not answer ({silent})")
+    return within(lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), budget_s * 3,
+                  f"the final group sync of {mirror.name}")
 
 
 def _source_ends_or_none(mirror: MirrorConfig, tps: list[tuple[str, int]], budget_s: float,
