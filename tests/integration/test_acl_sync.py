@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from eosmirror import driver
-from tests.integration.test_security import LITERAL, fresh_mirror, grant, least_privilege, run, secure_pair
+from tests.support.security import LITERAL, fresh_mirror, grant, least_privilege, run, secure_pair
 
 pytestmark = pytest.mark.integration
 CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"

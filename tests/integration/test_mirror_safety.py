@@ -253,7 +253,7 @@ def test_a_slot_never_commits_on_top_of_a_transaction_left_open_and_copies_once_
     commit there made them visible (388 duplicates in one chaos round). A transaction held open on the
     target partition stands in for it here: the slot refuses, writes nothing, and names Kafka's tool;
     aborted with that tool, the next run copies every record once, judged by a read_committed reader."""
-    from tests.integration.test_reverse import abort_hanging_transaction
+    from tests.support.transactions import abort_hanging_transaction
 
     topic = create_topic(source_conf, unique("leftopen"), partitions=2)
     create_topic(target_conf, topic, partitions=2)

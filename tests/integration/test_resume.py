@@ -23,9 +23,9 @@ from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools import waits
 from eosmirror_tools.local import cluster
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run
-from tests.integration.test_group_failback_after_reverse import read_as
-from tests.integration.test_group_failover import consume_and_commit, group_offsets
-from tests.integration.test_switchover_promote import CLI_BUDGET, PARTITIONS, Load, json_tail, killable_cluster
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster
+from tests.support.groups import consume_and_commit, group_offsets, read_as
+from tests.support.load import Load
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 RESUME_SOURCE_PORT = 18280

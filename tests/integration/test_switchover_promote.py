@@ -9,12 +9,7 @@ slow (50-95 s on 2 cores): its final run is a spark-submit, and three ConsoleCon
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
-import shutil
 import subprocess
-import threading
 import time
 
 import pytest
@@ -26,43 +21,15 @@ from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools import waits
 from eosmirror_tools.local import cluster, runtime
-from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, write_mirror_file
-from tests.integration.test_group_failover import consume_and_commit
+from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster, mirror_from_killable
+from tests.support.groups import consume_and_commit
+from tests.support.java import java_records
+from tests.support.load import Load
+from tests.support.processes import ended
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
-PARTITIONS = 3
-CLI_BUDGET = 300          # one switchover or promotion through the CLI, a spark-submit final run included
 PROMOTE_SOURCE_PORT = 18880
-
-
-class Load:
-    """A producer thread writing numbered records to every partition until stopped (idempotent, so
-    source offsets are records: no markers among them)."""
-
-    def __init__(self, conf, topic: str, prefix: str):
-        self.conf, self.topic, self.prefix, self.sent = conf, topic, prefix, 0
-        self.stop_event, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        p = producer(self.conf, **{"enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 10_000})
-        while not self.stop_event.is_set():
-            for k in range(PARTITIONS):
-                p.produce(self.topic, value=f"{self.prefix}{k}-{self.sent}".encode(), partition=k)
-            self.sent += 1
-            p.poll(0)
-            time.sleep(0.02)
-        p.flush(15)
-
-    def __enter__(self) -> "Load":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(30)
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def console_consumer(conf, topic: str, group: str) -> list[str]:
@@ -77,39 +44,6 @@ def console_consumer(conf, topic: str, group: str) -> list[str]:
     assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
     return [line.replace("Partition:", "").replace("\t", ":") for line in done.stdout.splitlines()
             if line.startswith("Partition:")]
-
-
-def java_records(conf, topic: str, group: str) -> dict[int, list[tuple[int, str]]]:
-    """Kafka's ConsoleConsumer (read_committed) with offsets: per partition, (offset, value) in order."""
-    command = runtime.java_command(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", conf["bootstrap.servers"], "--topic",
-        topic, "--group", group, "--from-beginning", "--isolation-level", "read_committed", "--timeout-ms", "6000",
-        "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
-        heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
-    out: dict[int, list[tuple[int, str]]] = {k: [] for k in range(PARTITIONS)}
-    for line in done.stdout.splitlines():
-        found = re.match(r"Partition:(\d+)\s+Offset:(\d+)\s+(.*)$", line)
-        if found:
-            out[int(found.group(1))].append((int(found.group(2)), found.group(3)))
-    return {k: sorted(records) for k, records in out.items()}
-
-
-def ended(proc: subprocess.Popen, what: str, budget: float = CLI_BUDGET) -> tuple[int, str]:
-    try:
-        out, _ = proc.communicate(timeout=budget)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        pytest.fail(f"{what} did not end within {budget:.0f} s; it printed:\n{out[-3000:]}")
-    return proc.returncode, out
-
-
-def json_tail(out: str) -> dict:
-    """The --json report: the last top-level JSON object the command printed (its steps go to stderr)."""
-    start = out.rfind("\n{")
-    return json.loads(out[start + 1 if start >= 0 else out.index("{"):])
 
 
 def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_without_rereads(
@@ -129,7 +63,7 @@ def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_withou
                      "--no-pause", "--json", background=True)
         time.sleep(5)            # the switchover sees the source still written ...
     sent = load.sent             # ... until the producers stop
-    code, out = ended(switch, "eosmirror switchover")
+    code, out = ended(switch, "eosmirror switchover", CLI_BUDGET)
     assert code == 0, out[-4000:]
     outcome = json_tail(out)
     assert outcome["safe"] and outcome["verdict"] == "zero loss: safe to switch", outcome
@@ -176,31 +110,6 @@ def test_a_switchover_refuses_while_a_producer_keeps_writing_and_names_the_parti
     target = Cluster.from_settings("target", target_conf)
     assert state.read_mirror_state(target, m.name, m.progress_group).phase is Phase.MIRRORING   # nothing recorded
     assert run(m)["status"] == "ok"    # and the mirror goes on
-
-
-@contextlib.contextmanager
-def killable_cluster(name: str, port: int):
-    """A broker of this test's own on a fixed port, started fresh, so a test can SIGKILL and restart it."""
-    source = cluster.LocalCluster(name, port)
-    cluster.stop(source, hard=True)
-    shutil.rmtree(source.dir, ignore_errors=True)
-    cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
-    try:
-        yield source
-    finally:
-        cluster.stop(source, hard=True)
-        shutil.rmtree(source.dir, ignore_errors=True)
-
-
-def mirror_from_killable(source, unique, tmp_path):
-    """(source settings, topic, mirror, mirrors file) of a mirror from the killable ``source`` to the target."""
-    source_conf = source.client_config()
-    topic = create_topic(source_conf, unique("pay"), partitions=PARTITIONS)
-    m = mirror(unique("m"), [topic], source={"config": source_conf})
-    config = mirrors_file(tmp_path / "mirrors.yaml", [{
-        "name": m.name, "source": {"config": source_conf}, "target": {"local": "target"}, "topics": list(m.topics),
-        "slots": m.slots, "max_transaction_seconds": m.max_transaction_seconds}])
-    return source_conf, topic, m, config
 
 
 @pytest.fixture
