@@ -270,6 +270,7 @@ class Drill:
     follower_json: Path = Path("follower.json")
     follower_end: tuple[int, dict[str, Any] | None] | None = None   # its exit code and report
     killed_at: float = 0.0                                        # epoch s of A's SIGKILL
+    promote_code: int | None = None                               # the promotion's exit code
     restarting: threading.Thread | None = None                    # A's restart, beside the steps on B
     restart_failure: list[BaseException] = field(default_factory=list)
 
@@ -395,11 +396,12 @@ class Drill:
             code, self.promoted = self.op.promote(self.mirror)
             row[2] = f"exit {code}, up to {self.promoted['may_be_lost']} record(s) may be lost"
         assert self.promoted["state"] == "promoted", self.promoted
+        self.promote_code = code
         if self.follower is None:   # scheduled runs: the observation is past the last run's end
             assert code == 5 and self.promoted["may_be_lost"] > 0, self.promoted
-        else:   # a follower may have committed past the observation: then nothing KNOWN is missing
-            assert code == (5 if self.promoted["may_be_lost"] or self.promoted["unobserved_partitions"] else 0), \
-                self.promoted
+        else:   # a follower may have committed past the observation: then nothing KNOWN is missing (exit 0);
+            # whether the promotion said so truthfully is judged against A's records once A is back
+            assert code in (0, 5), self.promoted
 
     def promote_fences_the_follower(self) -> None:
         """The follow run's transaction may be open on B when A dies: the promotion fences it, so B's
@@ -516,6 +518,7 @@ class Drill:
         received after the promotion, then what it received after the resume, once, in order; B holds A's
         records up to the promotion point and none that diverged, then the same; the side topic on B holds
         the diverged ones, once, in order."""
+        self.check_the_promotions_claim()
         side = naming.diverged_topic(self.topic, self.mirror)
         # Nothing diverged, no side topic: a follower whose transaction, open at the SIGKILL, held all A
         # had and committed it to B (B stays up) leaves no divergence (seen in two passing runs of three).
@@ -541,6 +544,23 @@ class Drill:
                 raw = values_of(self.b_conf, name, k, read_committed=False)
                 copied_aborted = [v for v in raw if "aborted" in v or "in-flight" in v]
                 assert not copied_aborted, f"aborted records copied to B's {name}[{k}]: {copied_aborted[:3]}"
+
+    def check_the_promotions_claim(self) -> None:
+        """What the promotion said may be lost, against a read_committed reader of A (back up since): per
+        partition, A's records between the mirror's progress and the source end the promotion knew of are
+        at most the "may be lost" it reported there; an exit 0 (nothing known missing) means none at all,
+        on partitions that were all observed."""
+        for p in self.promoted["partitions"]:
+            k, start, end = p["partition"], p["progress"] or 0, p["observed_end"]
+            missing = [r.value.decode() for r in read_all(self.a_conf, self.topic, k)
+                       if end is not None and start <= r.offset < end]
+            assert len(missing) <= p["may_be_lost"], (f"A[{k}] holds {len(missing)} records between the progress "
+                                                      f"{start} and the observed end {end}, the promotion said up "
+                                                      f"to {p['may_be_lost']}: {missing[:5]}")
+            if self.promote_code == 0:
+                assert end is not None and not missing, (f"the promotion exited 0 (nothing known missing), but "
+                                                         f"A[{k}] holds {missing[:5]} past the progress {start} "
+                                                         f"below the observed end {end}")
 
     def check_no_open_transaction(self) -> list[str]:
         a_topics = topics_of(self.a_conf)
