@@ -92,10 +92,17 @@ def leftover_stacks(pids, folder: Path) -> str:
             os.kill(pid, signal.SIGUSR2)
         except ProcessLookupError:
             pass
-    time.sleep(1)
-    return "\n".join(f"--- stacks of {path.name}\n{path.read_text()[-6000:]}"
-                     for path in sorted(folder.glob("worker-*.stacks"))
-                     if int(path.stem.split("-")[1]) in pids and path.read_text())
+
+    def written() -> list[Path]:
+        return [path for path in sorted(folder.glob("worker-*.stacks"))
+                if int(path.stem.split("-")[1]) in pids and path.read_text()]
+
+    deadline = time.monotonic() + 5     # the faulthandler writes at once; a pid that is no Python writes none
+    while len(written()) < len(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)                 # the poll interval of this bounded wait
+    missing = set(pids) - {int(path.stem.split("-")[1]) for path in written()}
+    return "\n".join([f"--- stacks of {path.name}\n{path.read_text()[-6000:]}" for path in written()]
+                     + ([f"(no stacks within 5 s from pids {sorted(missing)})"] if missing else []))
 
 
 def on_kill_span(logged: list[str]) -> float | None:

@@ -165,7 +165,7 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
 
     from eosmirror.core.errors import TargetMismatchError
     from eosmirror.kafka import readers
-    from tests.support.load import produce_until
+    from tests.support.load import produce_until, wait_grown
     from tests.support.waiting import wait_for
 
     topic = create_topic(source_conf, unique("srvfollow"), partitions=PARTITIONS)
@@ -192,7 +192,7 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
         wait_for("the first served run to copy records produced after its bound", copied_after_the_bound, 60)
         second = run_client(name, config, tmp_path / "second.json", "--follow-seconds", "5")
         a = client_result(first, tmp_path / "first.json", "the first (handed-over) served follow run")
-        time.sleep(2)   # the second copies while production goes on
+        wait_grown(target_conf, topic, range(PARTITIONS), 20, "the second served run copying while production goes on")
     except BaseException:
         for proc in (first, second):   # nothing of a failed test may outlive it
             if proc is not None and proc.poll() is None:

@@ -11,7 +11,6 @@ exactly once.
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,7 +19,7 @@ from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import readers
 from eosmirror.slot.faults import ENV
 from tests.helpers import create_topic, mirror, producer, progress_of, read_all, run, values
-from tests.support.load import produce_until
+from tests.support.load import produce_until, wait_grown
 from tests.support.waiting import in_seconds, result_or_stacks, wait_for
 
 pytestmark = pytest.mark.integration
@@ -88,7 +87,8 @@ def test_a_chunked_follow_run_handed_over_mid_production_copies_exactly_once(sou
                 >= 60 and not first.done(), first.done()) if target_has(target_cluster, topic) else (False, None), 60)
             second = pool.submit(run, m, follow_until=in_seconds(8))   # B fences A's slots and follows on
             a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
-            time.sleep(2)
+            wait_grown(target_conf, topic, [k for k in range(PARTITIONS) if k not in IDLE], 20,
+                       "run B copying while production goes on")
         finally:
             stop.set()
         batches = production.result(timeout=30)

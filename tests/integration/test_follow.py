@@ -2,7 +2,6 @@
 fencing its transactional ids, and the hand-over neither duplicates nor loses nor leaks aborted data."""
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import readers
 from tests.helpers import create_topic, mirror, read_all, run, seed_sequence, values
-from tests.support.load import produce_until
+from tests.support.load import produce_until, wait_grown
 from tests.support.waiting import in_seconds, result_or_stacks, wait_for
 
 pytestmark = pytest.mark.integration
@@ -46,7 +45,7 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
             # Run B takes over: its slots fence A's transactional ids; it follows for 10 s more.
             second = pool.submit(run, m, follow_until=in_seconds(10))
             a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
-            time.sleep(2)   # B copies while production goes on
+            wait_grown(target_conf, topic, range(PARTITIONS), 20, "run B copying while production goes on")
         finally:
             stop.set()
         batches = production.result(timeout=30)

@@ -19,6 +19,7 @@ from tests.helpers import create_topic, mirror, producer, read_all, run
 from tests.support.clusters import PARTITIONS
 from tests.support.groups import commit_offsets, consume_and_commit, content, group_offsets
 from tests.support.load import seed_with_aborts
+from tests.support.topics import freeze_compaction
 
 pytestmark = pytest.mark.integration
 
@@ -92,8 +93,6 @@ def test_failover_then_failback_resume_exactly_with_aborted_transactions(source_
 
 
 def test_failover_with_compaction_gaps(source_conf, target_conf, unique):
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     topic = create_topic(source_conf, unique("compact"), partitions=PARTITIONS, cleanup_policy="compact",
                          segment_ms="100", min_cleanable_dirty_ratio="0.001", delete_retention_ms="0",
                          min_compaction_lag_ms="0")
@@ -112,15 +111,10 @@ def test_failover_with_compaction_gaps(source_conf, target_conf, unique):
             for key in range(4):
                 p.produce(topic, key=f"k{key}".encode(), value=f"p{k}-r{round_}".encode(), partition=k)
         p.flush(10)
-        time.sleep(0.05)
+        time.sleep(0.05)   # elapsed time, not a wait: the rounds land in several 100 ms segments to clean
     seen = wait_until(120, gaps, lambda n: n > 15, pause=1.0)
     assert seen > 15, f"the log cleaner left only {seen} offsets of gaps within 120 s"
-    freeze = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("retention.ms", "-1", incremental_operation=AlterConfigOpType.SET)])
-    admin = AdminClient(source_conf)
-    admin.incremental_alter_configs([freeze])[freeze].result(30)
-    time.sleep(2)
+    freeze_compaction(source_conf, topic, PARTITIONS)
     group = unique("app")
     committed = {}
     for k in range(PARTITIONS):   # each position inside a compaction gap: no record at that offset

@@ -20,6 +20,7 @@ from tests.helpers import (
     transactional_batches,
     values,
 )
+from tests.support.topics import freeze_compaction
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +93,7 @@ def test_compacted_source_with_offset_gaps(source_conf, target_conf, target_clus
         for key in range(5):
             p.produce(topic, key=f"k{key}".encode(), value=f"r{round_}".encode(), partition=0)
         p.flush(10)
-        time.sleep(0.05)
+        time.sleep(0.05)   # elapsed time, not a wait: the rounds land in several 100 ms segments to clean
     deadline = time.time() + 90
     while time.time() < deadline:     # wait for the log cleaner to leave gaps
         p.produce(topic, key=b"roll", value=b"x", partition=0)
@@ -102,14 +103,7 @@ def test_compacted_source_with_offset_gaps(source_conf, target_conf, target_clus
             break
         time.sleep(1)
     # Freeze the source (no more cleaning while we compare) and keep the target un-compacted.
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    freeze = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("retention.ms", "-1", incremental_operation=AlterConfigOpType.SET)])
-    admin = AdminClient(source_conf)
-    admin.incremental_alter_configs([freeze])[freeze].result(30)
-    time.sleep(2)
+    freeze_compaction(source_conf, topic, 1)
     src = read_all(source_conf, topic)
     assert src[-1].offset + 1 - len(src) > 20, "the log cleaner did not compact in time"
     m = mirror(unique("m"), [topic], slots=1, sync_topic_configs=[])

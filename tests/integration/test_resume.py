@@ -75,9 +75,9 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
 
     # 1. A -> B under load, A SIGKILLed (the records after the run are the divergence), B promoted.
     with Load(source_conf, topic, "a") as load:
-        time.sleep(1.5)
+        load.wait_more(30, "the producers before the run")
         assert run(m)["status"] == "ok"
-        time.sleep(0.5)
+        load.wait_more(10, "the producers after the run")   # the divergence
         cluster.stop(killable_source, hard=True)
         load.stop_event.set()
     promoted = cli("promote", m.name, "--config", config, "--source-seconds", "3", "--no-pause", timeout=CLI_BUDGET)

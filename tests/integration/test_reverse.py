@@ -40,11 +40,11 @@ def promote_with_the_source_killed(killable_source, unique, tmp_path):
     """A mirror A -> B copied under load, A SIGKILLed with a transaction open, B promoted (exit 5)."""
     source_conf, topic, m, config = mirror_from_killable(killable_source, unique, tmp_path)
     with Load(source_conf, topic, "a") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the run")
         assert run(m)["status"] == "ok"
-        time.sleep(1)
+        load.wait_more(20, "the producers after the run")
         lag.report(m, record=True)
-        time.sleep(1.5)                  # records the target never receives: the divergence
+        load.wait_more(30, "the producers after the observation")   # never on the target: the divergence
         txn = producer(source_conf, **{"transactional.id": unique("open-txn"), "transaction.timeout.ms": 10_000})
         txn.init_transactions(30)
         txn.begin_transaction()

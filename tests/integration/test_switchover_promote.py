@@ -26,7 +26,7 @@ from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_c
 from tests.support.groups import consume_and_commit
 from tests.support.java import java_records
 from tests.support.load import Load
-from tests.support.processes import ended
+from tests.support.processes import Output
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 PROMOTE_SOURCE_PORT = 18880
@@ -52,18 +52,18 @@ def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_withou
     m = mirror(unique("m"), [topic], groups={})
     config = write_mirror_file(tmp_path / "mirrors.yaml", m, groups={})
     with Load(source_conf, topic, "a") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the first run")
         assert run(m)["status"] == "ok"
         group = unique("app")
         committed = consume_and_commit(source_conf, group, topic, {k: 20 for k in range(PARTITIONS)})
         first = [f"{k}:{r.value.decode()}" for k in range(PARTITIONS)      # what the application processed
                  for r in read_all(source_conf, topic, k) if r.offset < committed[k]]
         assert len(first) == 20 * PARTITIONS
-        switch = cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds", "120",
-                     "--no-pause", "--json", background=True)
-        time.sleep(5)            # the switchover sees the source still written ...
+        switch = Output(cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds",
+                            "120", "--no-pause", "--json", background=True))
+        switch.wait_for("source still written", 60, "the switchover to see the producers still writing")
     sent = load.sent             # ... until the producers stop
-    code, out = ended(switch, "eosmirror switchover", CLI_BUDGET)
+    code, out = switch.ended("eosmirror switchover", CLI_BUDGET)
     assert code == 0, out[-4000:]
     outcome = json_tail(out)
     assert outcome["safe"] and outcome["verdict"] == "zero loss: safe to switch", outcome
@@ -122,15 +122,15 @@ def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_
         killable_source, target_conf, unique, tmp_path):
     source_conf, topic, m, config = mirror_from_killable(killable_source, unique, tmp_path)
     with Load(source_conf, topic, "c") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the first run")
         assert run(m)["status"] == "ok"
-        time.sleep(1)
+        load.wait_more(30, "the producers after the first run")   # more than the capped run below copies
         # A run as the DAG's copy task makes it records what it planned against (the source's ends), and
         # a mirror that lags (here capped at 20 records per partition) leaves known records uncopied.
         again = cli("run", m.name, "--config", str(config), "--inprocess", "--max-records-per-partition", "20",
                     timeout=120)
         assert again.returncode == 0, again.stdout + again.stderr
-        time.sleep(1)                     # written after the observation: unknown to the promotion
+        load.wait_more(20, "the producers after the observation")   # unknown to the promotion
         # A transaction held open on the source when it dies.
         txn = producer(source_conf, **{"transactional.id": unique("open-txn")})
         txn.init_transactions(30)

@@ -29,6 +29,7 @@ from tests.helpers import cli, committed_offsets, create_topic, producer, read_a
 from tests.support.clusters import PARTITIONS, json_tail
 from tests.support.groups import commit_offsets, consume_and_commit
 from tests.support.java import java_records
+from tests.support.load import wait_grown
 from tests.support.transactions import abort_hanging_transaction
 from tests.support.waiting import wait_for
 
@@ -73,7 +74,7 @@ class Writer:
                 p.produce(self.topic, value=f"{k}:{self.next[k]}".encode(), partition=k)
                 self.next[k] += 1
             p.poll(0)
-            time.sleep(0.02)
+            time.sleep(0.02)   # pacing, not a wait: about 50 records per partition a second
         p.flush(15)
 
     def stop(self) -> None:
@@ -84,7 +85,7 @@ class Writer:
 
     def burst(self, conf: dict[str, Any], seconds: float) -> None:
         self.start(conf)
-        time.sleep(seconds)
+        time.sleep(seconds)   # elapsed time, not a wait: the producers write for this long
         self.stop()
 
 
@@ -283,14 +284,15 @@ class Drill:
         REST drill: Airflow's manual runs never follow, docs/recovery-point.md)."""
         self.writer.start(self.a_conf)
         for i in range(runs):
-            time.sleep(1.5)
+            wait_grown(self.a_conf, self.topic, range(PARTITIONS), 30, "the producers on A")
             self.aborted_batch(i)
             with self.steps.step(f"forward run {i + 1} (A -> B, under load)") as row:
                 report = self.op.run(self.mirror)
                 assert report["status"] == "ok", report
                 row[2] = f"{report['records']} records"
         self.observe()
-        time.sleep(1.5)                        # written after the observation: the records that diverge
+        wait_grown(self.a_conf, self.topic, range(PARTITIONS), 30,
+                   "the producers on A after the observation")   # the records that diverge
 
     def aborted_batch(self, i: int) -> None:
         for k in range(PARTITIONS):
@@ -317,7 +319,7 @@ class Drill:
                      "--inprocess", "--follow-seconds", str(FOLLOW_SECONDS), "--result-json", str(self.follower_json)],
                     stdout=out, stderr=subprocess.STDOUT)
             for i in range(3):
-                time.sleep(1.5)
+                wait_grown(self.a_conf, self.topic, range(PARTITIONS), 30, "the producers on A")
                 self.aborted_batch(i)
             for mark in ("its start", "that"):
                 self.wait_copied(dict(self.writer.next), f"records produced after {mark}")
@@ -375,7 +377,7 @@ class Drill:
         if self.follower is not None:
             assert self.follower.poll() is None, f"the follow run ended before the disaster:\n{self.follower_log.read_text()[-3000:]}"
             os.kill(self.follower.pid, signal.SIGSTOP)     # the mirror falls behind: FOLLOWER_STALL_S
-            time.sleep(FOLLOWER_STALL_S)
+            time.sleep(FOLLOWER_STALL_S)   # elapsed time, not a wait: the stall lasts this long
         txn = producer(self.a_conf, **{"transactional.id": f"{self.mirror}-open-txn", "transaction.timeout.ms": 10_000})
         txn.init_transactions(30)
         txn.begin_transaction()
@@ -628,7 +630,7 @@ def abort_open_transactions(conf: dict[str, Any], topic: str, settle_seconds: fl
     ``kafka-transactions.sh describe-producers`` and ``abort``. Returns how many were aborted."""
     deadline = time.monotonic() + settle_seconds
     while stable_everywhere(conf, [topic]) and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(1)   # the poll of a bounded wait: still open after it, the transactions are aborted below
     aborted = 0
     for k in range(PARTITIONS):
         done = runtime.kafka_transactions(conf["bootstrap.servers"], "describe-producers", "--topic", topic,

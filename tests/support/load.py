@@ -7,6 +7,7 @@ import time
 
 from tests.helpers import producer, read_all, transactional_batches
 from tests.support.clusters import PARTITIONS
+from tests.support.waiting import wait_for
 
 
 class Load:
@@ -34,6 +35,12 @@ class Load:
     def stop(self) -> None:
         self.stop_event.set()
         self.thread.join(30)
+
+    def wait_more(self, by: int, what: str = "the load") -> None:
+        """Until every partition holds ``by`` more records than now (the producer's writes, as the broker
+        has them: idempotent, so offsets are records)."""
+        assert self.thread.is_alive(), "the load's producer thread is not running"
+        wait_grown(self.conf, self.topic, range(PARTITIONS), by, what)
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -80,3 +87,28 @@ def seed_with_aborts(conf, topic, txn_id, rounds=4, tag=""):
             batches.append((True, [f"{tag}p{p}-r{r}-{i}".encode() for i in range(3)]))
             batches.append((False, [f"{tag}p{p}-r{r}-aborted-{i}".encode() for i in range(2)]))
         transactional_batches(conf, topic, f"{txn_id}-{p}", batches, partition=p)
+
+
+def high_watermarks(reader, topic: str, partitions) -> dict[int, int]:
+    from confluent_kafka import TopicPartition
+
+    return {k: reader.get_watermark_offsets(TopicPartition(topic, k), timeout=10)[1] for k in partitions}
+
+
+def wait_grown(conf, topic: str, partitions, by: int, what: str, budget: float = 30) -> None:
+    """Waits until every partition of ``topic`` in ``partitions`` ends ``by`` offsets further than when
+    called (the high watermarks a librdkafka consumer reads): ``what`` wrote them."""
+    from confluent_kafka import Consumer
+
+    reader = Consumer({**conf, "group.id": "eosmirror-test-watermarks", "enable.auto.commit": False})
+    try:
+        partitions = list(partitions)
+        start = high_watermarks(reader, topic, partitions)
+
+        def grown():
+            now = high_watermarks(reader, topic, partitions)
+            return all(now[k] >= start[k] + by for k in partitions), f"ends {now}, from {start}"
+
+        wait_for(f"{what}: {by} more offsets in every partition of {topic}", grown, budget)
+    finally:
+        reader.close()

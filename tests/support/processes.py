@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
+
+from tests.support.waiting import wait_for
 
 
 def stop_process_group(pgid: int, grace: float = 45.0) -> None:
@@ -51,3 +54,38 @@ def ended(proc: subprocess.Popen, what: str, budget: float) -> tuple[int, str]:
         out, _ = proc.communicate()
         pytest.fail(f"{what} did not end within {budget:.0f} s; it printed:\n{out[-3000:]}")
     return proc.returncode, out
+
+
+class Output:
+    """A started process whose merged output (``stdout=PIPE``, text) is read as it comes, in a thread,
+    so a test can wait for a line it prints while it runs."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.lines = proc, []
+        self.thread = threading.Thread(target=self._read, name="process-output", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, needle: str, budget: float, what: str) -> None:
+        """Until the output holds ``needle``; fails if the process ends first or ``budget`` passes."""
+        wait_for(what, lambda: (needle in self.text() or self.proc.poll() is not None, self.text()[-2000:]), budget)
+        assert needle in self.text(), (f"{what}: the process exited {self.proc.poll()} without printing "
+                                       f"{needle!r}:\n{self.text()[-3000:]}")
+
+    def ended(self, what: str, budget: float) -> tuple[int, str]:
+        """(exit code, everything it printed) once it ends; killed, and the test fails, past ``budget``."""
+        try:
+            self.proc.wait(budget)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)
+            self.thread.join(10)
+            pytest.fail(f"{what} did not end within {budget:.0f} s; it printed:\n{self.text()[-3000:]}")
+        self.thread.join(30)
+        return self.proc.returncode, self.text()

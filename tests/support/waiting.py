@@ -14,13 +14,15 @@ def in_seconds(seconds: float) -> dt.datetime:
 
 
 def wait_for(what, check, budget: float):
+    """Until ``check()`` returns (True, seen); returns that ``seen``. Gives up after ``budget`` seconds
+    naming ``what`` and the last ``seen``."""
     deadline = time.monotonic() + budget
     seen = None
     while time.monotonic() < deadline:
         ok, seen = check()
         if ok:
             return seen
-        time.sleep(0.3)
+        time.sleep(0.3)   # the poll interval of this bounded wait
     raise AssertionError(f"gave up after {budget:.0f} s waiting for {what}; last saw: {seen}")
 
 
