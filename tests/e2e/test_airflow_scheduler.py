@@ -374,8 +374,8 @@ def test_the_disaster_recovery_drill_through_the_rest_api(airflow):
     assert airflow.drill is not None, "the drill was not started (its test was not among the selected ones)"
     budget = max(60.0, airflow.budget.deadline - time.monotonic()) + CALL_TIMEOUT_SECONDS
     airflow.drill.join(budget)
-    assert not airflow.drill.is_alive(), (f"the REST drill still runs {budget:.0f} s after its budget's end "
-                                          f"({waits.machine_now()})")
+    assert not airflow.drill.is_alive(), (f"the REST drill still runs after {budget:.0f} s more, past the end of "
+                                          f"its waits' budget ({waits.machine_now()})")
     if airflow.drill_failure:
         raise airflow.drill_failure[0]
 
