@@ -15,8 +15,6 @@ from __future__ import annotations
 import json  # noqa: E402
 import logging
 import os
-import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -108,13 +106,9 @@ def _quiet(conf: dict) -> dict:
 @pytest.fixture
 def unique(request):
     """A name unique to this test (and run): tests never see each other's topics, groups or ids."""
-    base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-").lower()[:40]
-    counter = iter(range(1000))
+    from tests.support.names import unique_names
 
-    def make(kind: str = "t") -> str:
-        return f"{kind}-{base}-{uuid.uuid4().hex[:6]}-{next(counter)}"
-
-    return make
+    return unique_names(request.node.name)
 
 
 # The longest test files first, in this order. pytest-xdist hands whole files to the workers in

@@ -20,23 +20,10 @@ from tests.airflow_helpers import (
     xcoms,
 )
 from tests.e2e.sparkcluster import spark_standalone  # noqa: F401 - a fixture
-from tests.helpers import cli, create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
+from tests.helpers import cli, create_topic, faults_env, read_all, seed_sequence, values
+from tests.support.airflow_dags import mirror_def, use_mirrors
 
 pytestmark = pytest.mark.e2e
-
-
-def mirror_def(name, topics, **fields):
-    import re
-
-    return {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
-            "topics": [re.escape(t) for t in topics], "slots": 2, "max_transaction_seconds": 10,
-            "airflow": {"schedule": "*/10 * * * *", "retries": 0}, **fields}
-
-
-def use_mirrors(tmp_path, monkeypatch, *mirrors):
-    path = mirrors_file(tmp_path / "mirrors.yaml", list(mirrors))
-    monkeypatch.setenv("EOSMIRROR_CONFIG", str(path))
-    return path
 
 
 def test_manual_run_with_params_copies_exactly_what_it_says(source_conf, target_conf, target_cluster, unique,

@@ -6,9 +6,10 @@ import time
 import pytest
 
 from tests.airflow_helpers import run_dag, task_states, xcoms
-from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
 from tests.helpers import create_topic, progress_of, seed_sequence
-from tests.integration.test_migrate import commit_group, home_made_copy
+from tests.support.airflow_dags import mirror_def, use_mirrors
+from tests.support.groups import commit_offsets
+from tests.support.load import home_made_copy
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +43,7 @@ def test_migrate_dag_refuses_without_retry_then_dry_runs_then_migrates(source_co
     assert str(refused.state) == "failed" and ti.try_number == 1, task_states(refused)
     assert time.monotonic() - started < 60
 
-    commit_group(source_conf, group, topic, {0: 6, 1: 6})
+    commit_offsets(source_conf, group, topic, {0: 6, 1: 6})
     dry = run_dag("eosmirror_migrate", run_conf={"mirror": name, "from": f"group:{group}", "dry_run": True})
     assert str(dry.state) == "success", task_states(dry)
     plan = xcoms(dry)["migrate"]

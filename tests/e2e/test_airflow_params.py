@@ -6,8 +6,8 @@ import time
 import pytest
 
 from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
-from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
 from tests.helpers import cli, create_topic, mirrors_file, seed_sequence
+from tests.support.airflow_dags import mirror_def, use_mirrors
 
 pytestmark = pytest.mark.e2e
 RETRY_DELAY_SECONDS = 300   # Airflow's default retry_delay, which the mirror DAGs keep

@@ -5,7 +5,8 @@ finished interval copies nothing, and a manual run's task logs can be read throu
 manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry; the
 scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
 Beside all this, in a thread, the whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the
-REST API, on this same Airflow (one standalone start for both; its cluster A is that file's).
+REST API, on this same Airflow (one standalone start for both, the module's ``airflow`` fixture), its
+outcome reported by its own test, test_the_disaster_recovery_drill_through_the_rest_api.
 Slow (175-195 s on 2 cores at load 1-8; 358 s with the drill run after the checks instead of beside them):
 one standalone start, then about ten DAG runs through the real scheduler, most of them a spark-submit,
 and beside them the drill's sixteen steps (180 s of them).
@@ -17,7 +18,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -25,16 +25,22 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from eosmirror.airflow import reports
 from eosmirror.core.runreport import RunReport
 from eosmirror_tools.kit import waits
-from tests.e2e.test_dr_drill import RestOperator, drill_mirror, rest_drill, rest_drill_a  # noqa: F401 (a fixture)
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
+from tests.support.clusters import killable_cluster
+from tests.support.drill import RestOperator, drill_mirror, rest_drill
+from tests.support.names import unique_names
+from tests.support.processes import stop_process_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1300)]
+REST_CLUSTER_A_PORT = 18580   # the REST drill's cluster A
+DRILL_TEST = "test_the_disaster_recovery_drill_through_the_rest_api"
 API_PORT = 18088          # not Airflow's default 8080: the execution API must follow the port
 BUDGET_SECONDS = 900      # all waits together, below the test's timeout
 # One REST call: the API server's own worker timeout (120 s). At load 10 it answered nothing for over
@@ -89,8 +95,8 @@ class Api:
             raise
 
 
-@pytest.fixture
-def standalone(tmp_path):
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
     """`eosmirror airflow standalone` with a PATH that lacks the venv (as in a new user's shell) and
     a non-default port; stopped (its whole process group) afterwards."""
     from eosmirror.airflow import home
@@ -100,42 +106,11 @@ def standalone(tmp_path):
     env.update({"PATH": os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN),
                 "AIRFLOW__API__PORT": str(API_PORT), "AIRFLOW__API__HOST": "127.0.0.1",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5", "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2"})
-    state = {"env": env, "log": tmp_path / "standalone.log", "home": home.airflow_home(), "proc": None}
+    state = {"env": env, "log": tmp_path_factory.mktemp("standalone") / "standalone.log", "home": home.airflow_home(), "proc": None}
     yield state
     proc = state["proc"]
     if proc is not None:
         stop_process_group(proc.pid)
-
-
-def stop_process_group(pgid: int, grace: float = 45.0) -> None:
-    """SIGTERM to every process of the group, SIGKILL to whatever is left after ``grace`` seconds.
-
-    Waiting for the standalone parent is not enough: its scheduler once outlived the SIGTERM (left
-    behind with its LocalExecutor workers, re-parented to init, for the rest of the session)."""
-    import psutil
-
-    def alive() -> bool:   # a member that is not a zombie (init may be slow to reap re-parented ones)
-        for process in psutil.process_iter(["status"]):
-            try:
-                if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
-                    return True
-            except (ProcessLookupError, psutil.Error):
-                continue
-        return False
-
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while alive() and time.monotonic() < deadline:
-        try:
-            os.waitpid(-pgid, os.WNOHANG)   # reap our own child, the standalone parent
-        except ChildProcessError:
-            pass
-        time.sleep(0.5)
-    if alive():
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def start_standalone(state, config_file: Path) -> None:
@@ -158,38 +133,11 @@ def wait_for(predicate, seconds, what, state, budget: Budget, seen=lambda: ""):
         # coarser poll added its mean half-interval to every one of the ~30 waits (one REST call each).
         time.sleep(0.5)
     if state.get("abandoned"):
-        raise AssertionError(f"stopped waiting for {what}: the other half of the test failed")
+        raise AssertionError(f"stopped waiting for {what}: the module's tests ended and Airflow is being stopped")
     exited = state["proc"].poll() if state["proc"] is not None else None
     raise AssertionError(f"gave up after {seconds} s waiting for {what}; {waits.machine_now()}; "
                          f"standalone exit code: {exited}; saw: {seen()}\n"
                          f"--- standalone log tail\n{state['log'].read_text()[-4000:]}")
-
-
-@contextlib.contextmanager
-def beside(task, state):
-    """Runs ``task(done)`` in a thread while the with-block runs; ``done`` (an Event) is set when the
-    block has ended. The task's failure is raised after the block; the block's failure first marks
-    the state abandoned, so the task's waits give up at once instead of running on to their budgets."""
-    done, failure = threading.Event(), []
-
-    def run():
-        try:
-            task(done)
-        except BaseException as exc:   # noqa: BLE001 - raised again in the test's thread below
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, name="beside", daemon=True)
-    thread.start()
-    try:
-        yield
-    except BaseException:
-        state["abandoned"] = True
-        raise
-    finally:
-        done.set()
-        thread.join()
-    if failure:
-        raise failure[0]
 
 
 def airflow_cli(env, *args, timeout=120, attempts=3):
@@ -203,7 +151,7 @@ def airflow_cli(env, *args, timeout=120, attempts=3):
             done = subprocess.run([AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode == 0 or "database is locked" not in done.stderr or attempt == attempts:
             break
-        time.sleep(2)
+        time.sleep(2)   # a pause before the retry, as an operator's: the scheduler's write goes on meanwhile
     assert done.returncode == 0, (f"airflow {' '.join(args)} failed (attempt {attempt}):\n"
                                   f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return done.stdout
@@ -223,72 +171,103 @@ def result_of(dag_id, run_id):
     return found
 
 
-def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by_interval(
-        source_conf, target_conf, unique, tmp_path, standalone, rest_drill_a):
+@pytest.fixture(scope="module")
+def rest_drill_a():
+    """The REST drill's cluster A: a broker of its own, so the drill can SIGKILL and restart it."""
+    with killable_cluster("drill-rest-a", REST_CLUSTER_A_PORT) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
+    """One `eosmirror airflow standalone` for the module's two tests: the scheduler checks' three
+    mirrors (their records written first) and the drill's mirror in its mirrors file, started, healthy,
+    logged in and every DAG parsed. The REST drill (when its test is selected) starts here, in a
+    thread, and runs beside the scheduler checks: both mostly wait (on spark-submit, the scheduler, a
+    broker restart), so side by side they take about the longer of the two, not their sum. Its test
+    waits for it and reports its outcome under its own name."""
     # The three intervals are the last complete hours. Under "0 * * * *" an hour that ends during the
     # test is one more interval, which the scheduler (catch-up on) ran too (seen once, at 03:00:54 UTC):
     # the test then waited for the next hour when it started less than 5 minutes before it. The cron
     # fires at these four hours only: the same three one-hour intervals, and the next one ends tomorrow.
-    budget = Budget(BUDGET_SECONDS)
+    unique = unique_names(request.module.__name__.rsplit(".", 1)[-1])
+    af = SimpleNamespace(budget=Budget(BUDGET_SECONDS), state=standalone, checks_done=threading.Event(),
+                         drill=None, drill_failure=[])
     now = dt.datetime.now(dt.timezone.utc)
     hour = now.replace(minute=0, second=0, microsecond=0)
-    starts = [hour - dt.timedelta(hours=3 - i) for i in range(3)]          # three complete past intervals
-    hourly = f"0 {','.join(str(h.hour) for h in (*starts, hour))} * * *"
-    scheduled_topic, backfill_topic = create_topic(source_conf, unique("sch"), 2), create_topic(source_conf, unique("bf"), 2)
+    af.starts = [hour - dt.timedelta(hours=3 - i) for i in range(3)]          # three complete past intervals
+    hourly = f"0 {','.join(str(h.hour) for h in (*af.starts, hour))} * * *"
+    af.scheduled_topic = create_topic(source_conf, unique("sch"), 2)
+    af.backfill_topic = create_topic(source_conf, unique("bf"), 2)
     p = producer(source_conf)
-    per_interval = {}
-    for topic in (scheduled_topic, backfill_topic):
-        for i, start in enumerate(starts):
+    af.per_interval = {}
+    for topic in (af.scheduled_topic, af.backfill_topic):
+        for i, start in enumerate(af.starts):
             for k in range(2):
                 for n in range(3 + i):      # a different count per interval: a shifted bound shows
                     ts = start + dt.timedelta(minutes=5 + 10 * n)
                     p.produce(topic, value=f"i{i}-{k}-{n}".encode(), partition=k, timestamp=int(ts.timestamp() * 1000))
-            per_interval[i] = 2 * (3 + i)
+            af.per_interval[i] = 2 * (3 + i)
         for k in range(2):                  # "current" records: beyond every interval's end
             p.produce(topic, value=f"now-{k}".encode(), partition=k, timestamp=int(now.timestamp() * 1000))
     p.flush(30)
-    manual_topic = create_topic(source_conf, unique("man"), 1)
-    seed_sequence(source_conf, manual_topic, 1, 7)
-    scheduled, backfilled = unique("sched").replace("-", "_"), unique("bfill").replace("-", "_")
-    manual = unique("manual").replace("-", "_")
-    # the disaster-recovery drill of tests/e2e/test_dr_drill.py runs last, on this Airflow (one start for both)
+    af.manual_topic = create_topic(source_conf, unique("man"), 1)
+    seed_sequence(source_conf, af.manual_topic, 1, 7)
+    af.scheduled, af.backfilled = unique("sched").replace("-", "_"), unique("bfill").replace("-", "_")
+    af.manual = unique("manual").replace("-", "_")
     drill_entry, drill_topic = drill_mirror(rest_drill_a, unique, airflow={"schedule": None, "retries": 0})
     common = {"source": {"local": "source"}, "target": {"local": "target"}, "slots": 1, "max_transaction_seconds": 10}
-    config_file = mirrors_file(tmp_path / "mirrors.yaml", [
-        {**common, "name": scheduled, "topics": [scheduled_topic],
-         "airflow": {"schedule": hourly, "catchup": True, "retries": 0, "start_date": starts[0].isoformat()}},
-        {**common, "name": backfilled, "topics": [backfill_topic],
+    config_file = mirrors_file(standalone["log"].parent / "mirrors.yaml", [
+        {**common, "name": af.scheduled, "topics": [af.scheduled_topic],
+         "airflow": {"schedule": hourly, "catchup": True, "retries": 0, "start_date": af.starts[0].isoformat()}},
+        {**common, "name": af.backfilled, "topics": [af.backfill_topic],
          "airflow": {"schedule": hourly, "catchup": False, "retries": 0,
-                     "start_date": (starts[0] - dt.timedelta(days=1)).isoformat()}},
-        {**common, "name": manual, "topics": [manual_topic], "airflow": {"schedule": None, "retries": 0}},
+                     "start_date": (af.starts[0] - dt.timedelta(days=1)).isoformat()}},
+        {**common, "name": af.manual, "topics": [af.manual_topic], "airflow": {"schedule": None, "retries": 0}},
         drill_entry])
-    state = standalone
-    start_standalone(state, config_file)
-    api = Api(f"http://127.0.0.1:{API_PORT}")
-    wait_for(lambda: healthy(api), 120, f"/api/v2/monitor/health on port {API_PORT} to say healthy", state, budget)
-    api.login(state["home"])
-    sched_id, bf_id, manual_id = f"eosmirror__{scheduled}", f"eosmirror__{backfilled}", f"eosmirror__{manual}"
+    start_standalone(standalone, config_file)
+    af.api = api = Api(f"http://127.0.0.1:{API_PORT}")
+    wait_for(lambda: healthy(api), 120, f"/api/v2/monitor/health on port {API_PORT} to say healthy", standalone,
+             af.budget)
+    api.login(standalone["home"])
+    af.sched_id, af.bf_id = f"eosmirror__{af.scheduled}", f"eosmirror__{af.backfilled}"
+    af.manual_id, drill_id = f"eosmirror__{af.manual}", f"eosmirror__{drill_entry['name']}"
 
     def parsed():
         return {d["dag_id"] for d in api.call("GET", "/api/v2/dags?limit=1000&dag_id_pattern=eosmirror")["dags"]}
 
-    drill_id = f"eosmirror__{drill_entry['name']}"
-    wait_for(lambda: {sched_id, bf_id, manual_id, drill_id} <= parsed(), 120, "the DAGs to be parsed", state, budget,
-             seen=lambda: sorted(parsed()))
-    # The disaster-recovery drill through the REST API (tests/e2e/test_dr_drill.py) runs beside the
-    # scheduler's checks, on this Airflow: its own cluster A, mirror and topics, its DAGs parsed with the
-    # others. Both mostly wait (on spark-submit, the scheduler, a broker restart), so side by side they
-    # take about the longer of the two, not their sum. The drill's LSO = HW check of B's shared topics
-    # waits until the checks below are done (their mirrors commit transactions on B too).
+    wait_for(lambda: {af.sched_id, af.bf_id, af.manual_id, drill_id} <= parsed(), 120, "the DAGs to be parsed",
+             standalone, af.budget, seen=lambda: sorted(parsed()))
+
+    # The drill's LSO = HW check of B's shared topics waits until the scheduler checks are done (their
+    # mirrors commit transactions on B too); the drill's test sets checks_done itself when they did not run.
     def wait(predicate, seconds, what, seen):
-        wait_for(predicate, seconds, what, state, budget, seen=seen)
+        wait_for(predicate, seconds, what, standalone, af.budget, seen=seen)
 
-    def the_drill(checks_done: threading.Event) -> None:
-        rest_drill(rest_drill_a, drill_entry, drill_topic, target_conf, unique, RestOperator(api, wait, config_file),
-                   before_the_last_check=lambda: wait(checks_done.is_set, 600, "the scheduler checks to end",
-                                                      seen=lambda: "still running"))
+    def the_drill() -> None:
+        try:
+            rest_drill(rest_drill_a, drill_entry, drill_topic, target_conf, unique,
+                       RestOperator(api, wait, config_file),
+                       before_the_last_check=lambda: wait(af.checks_done.is_set, 600, "the scheduler checks to end",
+                                                          seen=lambda: "still running"))
+        except BaseException as exc:   # noqa: BLE001 - raised again by the drill's own test
+            af.drill_failure.append(exc)
 
-    with beside(the_drill, state):
+    if any(item.name == DRILL_TEST for item in request.session.items):
+        af.drill = threading.Thread(target=the_drill, name="rest-drill", daemon=True)
+        af.drill.start()
+    yield af
+    if af.drill is not None and af.drill.is_alive():   # its test did not wait for it: its waits give up now
+        standalone["abandoned"] = True
+        af.drill.join()
+
+
+def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by_interval(airflow, target_conf):
+    af, api, state, budget = airflow, airflow.api, airflow.state, airflow.budget
+    sched_id, bf_id, manual_id, starts = af.sched_id, af.bf_id, af.manual_id, af.starts
+    scheduled, manual, manual_topic = af.scheduled, af.manual, af.manual_topic
+    scheduled_topic, backfill_topic, per_interval = af.scheduled_topic, af.backfill_topic, af.per_interval
+    try:
         # the backfill is created before the DAG is unpaused, so no scheduled run can take its interval first
         airflow_cli(state["env"], "backfill", "create", "--dag-id", bf_id, "--from-date", starts[0].isoformat(),
                     "--to-date", starts[2].isoformat(), "--max-active-runs", "1")
@@ -383,6 +362,22 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         assert (run_state(lossy_id, lossy), ti["try_number"]) == ("failed", 1), (ti, loss)
         assert (loss["state"], loss["source_answered"], loss["may_be_lost"]) == ("promoted", True, 2), loss
         assert [p["may_be_lost"] for p in loss["partitions"]] == [1, 1], loss
+    finally:
+        af.checks_done.set()      # the REST drill's last check (LSO = HW on B's shared topics) may go on
+
+
+def test_the_disaster_recovery_drill_through_the_rest_api(airflow):
+    """The whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the REST API of the
+    module's Airflow (its own cluster A on port 18580, its mirror in the same mirrors file): started
+    by the ``airflow`` fixture beside the scheduler checks; here its outcome, under its own name."""
+    airflow.checks_done.set()     # when the scheduler checks did not run, nothing else is to wait for
+    assert airflow.drill is not None, "the drill was not started (its test was not among the selected ones)"
+    budget = max(60.0, airflow.budget.deadline - time.monotonic()) + CALL_TIMEOUT_SECONDS
+    airflow.drill.join(budget)
+    assert not airflow.drill.is_alive(), (f"the REST drill still runs after {budget:.0f} s more, past the end of "
+                                          f"its waits' budget ({waits.machine_now()})")
+    if airflow.drill_failure:
+        raise airflow.drill_failure[0]
 
 
 def values_on(conf, topic):

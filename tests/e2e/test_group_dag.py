@@ -4,9 +4,9 @@ bad Params failing at once without retries."""
 import pytest
 
 from tests.airflow_helpers import run_dag, task_log_text, task_states, xcoms
-from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
 from tests.helpers import create_topic, mirror, run, seed_sequence
-from tests.integration.test_group_failover import commit_offsets, group_offsets
+from tests.support.airflow_dags import mirror_def, use_mirrors
+from tests.support.groups import commit_offsets, group_offsets
 
 pytestmark = pytest.mark.e2e
 

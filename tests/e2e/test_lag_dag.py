@@ -7,8 +7,8 @@ import time
 import pytest
 
 from tests.airflow_helpers import run_dag, task_states, xcoms
-from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
 from tests.helpers import create_topic, mirror, run, seed_sequence
+from tests.support.airflow_dags import mirror_def, use_mirrors
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from eosmirror.driver import lag
-from tests.e2e.test_airflow_dags import mirror_def, use_mirrors
 from tests.helpers import cli, create_topic, mirror, run, seed_sequence
+from tests.support.airflow_dags import mirror_def, use_mirrors
 
 pytestmark = pytest.mark.e2e
 ROUTES = ["/eosmirror/", "/eosmirror/mirror/x", "/eosmirror/api/lag", "/eosmirror/metrics"]

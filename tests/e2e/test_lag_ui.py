@@ -59,7 +59,7 @@ def lagging(source_conf, target_conf, tmp_path_factory):
     for step in range(4):   # a short history for the chart: the lag grows, then a run shrinks it
         lag.report(m, record=True)
         seed_sequence(source_conf, topic, 2, 3, prefix=f"more{step}-")
-        time.sleep(1)
+        time.sleep(1)   # elapsed time, not a wait: the chart's samples one second apart
     assert run(m)["status"] == "ok"
     return m, topic, path
 

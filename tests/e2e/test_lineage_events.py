@@ -22,7 +22,6 @@ AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 def test_a_mirror_dag_run_emits_openlineage_events_with_kafka_datasets_and_record_counts(
         source_conf, target_conf, unique, tmp_path):
-    pytest.importorskip("airflow.providers.openlineage")
     topic = create_topic(source_conf, unique("ol"), partitions=2)
     seed_sequence(source_conf, topic, 2, 40)
     name = unique("ol").replace("-", "_")

@@ -23,7 +23,7 @@ import pytest
 
 from eosmirror_tools.kit import waits
 from tests.e2e.listeners import Listener, listeners_of, session_members
-from tests.e2e.test_airflow_scheduler import stop_process_group
+from tests.support.processes import stop_process_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 API_PORT = 18680

@@ -18,54 +18,26 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from eosmirror.slot import lifeline
 from eosmirror.spark import serverclient
-from tests.e2e.test_kill import (
-    HOLD_SECONDS,
-    PARTITIONS,
-    RECORDS,
-    UNBLOCK_BUDGET,
-    blocked_partitions,
-    expected,
-    wait_all_blocked,
+from tests.helpers import create_topic, mirrors_file, read_all, seed_sequence, values
+from tests.support.kill import HOLD_SECONDS, PARTITIONS, RECORDS, expected
+from tests.support.run_server import (
+    client_result,
+    held_server,
+    killed_client_ends_its_slots,
+    mirror_file,
+    run_client,
+    served_run,
+    target_values,
 )
-from tests.helpers import create_topic, faults_env, mirrors_file, read_all, seed_sequence, values
 
 pytestmark = pytest.mark.e2e
-
-RUN_BUDGET = 120.0   # one CLI run through the server, under a loaded test machine
-
-
-def held_server(markers: Path, executor_env: bool = False, **start) -> Iterator[dict]:
-    """A run server whose slots sleep inside their first transaction (test_kill's hold) once their
-    marker file under ``markers`` is removed. The fault rules go to the server's environment, or with
-    ``executor_env`` to the executors' (on a cluster, executors get their environment from the worker
-    daemon, not from the server). Stopped at the end, or killed: nothing may outlive the module."""
-    for k in range(PARTITIONS):
-        (markers / f"hold-{k}").touch()   # spent until the kill test removes them
-    rules = faults_env(*({"point": "in_transaction", "action": "sleep", "seconds": HOLD_SECONDS, "slot": k,
-                          "once": str(markers / f"hold-{k}")} for k in range(PARTITIONS)))
-    conf = {"spark.ui.enabled": "false", **start.pop("conf", {})}
-    if executor_env:
-        conf.update({f"spark.executorEnv.{key}": value for key, value in rules.items()})
-    started = time.monotonic()
-    answer = serverclient.start(workers=PARTITIONS, conf=conf, extra_env=None if executor_env else rules, **start)
-    try:
-        yield {**answer, "markers": markers, "started_monotonic": started}
-    finally:
-        try:
-            serverclient.stop()
-        except Exception:  # noqa: BLE001 - a server that does not stop is killed
-            os.killpg(answer["jvm_pid"], signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -73,50 +45,19 @@ def server(tmp_path_factory):
     yield from held_server(tmp_path_factory.mktemp("holds"))
 
 
-def _mirror(tmp_path: Path, name: str, topic: str) -> Path:
-    return mirrors_file(tmp_path / "mirrors.yaml", [{
-        "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
-        "slots": PARTITIONS, "max_transaction_seconds": 60}])
-
-
-def _client(name: str, config: Path, result: Path, *more: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "eosmirror.cli", "run", name, "--server", "--config", str(config),
-                             "--result-json", str(result), *more], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-
-
-def _ended(proc: subprocess.Popen, result: Path, what: str) -> dict:
-    try:
-        out, _ = proc.communicate(timeout=RUN_BUDGET)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        pytest.fail(f"{what} did not end within {RUN_BUDGET:.0f} s; it printed:\n{out[-3000:]}")
-    assert proc.returncode == 0, f"{what} exited {proc.returncode}:\n{out[-3000:]}"
-    return json.loads(result.read_text())
-
-
-def _served_run(name: str, config: Path, result: Path) -> dict:
-    return _ended(_client(name, config, result), result, "eosmirror run --server")
-
-
-def _target(target_conf, topic: str) -> dict[int, list[bytes]]:
-    return {k: values(read_all(target_conf, topic, k)) for k in range(PARTITIONS)}
-
-
 def test_runs_through_the_server_copy_exactly_once_in_its_spark(server, source_conf, target_conf, unique, tmp_path):
     topic = create_topic(source_conf, unique("srv"), partitions=PARTITIONS)
     name = unique("m")
-    config = _mirror(tmp_path, name, topic)
+    config = mirror_file(tmp_path, name, topic)
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS // 2)
-    first = _served_run(name, config, tmp_path / "first.json")
+    first = served_run(name, config, tmp_path / "first.json")
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS // 2, prefix="second-")
-    second = _served_run(name, config, tmp_path / "second.json")
+    second = served_run(name, config, tmp_path / "second.json")
 
     assert (first["records"], second["records"]) == (RECORDS // 2 * PARTITIONS,) * 2, (first, second)
     want = {k: [f"{k}-{n}".encode() for n in range(RECORDS // 2)]
             + [f"second-{k}-{n}".encode() for n in range(RECORDS // 2)] for k in range(PARTITIONS)}
-    assert _target(target_conf, topic) == want
+    assert target_values(target_conf, topic) == want
     for slot in second["slots"]:   # the slots ran in the server's Spark, not in a Spark of their own
         jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
         assert jvm is not None and jvm.pid == server["jvm_pid"], (
@@ -126,47 +67,6 @@ def test_runs_through_the_server_copy_exactly_once_in_its_spark(server, source_c
     # its own start (an outcome, not a speed check).
     server_age = time.monotonic() - server["started_monotonic"]
     assert second["steps"]["process start"] < server_age, (second["steps"], server_age)
-
-
-def killed_client_ends_its_slots(served: dict, source_conf, target_conf, unique, tmp_path, where: str) -> None:
-    """SIGKILL a client while its slots hold open transactions (the server's fault holds): LSO = HW on
-    every target partition within the budget, the server serves on, and the next run copies every
-    record exactly once."""
-    from confluent_kafka.admin import AdminClient
-
-    topic = create_topic(source_conf, unique("srvkill"), partitions=PARTITIONS)
-    name = unique("m")
-    config = _mirror(tmp_path, name, topic)
-    seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
-    for marker in served["markers"].iterdir():
-        marker.unlink()   # the holds fire again: each slot sleeps inside its first transaction
-    admin = AdminClient(target_conf)
-    proc = _client(name, config, tmp_path / "killed.json")
-    try:
-        wait_all_blocked(admin, topic, 120, lambda: proc.poll() is None)
-        killed_at = time.monotonic()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        blocked, unblocked = {}, None
-        while time.monotonic() < killed_at + UNBLOCK_BUDGET:
-            blocked = blocked_partitions(admin, topic)
-            if not blocked:
-                unblocked = time.monotonic() - killed_at
-                break
-            time.sleep(0.2)
-        print(f"\n[run server, {where}] client SIGKILLed: LSO = HW on every target partition after {unblocked} s "
-              f"(budget {UNBLOCK_BUDGET:.0f} s)")
-        assert unblocked is not None, (f"target partitions still blocked (partition: (LSO, HW)) {UNBLOCK_BUDGET:.0f} s "
-                                       f"after the client was killed: {blocked}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-    answer = serverclient.status()
-    assert answer is not None and answer["pid"] == served["pid"], f"the server did not live on: {answer}"
-    after = _served_run(name, config, tmp_path / "after.json")
-    assert after["status"] == "ok", after
-    assert _target(target_conf, topic) == expected()
 
 
 def test_a_killed_client_ends_its_slots_and_the_server_serves_on(server, source_conf, target_conf, unique, tmp_path):
@@ -203,7 +103,7 @@ def test_an_airflow_copy_task_runs_in_the_server_with_its_connections(server, so
     logs = task_log_text(capfd, caplog)
     assert str(dr.state) == "success", f"{task_states(dr)}\n{logs[-3000:]}"
     assert "the run goes to the run server" in logs, logs[-3000:]
-    assert _target(target_conf, topic) == {k: [f"{k}-{n}".encode() for n in range(50)] for k in range(PARTITIONS)}
+    assert target_values(target_conf, topic) == {k: [f"{k}-{n}".encode() for n in range(50)] for k in range(PARTITIONS)}
     copied = xcoms(dr).get("copy") or {}
     assert copied.get("records") == 50 * PARTITIONS, copied
     for slot in copied["slots"]:
@@ -224,7 +124,7 @@ def test_an_airflow_copy_task_killed_in_the_server_ends_its_slots(server, source
     from confluent_kafka.admin import AdminClient
 
     from tests.airflow_helpers import dagbag, task_log_text, task_states
-    from tests.e2e.test_kill import RUN_MARK, assert_within_budgets, strike_inside_transactions
+    from tests.support.kill import RUN_MARK, assert_within_budgets, strike_inside_transactions
 
     caplog.set_level("INFO")
     topic = create_topic(source_conf, unique("afkill"), partitions=PARTITIONS)
@@ -251,9 +151,9 @@ def test_an_airflow_copy_task_killed_in_the_server_ends_its_slots(server, source
     assert any("Spark application stopped" in line for line in on_kill), on_kill or logs[-3000:]
     answer = serverclient.status()
     assert answer is not None and answer["pid"] == server["pid"], f"the server did not live on: {answer}"
-    after = _served_run(name, Path(os.environ["EOSMIRROR_CONFIG"]), tmp_path / "after.json")
+    after = served_run(name, Path(os.environ["EOSMIRROR_CONFIG"]), tmp_path / "after.json")
     assert after["status"] == "ok", after
-    assert _target(target_conf, topic) == expected()
+    assert target_values(target_conf, topic) == expected()
 
 
 def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_conf, target_conf, target_cluster,
@@ -265,7 +165,8 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
 
     from eosmirror.core.errors import TargetMismatchError
     from eosmirror.kafka import readers
-    from tests.integration.test_follow import produce_until, wait_for
+    from tests.support.load import produce_until, wait_grown
+    from tests.support.waiting import wait_for
 
     topic = create_topic(source_conf, unique("srvfollow"), partitions=PARTITIONS)
     seed_sequence(source_conf, topic, PARTITIONS, 50, prefix="seed-")
@@ -274,11 +175,12 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
         "name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
         "slots": PARTITIONS, "max_transaction_seconds": 0.5, "follow": True, "follow_max_seconds": 60}])
     stop, batches = threading.Event(), []
-    production = threading.Thread(target=lambda: batches.append(produce_until(source_conf, topic, unique("tx"), stop)))
+    production = threading.Thread(target=lambda: batches.append(produce_until(source_conf, topic, unique("tx"), stop,
+                                                                                   list(range(PARTITIONS)))))
     production.start()
     first = second = None
     try:
-        first = _client(name, config, tmp_path / "first.json", "--follow-seconds", "60")
+        first = run_client(name, config, tmp_path / "first.json", "--follow-seconds", "60")
 
         def copied_after_the_bound():
             try:
@@ -288,9 +190,9 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
             return min(ends) >= 300 and first.poll() is None, (ends, first.poll())
 
         wait_for("the first served run to copy records produced after its bound", copied_after_the_bound, 60)
-        second = _client(name, config, tmp_path / "second.json", "--follow-seconds", "5")
-        a = _ended(first, tmp_path / "first.json", "the first (handed-over) served follow run")
-        time.sleep(2)   # the second copies while production goes on
+        second = run_client(name, config, tmp_path / "second.json", "--follow-seconds", "5")
+        a = client_result(first, tmp_path / "first.json", "the first (handed-over) served follow run")
+        wait_grown(target_conf, topic, range(PARTITIONS), 20, "the second served run copying while production goes on")
     except BaseException:
         for proc in (first, second):   # nothing of a failed test may outlive it
             if proc is not None and proc.poll() is None:
@@ -299,7 +201,7 @@ def test_a_served_follow_run_hands_over_to_the_next_served_run(server, source_co
     finally:
         stop.set()
         production.join(30)
-    b = _ended(second, tmp_path / "second.json", "the second served follow run")
+    b = client_result(second, tmp_path / "second.json", "the second served follow run")
     assert a["status"] == "ok" and {s["status"] for s in a["slots"]} == {"handed-over"}, a["slots"]
     assert b["status"] == "ok" and {s["status"] for s in b["slots"]} == {"follow-bound"}, b["slots"]
     assert batches and batches[0] >= 20, batches

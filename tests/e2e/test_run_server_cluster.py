@@ -16,9 +16,9 @@ import pytest
 
 from eosmirror.slot import lifeline
 from tests.e2e.sparkcluster import spark_standalone  # noqa: F401 - a fixture
-from tests.e2e.test_kill import PARTITIONS, RECORDS, expected
-from tests.e2e.test_run_server import _mirror, _served_run, _target, held_server, killed_client_ends_its_slots
 from tests.helpers import create_topic, seed_sequence
+from tests.support.kill import PARTITIONS, RECORDS, expected
+from tests.support.run_server import held_server, killed_client_ends_its_slots, mirror_file, served_run, target_values
 
 pytestmark = pytest.mark.e2e
 
@@ -34,11 +34,11 @@ def test_served_runs_copy_exactly_once_in_the_clusters_executors(cluster_server,
     assert cluster_server["master"].startswith("spark://"), cluster_server
     topic = create_topic(source_conf, unique("srvc"), partitions=PARTITIONS)
     name = unique("m")
-    config = _mirror(tmp_path, name, topic)
+    config = mirror_file(tmp_path, name, topic)
     seed_sequence(source_conf, topic, PARTITIONS, RECORDS)
-    result = _served_run(name, config, tmp_path / "run.json")
+    result = served_run(name, config, tmp_path / "run.json")
     assert result["records"] == RECORDS * PARTITIONS, result
-    assert _target(target_conf, topic) == expected()
+    assert target_values(target_conf, topic) == expected()
     for slot in result["slots"]:
         jvm = lifeline.jvm_ancestor(slot["attempt_pid"])
         assert jvm is not None and jvm.pid != cluster_server["jvm_pid"], (

@@ -6,8 +6,6 @@ pair and the default test clusters, so both modules can run side by side (tests/
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
@@ -20,7 +18,8 @@ from confluent_kafka.admin import (
 )
 
 from eosmirror import driver
-from tests.integration.test_security import LITERAL, fresh_mirror, grant, least_privilege, run, secure_pair
+from tests.support.security import LITERAL, fresh_mirror, grant, least_privilege, run, secure_pair
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
@@ -75,6 +74,7 @@ def test_topic_acls_are_copied_downgraded_or_reported(secure, monkeypatch):
     # alice, carol and mallory, plus the mirror's own Read and DescribeConfigs on the source topic (MM2
     # copies those too); bob's ALLOW WRITE is not copied.
     assert "synced 5 topic ACL(s)" in third["topic_sync"], third
-    time.sleep(0.5)   # ACL changes reach the authorizer through the metadata log
-    assert topic_acls(secure["target"].client_config(), topic) == [
-        ("User:alice", "READ", "ALLOW"), ("User:carol", "READ", "ALLOW"), ("User:mallory", "READ", "DENY")]
+    # ACL changes reach the authorizer through the metadata log: the broker answers with them soon after
+    copied = [("User:alice", "READ", "ALLOW"), ("User:carol", "READ", "ALLOW"), ("User:mallory", "READ", "DENY")]
+    wait_for("the copied topic ACLs on the target", lambda: (
+        (seen := topic_acls(secure["target"].client_config(), topic)) == copied, seen), 15)

@@ -11,7 +11,6 @@ exactly once.
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,7 +19,8 @@ from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import readers
 from eosmirror.slot.faults import ENV
 from tests.helpers import create_topic, mirror, producer, progress_of, read_all, run, values
-from tests.integration.test_follow import in_seconds, result_or_stacks, wait_for
+from tests.support.load import produce_until, wait_grown
+from tests.support.waiting import in_seconds, result_or_stacks, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -66,30 +66,6 @@ def test_a_chunked_run_copies_exactly_once_and_commits_every_partitions_progress
         assert copied == values(read_all(source_conf, topic, k)) and len(copied) == (0 if k in IDLE else 35)
 
 
-def produce_until(conf, topic: str, txn_id: str, stop: threading.Event) -> int:
-    """Transactions of 20 records over the busy partitions (one in three aborted), plain writes between them,
-    until ``stop``; the IDLE partitions get nothing. Returns the number of batches."""
-    plain = producer(conf, **{"enable.idempotence": True})
-    txn = producer(conf, **{"transactional.id": txn_id})
-    txn.init_transactions(30)
-    busy = [k for k in range(PARTITIONS) if k not in IDLE]
-    batch = 0
-    while not stop.is_set():
-        aborted = batch % 3 == 2
-        txn.begin_transaction()
-        for n in range(20):
-            txn.produce(topic, value=f"{'aborted' if aborted else 'txn'}-{batch}-{n}".encode(),
-                        partition=busy[n % len(busy)])
-        txn.flush(30)
-        (txn.abort_transaction if aborted else txn.commit_transaction)(30)
-        for k in busy:
-            plain.produce(topic, value=f"plain-{batch}-{k}".encode(), partition=k)
-        plain.flush(30)
-        batch += 1
-        time.sleep(0.05)
-    return batch
-
-
 def test_a_chunked_follow_run_handed_over_mid_production_copies_exactly_once(source_conf, target_conf,
                                                                              source_cluster, target_cluster, unique):
     """Follow rounds of a chunked slot carry the progress of the partitions that moved and one chunk of the
@@ -102,7 +78,8 @@ def test_a_chunked_follow_run_handed_over_mid_production_copies_exactly_once(sou
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=3) as pool:
         try:
-            production = pool.submit(produce_until, source_conf, topic, unique("tx"), stop)
+            production = pool.submit(produce_until, source_conf, topic, unique("tx"), stop,
+                                     [k for k in range(PARTITIONS) if k not in IDLE], 20)
             first = pool.submit(run, m, until=in_seconds(0), follow_until=in_seconds(60))
             # Run A follows: the target's committed end grows past the 10 seeded records per busy partition.
             wait_for("run A to copy records produced after its bound while it follows", lambda: (
@@ -110,7 +87,8 @@ def test_a_chunked_follow_run_handed_over_mid_production_copies_exactly_once(sou
                 >= 60 and not first.done(), first.done()) if target_has(target_cluster, topic) else (False, None), 60)
             second = pool.submit(run, m, follow_until=in_seconds(8))   # B fences A's slots and follows on
             a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
-            time.sleep(2)
+            wait_grown(target_conf, topic, [k for k in range(PARTITIONS) if k not in IDLE], 20,
+                       "run B copying while production goes on")
         finally:
             stop.set()
         batches = production.result(timeout=30)

@@ -1,73 +1,20 @@
 """Follow runs on real brokers: a run keeps copying after its bound, the next run takes over by
 fencing its transactional ids, and the hand-over neither duplicates nor loses nor leaks aborted data."""
 
-import concurrent.futures
-import datetime as dt
-import sys
 import threading
-import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from eosmirror.core.errors import TargetMismatchError
 from eosmirror.kafka import readers
-from tests.helpers import create_topic, mirror, producer, read_all, run, seed_sequence, values
+from tests.helpers import create_topic, mirror, read_all, run, seed_sequence, values
+from tests.support.load import produce_until, wait_grown
+from tests.support.waiting import in_seconds, result_or_stacks, wait_for
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 2
-
-
-def in_seconds(seconds: float) -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
-
-
-def produce_until(conf, topic, txn_id, stop: threading.Event) -> int:
-    """Keep producing: transactions of 10 records (one in three aborted) with plain writes between
-    them, to every partition, until ``stop``. Returns the number of batches."""
-    plain = producer(conf, **{"enable.idempotence": True})
-    txn = producer(conf, **{"transactional.id": txn_id})
-    txn.init_transactions(30)
-    batch = 0
-    while not stop.is_set():
-        txn.begin_transaction()
-        aborted = batch % 3 == 2
-        for n in range(10):
-            txn.produce(topic, value=f"{'aborted' if aborted else 'txn'}-{batch}-{n}".encode(),
-                        partition=n % PARTITIONS)
-        txn.flush(30)
-        (txn.abort_transaction if aborted else txn.commit_transaction)(30)
-        for k in range(PARTITIONS):
-            plain.produce(topic, value=f"plain-{batch}-{k}".encode(), partition=k)
-        plain.flush(30)
-        batch += 1
-        time.sleep(0.05)
-    return batch
-
-
-def wait_for(what, check, budget: float):
-    deadline = time.monotonic() + budget
-    seen = None
-    while time.monotonic() < deadline:
-        ok, seen = check()
-        if ok:
-            return seen
-        time.sleep(0.3)
-    raise AssertionError(f"gave up after {budget:.0f} s waiting for {what}; last saw: {seen}")
-
-
-def result_or_stacks(future, budget: float, what: str, other) -> dict:
-    """``future.result()`` within ``budget``; else fail saying where every thread of this process
-    stood (the runs' slots are threads here: the stacks show which step a run waited in)."""
-    try:
-        return future.result(timeout=budget)
-    except concurrent.futures.TimeoutError:
-        stacks = "\n".join(f"--- thread {ident}:\n" + "".join(traceback.format_stack(frame)[-6:])
-                           for ident, frame in sys._current_frames().items())
-        raise AssertionError(f"gave up after {budget:.0f} s waiting for {what}; the other run done: "
-                             f"{other.done()}; threads:\n{stacks[-12000:]}") from None
 
 
 def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_losses(source_conf, target_conf,
@@ -79,7 +26,8 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=3) as pool:
         try:
-            production = pool.submit(produce_until, source_conf, topic, unique("tx"), stop)
+            production = pool.submit(produce_until, source_conf, topic, unique("tx"), stop,
+                                     list(range(PARTITIONS)))
             # Run A: bounded at now, then follows (for at most 60 s).
             first = pool.submit(run, m, until=in_seconds(0), follow_until=in_seconds(60))
 
@@ -97,7 +45,7 @@ def test_a_follow_run_copies_what_arrives_and_hands_over_without_duplicates_or_l
             # Run B takes over: its slots fence A's transactional ids; it follows for 10 s more.
             second = pool.submit(run, m, follow_until=in_seconds(10))
             a = result_or_stacks(first, 40, "run A to end handed over once run B's slots fenced it", second)
-            time.sleep(2)   # B copies while production goes on
+            wait_grown(target_conf, topic, range(PARTITIONS), 20, "run B copying while production goes on")
         finally:
             stop.set()
         batches = production.result(timeout=30)

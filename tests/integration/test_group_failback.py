@@ -11,70 +11,17 @@ target, and never one of those again; a failover right after it must leave every
 
 from __future__ import annotations
 
-import subprocess
-import time
-
 import pytest
 
 from eosmirror.core import groupfailover
 from eosmirror.driver import groups
-from eosmirror_tools.kit import runtime
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
-from tests.integration.test_group_failover import (
-    PARTITIONS,
-    consume_and_commit,
-    content,
-    group_offsets,
-    seed_with_aborts,
-)
+from tests.support.clusters import PARTITIONS
+from tests.support.groups import consume_and_commit, content, group_offsets, librdkafka_reads_to_the_end
+from tests.support.java import console_consumer_reads_to_the_end
+from tests.support.load import seed_with_aborts
 
 pytestmark = pytest.mark.integration
-
-
-def console_consumer_reads_to_the_end(conf, group, topic) -> int:
-    """Kafka's ConsoleConsumer in ``group``, read_committed, from the beginning until 6 s pass without a
-    record; its close commits the positions it reached. Returns the records it printed."""
-    command = runtime.java_command("org.apache.kafka.tools.consumer.ConsoleConsumer",
-                                   "--bootstrap-server", conf["bootstrap.servers"], "--topic", topic,
-                                   "--group", group, "--from-beginning", "--isolation-level", "read_committed",
-                                   "--timeout-ms", "6000", "--formatter-property", "print.partition=true",
-                                   heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
-    # stdout carries the records ("Partition:<p>\t<value>", one a line) and the JVM's log lines
-    return len([line for line in done.stdout.splitlines() if line.startswith("Partition:")])
-
-
-def librdkafka_reads_to_the_end(conf, group, topic, partitions: list[int] | None = None) -> int:
-    """A librdkafka consumer of ``group`` with auto-commit (the default) reads every record of the
-    partitions (subscribed to the topic, or assigned ``partitions``) until each reports its end,
-    then closes, which commits. Returns the records it read."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.partition.eof": True,
-                         "isolation.level": "read_committed"})
-    if partitions is None:
-        consumer.subscribe([topic])
-        wanted = set(range(PARTITIONS))
-    else:
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])   # 0: every record of it
-        wanted = set(partitions)
-    at_end, count, deadline = set(), 0, time.monotonic() + 60
-    try:
-        while at_end != wanted and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                continue
-            count += 1
-            at_end.discard(msg.partition())
-    finally:
-        consumer.close()
-    assert at_end == wanted, f"{group}: reached the end of {sorted(at_end)} of {sorted(wanted)} within 60 s"
-    return count
 
 
 def read_from_group(conf, group, topic) -> dict[int, list]:

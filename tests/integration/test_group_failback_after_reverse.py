@@ -24,10 +24,10 @@ from eosmirror.core import naming
 from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, seed_sequence
 from tests.helpers import transactional_batches as batches
-from tests.integration.test_group_failback import console_consumer_reads_to_the_end, librdkafka_reads_to_the_end
-from tests.integration.test_group_failover import consume_and_commit, group_offsets
-from tests.integration.test_reverse import abort_hanging_transaction
-from tests.integration.test_switchover_promote import CLI_BUDGET, PARTITIONS, java_records, json_tail, killable_cluster
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster
+from tests.support.groups import consume_and_commit, group_offsets, librdkafka_reads_to_the_end, read_as
+from tests.support.java import console_consumer_reads_to_the_end, java_records
+from tests.support.transactions import abort_hanging_transaction
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 OLD_SOURCE_PORT = 18180
@@ -106,32 +106,6 @@ def promoted_and_reversed(old_source, target_conf, unique, tmp_path):
     assert run(m.reverse())["status"] == "ok"
     steps["m__reverse run"] = time.monotonic() - started
     return source_conf, topic, m, config, (at_point, point), steps
-
-
-def read_as(conf, group, topic) -> dict[int, list[str]]:
-    """A librdkafka consumer of ``group`` (subscribed, read_committed, auto.offset.reset=error: it must
-    start at the group's committed offsets) reads every partition to its end: values in order."""
-    from confluent_kafka import Consumer, KafkaError
-
-    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "error",
-                         "enable.partition.eof": True, "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    out, at_end, errors, deadline = {k: [] for k in range(PARTITIONS)}, set(), [], time.monotonic() + 90
-    try:
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                (at_end.add(msg.partition()) if msg.error().code() == KafkaError._PARTITION_EOF
-                 else errors.append(msg.error().str()))
-                continue
-            out[msg.partition()].append(msg.value().decode())
-            at_end.discard(msg.partition())
-    finally:
-        consumer.close()
-    assert len(at_end) == PARTITIONS, f"{group}: at the end of {sorted(at_end)} only within 90 s; errors {errors[-3:]}"
-    return out
 
 
 def on_b_from(target_conf, topic, committed: dict[int, int]) -> tuple[dict[int, list[str]], dict[int, list[str]]]:

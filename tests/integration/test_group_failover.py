@@ -14,57 +14,14 @@ import pytest
 
 from eosmirror.core import groupfailover
 from eosmirror.driver import groups
-from eosmirror.kafka import progress
-from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import wait_until
-from tests.helpers import create_topic, mirror, producer, read_all, run, transactional_batches
+from tests.helpers import create_topic, mirror, producer, read_all, run
+from tests.support.clusters import PARTITIONS
+from tests.support.groups import commit_offsets, consume_and_commit, content, group_offsets
+from tests.support.load import seed_with_aborts
+from tests.support.topics import freeze_compaction
 
 pytestmark = pytest.mark.integration
-
-PARTITIONS = 3
-
-
-def seed_with_aborts(conf, topic, txn_id, rounds=4, tag=""):
-    """Per partition: committed and aborted transactions interleaved (values say partition and number)."""
-    for p in range(PARTITIONS):
-        batches = []
-        for r in range(rounds):
-            batches.append((True, [f"{tag}p{p}-r{r}-{i}".encode() for i in range(3)]))
-            batches.append((False, [f"{tag}p{p}-r{r}-aborted-{i}".encode() for i in range(2)]))
-        transactional_batches(conf, topic, f"{txn_id}-{p}", batches, partition=p)
-
-
-def consume_and_commit(conf, group, topic, counts: dict[int, int]) -> dict[int, int]:
-    """A consumer of ``group`` reads ``counts[p]`` records of each partition and commits what it read,
-    as an application does (committed offset = last processed offset + 1). Returns the commits."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed"})
-    committed, before = {}, group_offsets(conf, group, topic)   # retried while the coordinator loads
-    try:
-        for p, count in counts.items():
-            consumer.assign([TopicPartition(topic, p, before[p] if before[p] is not None else 0)])
-            last, seen, deadline = None, 0, time.monotonic() + 60
-            while seen < count and time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is not None and msg.error() is None:
-                    last, seen = msg.offset(), seen + 1
-            assert seen == count, f"{topic}[{p}]: read {seen} of {count} records within 60 s"
-            committed[p] = last + 1
-            consumer.commit(offsets=[TopicPartition(topic, p, last + 1)], asynchronous=False)
-            consumer.unassign()
-    finally:
-        consumer.close()
-    return committed
-
-
-def commit_offsets(conf, group, topic, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    consumer.close()
 
 
 def first_records(conf, group, topic) -> dict[int, object]:
@@ -98,16 +55,6 @@ def next_unconsumed(conf, topic, committed: dict[int, int]) -> dict[int, object]
     for p, offset in committed.items():
         out[p] = next(r for r in read_all(conf, topic, p) if r.offset >= offset)
     return out
-
-
-def group_offsets(conf, group, topic) -> dict[int, int | None]:
-    found = progress.read(Cluster.from_settings("target", conf, "test"), [(topic, p) for p in range(PARTITIONS)],
-                          group, stable=True)
-    return {p: (found[(topic, p)].offset if (topic, p) in found else None) for p in range(PARTITIONS)}
-
-
-def content(record) -> tuple:
-    return (record.key, record.value, record.headers)
 
 
 def sync(m, **options):
@@ -146,8 +93,6 @@ def test_failover_then_failback_resume_exactly_with_aborted_transactions(source_
 
 
 def test_failover_with_compaction_gaps(source_conf, target_conf, unique):
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     topic = create_topic(source_conf, unique("compact"), partitions=PARTITIONS, cleanup_policy="compact",
                          segment_ms="100", min_cleanable_dirty_ratio="0.001", delete_retention_ms="0",
                          min_compaction_lag_ms="0")
@@ -166,15 +111,10 @@ def test_failover_with_compaction_gaps(source_conf, target_conf, unique):
             for key in range(4):
                 p.produce(topic, key=f"k{key}".encode(), value=f"p{k}-r{round_}".encode(), partition=k)
         p.flush(10)
-        time.sleep(0.05)
+        time.sleep(0.05)   # elapsed time, not a wait: the rounds land in several 100 ms segments to clean
     seen = wait_until(120, gaps, lambda n: n > 15, pause=1.0)
     assert seen > 15, f"the log cleaner left only {seen} offsets of gaps within 120 s"
-    freeze = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("retention.ms", "-1", incremental_operation=AlterConfigOpType.SET)])
-    admin = AdminClient(source_conf)
-    admin.incremental_alter_configs([freeze])[freeze].result(30)
-    time.sleep(2)
+    freeze_compaction(source_conf, topic, PARTITIONS)
     group = unique("app")
     committed = {}
     for k in range(PARTITIONS):   # each position inside a compaction gap: no record at that offset

@@ -158,7 +158,7 @@ def test_unreachable_mirror_is_reported_as_error_not_a_crash(unique, tmp_path):
 def test_consumer_groups_synced_to_the_target_show_their_lag_and_the_cli_shows_it(
         source_conf, target_conf, unique, tmp_path):
     from eosmirror.driver import groups
-    from tests.integration.test_group_failover import commit_offsets
+    from tests.support.groups import commit_offsets
 
     topic = create_topic(source_conf, unique("src"), partitions=3)
     seed_sequence(source_conf, topic, 3, 20)

@@ -8,6 +8,8 @@ import pytest
 
 from eosmirror.core import config, mm2import
 from tests import helpers
+from tests.support.groups import commit_offsets
+from tests.support.load import home_made_copy
 
 pytestmark = pytest.mark.integration
 
@@ -38,24 +40,6 @@ def test_a_mirror_imported_from_mm2_properties_runs(clusters, source_conf, targe
 
 # --- migrate --from group:, reset, history, translate -----------------------------------------------
 
-def commit_group(conf, group, topic, offsets):
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
-
-
-def home_made_copy(source_conf, target_conf, topic, upto):
-    """What a home-made copier did before the switch: the first ``upto`` records of each partition."""
-    out = helpers.producer(target_conf, **{"enable.idempotence": True})
-    for partition in range(2):
-        for r in helpers.read_all(source_conf, topic, partition)[:upto]:
-            out.produce(topic, value=r.value, key=r.key, partition=partition)
-    out.flush(30)
-
 
 def audit_records(target_conf, m):
     from eosmirror.core import migration, naming
@@ -75,7 +59,7 @@ def test_migrate_from_a_group_seeds_exactly_and_is_audited(clusters, source_conf
     helpers.seed_sequence(source_conf, topic, 2, 20)
     home_made_copy(source_conf, target_conf, topic, 12)
     group = unique("copier-group")
-    commit_group(source_conf, group, topic, {0: 12, 1: 12})
+    commit_offsets(source_conf, group, topic, {0: 12, 1: 12})
     m = helpers.mirror(unique("m"), [topic])
     mirrors = helpers.write_mirror_file(tmp_path / "mirrors.yaml", m)
 
@@ -115,14 +99,14 @@ def test_migrate_refuses_while_the_group_moves_and_writes_nothing(clusters, sour
     helpers.create_topic(target_conf, topic, partitions=2)
     helpers.seed_sequence(source_conf, topic, 2, 50)
     group = unique("busy-group")
-    commit_group(source_conf, group, topic, {0: 1, 1: 1})
+    commit_offsets(source_conf, group, topic, {0: 1, 1: 1})
     stop = threading.Event()
 
     def still_copying():
         offset = 1
         while not stop.is_set() and offset < 50:
             offset += 1
-            commit_group(source_conf, group, topic, {0: offset, 1: offset})
+            commit_offsets(source_conf, group, topic, {0: offset, 1: offset})
             stop.wait(0.2)
 
     worker = threading.Thread(target=still_copying, daemon=True)
@@ -214,8 +198,8 @@ def test_after_a_backward_reset_translation_and_group_sync_use_the_chain_the_res
     assert "progress 10 -> 4" in before.stderr and "gives no number" in before.stderr
 
     after, early = unique("after"), unique("early")
-    commit_group(source_conf, after, topic, {0: 7})
-    commit_group(source_conf, early, topic, {0: 2})
+    commit_offsets(source_conf, after, topic, {0: 7})
+    commit_offsets(source_conf, early, topic, {0: 2})
     report = groups.move_groups(m, groups.GroupMoveOptions())
     by_group = {g["group"]: g for g in report["groups"]}
     [moved] = by_group[after]["partitions"]
@@ -264,8 +248,8 @@ def test_after_a_forward_reset_positions_before_it_still_translate_exactly(
     assert {translate(offset) for offset in (10, 12, 14)} == {change["target_end"]}   # skipped: the next copy
 
     before, skipped = unique("before"), unique("skipped")
-    commit_group(source_conf, before, topic, {0: 3})
-    commit_group(source_conf, skipped, topic, {0: 12})
+    commit_offsets(source_conf, before, topic, {0: 3})
+    commit_offsets(source_conf, skipped, topic, {0: 12})
     report = groups.move_groups(m, groups.GroupMoveOptions())
     by_group = {g["group"]: g["partitions"][0] for g in report["groups"]}
     assert (by_group[before]["outcome"], target[by_group[before]["new_offset"]].value) == (

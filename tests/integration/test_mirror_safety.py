@@ -24,6 +24,7 @@ from tests.helpers import (
     values,
     write_mirror_file,
 )
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,7 @@ def test_rerun_copies_nothing_and_recommits_idle_progress(source_conf, target_co
     m = mirror(unique("m"), [topic])
     assert run(m)["records"] == 60
     before = progress_of(target_conf, m, topic, 3)
-    time.sleep(0.05)
+    time.sleep(0.05)   # elapsed time, not a wait: the keep-alive commit's timestamp (ms) is then later
     again = run(m)
     after = progress_of(target_conf, m, topic, 3)
     assert again["records"] == 0 and again["status"] == "ok"
@@ -104,11 +105,9 @@ def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_co
     # generation 1 (3 slots): every slot stalls inside its transaction, records already produced
     zombie = cli("run", m.name, "--config", str(old_file), "--inprocess", "--result-json", str(tmp_path / "z.json"),
                  env=faults_env({"point": "in_transaction", "action": "sleep", "seconds": 12}), background=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(readers.read_all(target_cluster, topic, k,
-                                                              read_committed=False,
-                                                              missing_ok=True) for k in range(6)):
-        time.sleep(0.3)
+    wait_for("the stalled slots' records in the target log (their transactions open)", lambda: (
+        any(readers.read_all(target_cluster, topic, k, read_committed=False, missing_ok=True) for k in range(6)),
+        f"run exit {zombie.poll()}"), 60)
     # generation 2 (2 slots) runs to completion while the zombies sleep
     newer = cli("run", m.name, "--config", str(new_file), "--inprocess", "--result-json", str(tmp_path / "n.json"))
     assert newer.returncode == 0, newer.stdout + newer.stderr
@@ -253,7 +252,7 @@ def test_a_slot_never_commits_on_top_of_a_transaction_left_open_and_copies_once_
     commit there made them visible (388 duplicates in one chaos round). A transaction held open on the
     target partition stands in for it here: the slot refuses, writes nothing, and names Kafka's tool;
     aborted with that tool, the next run copies every record once, judged by a read_committed reader."""
-    from tests.integration.test_reverse import abort_hanging_transaction
+    from tests.support.transactions import abort_hanging_transaction
 
     topic = create_topic(source_conf, unique("leftopen"), partitions=2)
     create_topic(target_conf, topic, partitions=2)
@@ -322,11 +321,9 @@ def test_fencing_while_a_run_is_active_fails_it_cleanly_and_the_next_run_continu
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
     active = cli("run", m.name, "--config", str(config_file), "--inprocess", "--result-json", str(tmp_path / "a.json"),
                  env=faults_env({"point": "in_transaction", "action": "sleep", "seconds": 6}), background=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not readers.read_all(target_cluster, topic, 0,
-                                                          read_committed=False,
-                                                          missing_ok=True):
-        time.sleep(0.2)
+    wait_for("the held slot's records in the target log (its transaction open)", lambda: (
+        bool(readers.read_all(target_cluster, topic, 0, read_committed=False, missing_ok=True)),
+        f"run exit {active.poll()}"), 60)
     outcome = fencing.fence_mirror(m)
     assert outcome["unblocked"] and f"eosmirror.{m.name}.0" in outcome["fenced"]
     active.communicate(timeout=120)

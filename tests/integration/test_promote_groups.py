@@ -35,7 +35,7 @@ from tests.helpers import (
     seed_sequence,
     write_mirror_file,
 )
-from tests.promote_support import Read, java_group_read, rdk_group_read
+from tests.support.consumers import Read, java_group_read, rdk_group_read
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 PARTITIONS = 3

@@ -22,9 +22,9 @@ from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run
-from tests.integration.test_group_failback_after_reverse import read_as
-from tests.integration.test_group_failover import consume_and_commit, group_offsets
-from tests.integration.test_switchover_promote import CLI_BUDGET, PARTITIONS, Load, json_tail, killable_cluster
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster
+from tests.support.groups import consume_and_commit, group_offsets, read_as
+from tests.support.load import Load
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 RESUME_SOURCE_PORT = 18280
@@ -74,9 +74,9 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
 
     # 1. A -> B under load, A SIGKILLed (the records after the run are the divergence), B promoted.
     with Load(source_conf, topic, "a") as load:
-        time.sleep(1.5)
+        load.wait_more(30, "the producers before the run")
         assert run(m)["status"] == "ok"
-        time.sleep(0.5)
+        load.wait_more(10, "the producers after the run")   # the divergence
         cluster.stop(killable_source, hard=True)
         load.stop_event.set()
     promoted = cli("promote", m.name, "--config", config, "--source-seconds", "3", "--no-pause", timeout=CLI_BUDGET)

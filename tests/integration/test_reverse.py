@@ -9,7 +9,6 @@ The old source is this file's own broker (port 18980) so it can be killed and re
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
@@ -19,16 +18,11 @@ from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import lag
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools.kit import cluster, runtime, waits
+from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, seed_sequence, write_mirror_file
-from tests.integration.test_switchover_promote import (
-    CLI_BUDGET,
-    PARTITIONS,
-    Load,
-    json_tail,
-    killable_cluster,
-    mirror_from_killable,
-)
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster, mirror_from_killable
+from tests.support.load import Load
+from tests.support.transactions import abort_hanging_transaction
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REVERSE_SOURCE_PORT = 18980
@@ -45,11 +39,11 @@ def promote_with_the_source_killed(killable_source, unique, tmp_path):
     """A mirror A -> B copied under load, A SIGKILLed with a transaction open, B promoted (exit 5)."""
     source_conf, topic, m, config = mirror_from_killable(killable_source, unique, tmp_path)
     with Load(source_conf, topic, "a") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the run")
         assert run(m)["status"] == "ok"
-        time.sleep(1)
+        load.wait_more(20, "the producers after the run")
         lag.report(m, record=True)
-        time.sleep(1.5)                  # records the target never receives: the divergence
+        load.wait_more(30, "the producers after the observation")   # never on the target: the divergence
         txn = producer(source_conf, **{"transactional.id": unique("open-txn"), "transaction.timeout.ms": 10_000})
         txn.init_transactions(30)
         txn.begin_transaction()
@@ -138,17 +132,6 @@ def test_reverse_reports_and_copies_the_divergence_once_and_the_reverse_mirror_c
     rows = {row["mirror"]: row for row in json_tail(shown.stdout)["mirrors"]}
     assert rows[m.name]["status"] == "REVERSED", rows
     assert rows[naming.reverse_mirror_name(m.name)]["record_lag"] == 0, rows
-
-
-def abort_hanging_transaction(source_conf, refusal: str) -> None:
-    """The transaction the killed producer left open on the restarted old source stays open past its
-    timeout here (a hanging transaction): the refusal names Kafka's tool and the offset; run it."""
-    found = re.findall(r"abort --topic (\S+) --partition (\d+) --start-offset (\d+)", refusal)
-    assert found, refusal
-    for topic, partition, start in found:     # the refusal lists every held partition, after one wait
-        done = runtime.kafka_transactions(source_conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
-                                          partition, "--start-offset", start)
-        assert done.returncode == 0, done.stdout + done.stderr
 
 
 def check_the_divergence_against_a_reader(outcome, promoted, source_conf, target_conf, topic, mirror_name):

@@ -18,7 +18,7 @@ from eosmirror.core.mirrorstate import Phase
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from tests.helpers import cli, create_topic, mirror, seed_sequence, write_mirror_file
-from tests.promote_support import java_group_read
+from tests.support.consumers import java_group_read
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 PARTITIONS = 2

@@ -9,12 +9,7 @@ slow (50-95 s on 2 cores): its final run is a spark-submit, and three ConsoleCon
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
-import shutil
 import subprocess
-import threading
 import time
 
 import pytest
@@ -25,43 +20,15 @@ from eosmirror.driver import lag
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror_tools.kit import cluster, runtime, waits
-from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all, run, write_mirror_file
-from tests.integration.test_group_failover import consume_and_commit
+from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
+from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster, mirror_from_killable
+from tests.support.groups import consume_and_commit
+from tests.support.java import java_records
+from tests.support.load import Load
+from tests.support.processes import Output
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
-PARTITIONS = 3
-CLI_BUDGET = 300          # one switchover or promotion through the CLI, a spark-submit final run included
 PROMOTE_SOURCE_PORT = 18880
-
-
-class Load:
-    """A producer thread writing numbered records to every partition until stopped (idempotent, so
-    source offsets are records: no markers among them)."""
-
-    def __init__(self, conf, topic: str, prefix: str):
-        self.conf, self.topic, self.prefix, self.sent = conf, topic, prefix, 0
-        self.stop_event, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        p = producer(self.conf, **{"enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 10_000})
-        while not self.stop_event.is_set():
-            for k in range(PARTITIONS):
-                p.produce(self.topic, value=f"{self.prefix}{k}-{self.sent}".encode(), partition=k)
-            self.sent += 1
-            p.poll(0)
-            time.sleep(0.02)
-        p.flush(15)
-
-    def __enter__(self) -> "Load":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(30)
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def console_consumer(conf, topic: str, group: str) -> list[str]:
@@ -78,57 +45,24 @@ def console_consumer(conf, topic: str, group: str) -> list[str]:
             if line.startswith("Partition:")]
 
 
-def java_records(conf, topic: str, group: str) -> dict[int, list[tuple[int, str]]]:
-    """Kafka's ConsoleConsumer (read_committed) with offsets: per partition, (offset, value) in order."""
-    command = runtime.java_command(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", conf["bootstrap.servers"], "--topic",
-        topic, "--group", group, "--from-beginning", "--isolation-level", "read_committed", "--timeout-ms", "6000",
-        "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
-        heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
-    out: dict[int, list[tuple[int, str]]] = {k: [] for k in range(PARTITIONS)}
-    for line in done.stdout.splitlines():
-        found = re.match(r"Partition:(\d+)\s+Offset:(\d+)\s+(.*)$", line)
-        if found:
-            out[int(found.group(1))].append((int(found.group(2)), found.group(3)))
-    return {k: sorted(records) for k, records in out.items()}
-
-
-def ended(proc: subprocess.Popen, what: str, budget: float = CLI_BUDGET) -> tuple[int, str]:
-    try:
-        out, _ = proc.communicate(timeout=budget)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        pytest.fail(f"{what} did not end within {budget:.0f} s; it printed:\n{out[-3000:]}")
-    return proc.returncode, out
-
-
-def json_tail(out: str) -> dict:
-    """The --json report: the last top-level JSON object the command printed (its steps go to stderr)."""
-    start = out.rfind("\n{")
-    return json.loads(out[start + 1 if start >= 0 else out.index("{"):])
-
-
 def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_without_rereads(
         source_conf, target_conf, unique, tmp_path):
     topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
     m = mirror(unique("m"), [topic], groups={})
     config = write_mirror_file(tmp_path / "mirrors.yaml", m, groups={})
     with Load(source_conf, topic, "a") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the first run")
         assert run(m)["status"] == "ok"
         group = unique("app")
         committed = consume_and_commit(source_conf, group, topic, {k: 20 for k in range(PARTITIONS)})
         first = [f"{k}:{r.value.decode()}" for k in range(PARTITIONS)      # what the application processed
                  for r in read_all(source_conf, topic, k) if r.offset < committed[k]]
         assert len(first) == 20 * PARTITIONS
-        switch = cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds", "120",
-                     "--no-pause", "--json", background=True)
-        time.sleep(5)            # the switchover sees the source still written ...
+        switch = Output(cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds",
+                            "120", "--no-pause", "--json", background=True))
+        switch.wait_for("source still written", 60, "the switchover to see the producers still writing")
     sent = load.sent             # ... until the producers stop
-    code, out = ended(switch, "eosmirror switchover")
+    code, out = switch.ended("eosmirror switchover", CLI_BUDGET)
     assert code == 0, out[-4000:]
     outcome = json_tail(out)
     assert outcome["safe"] and outcome["verdict"] == "zero loss: safe to switch", outcome
@@ -179,31 +113,6 @@ def test_a_switchover_refuses_while_a_producer_keeps_writing_and_names_the_parti
     assert run(m)["status"] == "ok"    # and the mirror goes on
 
 
-@contextlib.contextmanager
-def killable_cluster(name: str, port: int):
-    """A broker of this test's own on a fixed port, started fresh, so a test can SIGKILL and restart it."""
-    source = cluster.LocalCluster(name, port)
-    cluster.stop(source, hard=True)
-    shutil.rmtree(source.dir, ignore_errors=True)
-    cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
-    try:
-        yield source
-    finally:
-        cluster.stop(source, hard=True)
-        shutil.rmtree(source.dir, ignore_errors=True)
-
-
-def mirror_from_killable(source, unique, tmp_path):
-    """(source settings, topic, mirror, mirrors file) of a mirror from the killable ``source`` to the target."""
-    source_conf = source.client_config()
-    topic = create_topic(source_conf, unique("pay"), partitions=PARTITIONS)
-    m = mirror(unique("m"), [topic], source={"config": source_conf})
-    config = mirrors_file(tmp_path / "mirrors.yaml", [{
-        "name": m.name, "source": {"config": source_conf}, "target": {"local": "target"}, "topics": list(m.topics),
-        "slots": m.slots, "max_transaction_seconds": m.max_transaction_seconds}])
-    return source_conf, topic, m, config
-
-
 @pytest.fixture
 def killable_source():
     with killable_cluster("promote-source", PROMOTE_SOURCE_PORT) as source:
@@ -214,15 +123,15 @@ def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_
         killable_source, target_conf, unique, tmp_path):
     source_conf, topic, m, config = mirror_from_killable(killable_source, unique, tmp_path)
     with Load(source_conf, topic, "c") as load:
-        time.sleep(2)
+        load.wait_more(30, "the producers before the first run")
         assert run(m)["status"] == "ok"
-        time.sleep(1)
+        load.wait_more(30, "the producers after the first run")   # more than the capped run below copies
         # A run as the DAG's copy task makes it records what it planned against (the source's ends), and
         # a mirror that lags (here capped at 20 records per partition) leaves known records uncopied.
         again = cli("run", m.name, "--config", str(config), "--inprocess", "--max-records-per-partition", "20",
                     timeout=120)
         assert again.returncode == 0, again.stdout + again.stderr
-        time.sleep(1)                     # written after the observation: unknown to the promotion
+        load.wait_more(20, "the producers after the observation")   # unknown to the promotion
         # A transaction held open on the source when it dies.
         txn = producer(source_conf, **{"transactional.id": unique("open-txn")})
         txn.init_transactions(30)

@@ -1,7 +1,23 @@
+import re
+
 import pytest
 
 from eosmirror.core.errors import ConfigError
 from eosmirror.kafka import clients
+
+DUMP = {"debug": "conf", "log_level": 7}   # librdkafka prints every property a client is created with
+
+
+def librdkafka_settings(capfd, build) -> dict[str, str]:
+    """The configuration librdkafka itself reports for a client (``debug: conf`` dumps the properties
+    it was created with, on stderr, at creation): ``build(settings)`` creates and closes one client,
+    ``settings`` to be merged into its cluster settings."""
+    capfd.readouterr()
+    build(DUMP)
+    err = capfd.readouterr().err
+    found = dict(re.findall(r"\|CONF\|[^|]*\| \[thrd:app\]:   (\S+) = (.*)", err))
+    assert found, f"librdkafka reported no configuration:\n{err[-2000:]}"
+    return found
 
 
 def test_source_consumer_forces_exactly_once_settings():
@@ -95,13 +111,15 @@ def test_the_lag_history_writer_acknowledges_with_all_replicas_but_skips_the_pro
     clients.observation_producer(cluster, "w").flush(0)   # librdkafka accepts the result
 
 
-def test_a_range_reader_accepts_the_clusters_own_fetch_wait():
+def test_a_range_reader_accepts_the_clusters_own_fetch_wait(capfd):
     base = {"bootstrap.servers": "127.0.0.1:1"}
-    reader = clients.plain_consumer({**base, "fetch.wait.max.ms": 100}, "r")   # the cluster's setting wins
-    reader.close()
+    default = librdkafka_settings(capfd, lambda dump: clients.plain_consumer({**base, **dump}, "r").close())
+    own = librdkafka_settings(capfd, lambda dump: clients.plain_consumer({**base, "fetch.wait.max.ms": 100, **dump},
+                                                                         "r").close())
+    assert own["fetch.wait.max.ms"] == "100" != default.get("fetch.wait.max.ms"), (own, default)   # the cluster's wins
 
 
-def test_producers_connect_to_every_broker_at_once_unless_the_user_says_otherwise():
+def test_producers_connect_to_every_broker_at_once_unless_the_user_says_otherwise(capfd):
     """Sparse connections made init_transactions wait librdkafka's fixed 500 ms for a broker in 4 of 5
     starts (clientrules.PRODUCER_DEFAULTS)."""
     base = {"bootstrap.servers": "127.0.0.1:1"}
@@ -111,8 +129,13 @@ def test_producers_connect_to_every_broker_at_once_unless_the_user_says_otherwis
         "enable.sparse.connections"] is True                 # the cluster's own setting wins
     assert clients.transactional_producer_config(base, {"enable.sparse.connections": "true"}, "id", 60000, "p")[
         "enable.sparse.connections"] == "true"               # and so does the mirror's target_producer override
-    clients.transactional_producer(base, {}, "id", 60000, "p").flush(0)   # librdkafka accepts it
-    clients.idempotent_producer(base, {}, "p").flush(0)
+    # librdkafka's default is sparse connections: both producers are created with them off
+    for build in (lambda dump: clients.transactional_producer({**base, **dump}, {}, "id", 60000, "p").flush(0),
+                  lambda dump: clients.idempotent_producer({**base, **dump}, {}, "p").flush(0)):
+        assert librdkafka_settings(capfd, build)["enable.sparse.connections"] == "false"
+    own = librdkafka_settings(capfd, lambda dump: clients.transactional_producer(
+        {**base, "enable.sparse.connections": True, **dump}, {}, "id", 60000, "p").flush(0))
+    assert own.get("enable.sparse.connections", "true") == "true", own          # librdkafka got the cluster's
 
 
 def test_a_local_cluster_never_started_here_says_where_local_clusters_come_from(tmp_path, monkeypatch):
@@ -129,11 +152,12 @@ def test_a_local_cluster_never_started_here_says_where_local_clusters_come_from(
     assert "eosmirror local up" in text and "EOSMIRROR_HOME=<checkout>/var" in text and "connection:" in text
 
 
-def test_no_slot_producer_asks_the_broker_to_create_a_topic():
+def test_no_slot_producer_asks_the_broker_to_create_a_topic(capfd):
     base = {"bootstrap.servers": "127.0.0.1:1"}
     assert clients.transactional_producer_config(base, {}, "t", 60_000, "c")["allow.auto.create.topics"] is False
-    clients.transactional_producer(base, {}, "t", 60_000, "c").flush(0)   # librdkafka accepts it on a producer
-    clients.idempotent_producer(base, {}, "c").flush(0)
+    for build in (lambda dump: clients.transactional_producer({**base, **dump}, {}, "t", 60_000, "c").flush(0),
+                  lambda dump: clients.idempotent_producer({**base, **dump}, {}, "c").flush(0)):
+        assert librdkafka_settings(capfd, build)["allow.auto.create.topics"] == "false"   # librdkafka took it
 
 
 class _Mirror:

@@ -6,19 +6,7 @@ import pytest
 
 from eosmirror.core import config
 from eosmirror.core.errors import ConfigError
-
-P = Path("mirrors.yaml")
-
-
-def one(**fields):
-    raw = {"name": "m1", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["a\\..*"], **fields}
-    return config.parse({"mirrors": [raw]}, P).mirrors[0]
-
-
-def error_of(**fields) -> str:
-    with pytest.raises(ConfigError) as info:
-        one(**fields)
-    return str(info.value)
+from tests.support.configs import P, error_of, one
 
 
 def test_minimal_mirror_gets_documented_defaults():

@@ -3,7 +3,7 @@
 import pytest
 
 from eosmirror.core import config
-from tests.unit.test_config import error_of, one
+from tests.support.configs import error_of, one
 
 
 def test_a_mirror_without_a_groups_section_has_no_group_sync():

@@ -8,7 +8,6 @@ import argparse
 import datetime as dt
 
 import pytest
-from confluent_kafka import KafkaError
 
 from eosmirror.core.errors import ClusterUnreachableError, ConfigError, FencedError
 from eosmirror.slot import follow
@@ -16,11 +15,8 @@ from eosmirror.slot.copier import SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionCopy, PartitionTask
 from eosmirror.spark import job
-from tests.unit.test_config import error_of, one
-from tests.unit.test_slot_copier import SRC, TGT, FakeIO, clock, kafka_error, slot_task, values  # noqa: F401 - clock: fixture
-
-FENCED = kafka_error(KafkaError.PRODUCER_FENCED, "There is a newer producer with the same transactionalId",
-                     fatal=True)
+from tests.support.configs import error_of, one
+from tests.support.fakes import FENCED, SRC, TGT, FakeIO, slot_task, values
 
 
 class GrowingIO(FakeIO):
@@ -48,13 +44,6 @@ class GrowingIO(FakeIO):
     def check_generation(self):
         if self.newer_generation:
             raise FencedError("the mirror moved to generation 2")
-
-
-@pytest.fixture
-def wall(clock, monkeypatch):
-    """Wall time that moves with the fake monotonic clock (the follow bound is wall-clock)."""
-    monkeypatch.setattr(type(clock), "time", lambda self: 50_000.0 + self.now, raising=True)
-    return clock
 
 
 def follow_task(end, seconds):

@@ -95,12 +95,16 @@ def test_lifeline_aborts_and_exits_when_the_jvm_dies(fake_tree):
     from eosmirror.slot import lifeline
 
     os.kill(java.pid, signal.SIGKILL)   # nothing signals the worker: only the lifeline's polling sees it
-    seconds = wait_for_file(out / "exit", WORK_SECONDS - 1)
-    assert seconds is not None, "the worker was still running when its task would have finished"
+    # The worker's own exit code and the missing "finished" tell a cut from a task that ran to its end;
+    # the budget only bounds a worker that never ends.
+    seconds = wait_for_file(out / "exit", WORK_SECONDS + 10)
+    assert seconds is not None, f"the worker did not end within {WORK_SECONDS + 10:.0f} s"
     assert (out / "exit").read_text() == str(lifeline.EXIT_CODE) and (out / "aborted").exists()
     assert not (out / "finished").exists()
+    # No timed bound (a loaded machine is slower, not wrong): the order is the outcome. The daemon writes
+    # "exit" only once the worker has ended, so the "aborted" found above was written before the exit,
+    # and "finished" missing means the copy loop never reached its end: cut short by the lifeline.
     print(f"\n[fake JVM SIGKILLed] worker aborted and exited after {seconds} s")
-    assert seconds < 2 * lifeline.POLL_SECONDS + lifeline.PARK_SECONDS + 1
 
 
 def test_lifeline_turns_sighup_into_abort_and_exit(fake_tree):
@@ -108,8 +112,9 @@ def test_lifeline_turns_sighup_into_abort_and_exit(fake_tree):
     from eosmirror.slot import lifeline
 
     os.kill(int((out / "worker.pid").read_text()), signal.SIGHUP)   # what pyspark.daemon sends at shutdown
-    assert wait_for_file(out / "exit", WORK_SECONDS - 1) is not None
+    assert wait_for_file(out / "exit", WORK_SECONDS + 10) is not None, "the worker never ended"
     assert (out / "exit").read_text() == str(lifeline.EXIT_CODE), "died of SIGHUP without aborting"
+    assert not (out / "finished").exists(), "the SIGHUP did not cut the copy loop short"
     assert (out / "aborted").exists() and java.poll() is None
 
 
@@ -180,7 +185,12 @@ def test_sigusr2_dumps_every_threads_stack_when_asked(tmp_path):
             "lifeline._register_stack_dump()\n"
             "threading.Thread(target=time.sleep, args=(30,), name='sleeper', daemon=True).start()\n"
             "os.kill(os.getpid(), signal.SIGUSR2)\n"
-            "time.sleep(0.5)\n")
+            "import glob, sys\n"      # the dump is written by the signal's handler: the file has it, or fail
+            "pattern = os.path.join(os.environ['EOSMIRROR_STACK_DUMP_DIR'], 'worker-*.stacks')\n"
+            "deadline = time.monotonic() + 10\n"
+            "while not any(os.path.getsize(p) for p in glob.glob(pattern)):\n"
+            "    if time.monotonic() > deadline: sys.exit('no stack dump within 10 s')\n"
+            "    time.sleep(0.01)\n")
     env = {**os.environ, "EOSMIRROR_STACK_DUMP_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -212,10 +222,15 @@ def test_the_watchdog_turns_a_recorded_sighup_into_a_cut(monkeypatch):
     monkeypatch.setattr(lifeline, "_cut_lifeline", cut.append)
     monkeypatch.setattr(lifeline, "_sighup", [False])
     monkeypatch.setitem(lifeline._state, "jvm", None)
+    looks: list[float] = []
+    monkeypatch.setattr(lifeline, "_lease_lost", lambda: looks.append(time.monotonic()) or False)   # one per look
     thread = threading.Thread(target=lifeline._watchdog, daemon=True)
     thread.start()
-    time.sleep(0.1)
-    assert cut == [] and thread.is_alive()          # nothing happened: no cut
+    deadline = time.monotonic() + 5
+    while len(looks) < 10:
+        assert time.monotonic() < deadline and thread.is_alive(), f"the watchdog looked {len(looks)} times in 5 s"
+        time.sleep(0.01)   # the poll interval of this bounded wait
+    assert cut == [] and thread.is_alive()          # ten looks, nothing happened: no cut
     lifeline._on_sighup(1, None)
     thread.join(5)
     assert not thread.is_alive() and cut and cut[0].startswith("SIGHUP from pyspark.daemon"), cut

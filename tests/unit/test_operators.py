@@ -4,12 +4,8 @@ the copy bound or the group direction."""
 
 import datetime as dt
 
-import pytest
-
-pytest.importorskip("airflow.providers.apache.spark")
-
-from eosmirror.airflow import grouptasks, tasks  # noqa: E402
-from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator  # noqa: E402
+from eosmirror.airflow import grouptasks, tasks
+from eosmirror.airflow.operators import GroupSyncOperator, MirrorCopyOperator
 
 
 def test_the_operators_are_imported_by_name_and_declare_their_templated_fields():

@@ -141,7 +141,7 @@ def test_an_unsettled_answer_in_a_mirrored_topic_stops_the_plan_and_names_the_fe
     from eosmirror.core import settle
     from eosmirror.core.errors import ProgressUnavailableError
     from eosmirror.driver import observe
-    from tests.unit.test_config import one
+    from tests.support.configs import one
 
     m = one()
     target = type("Target", (), {"label": "target"})()
@@ -171,7 +171,7 @@ def test_a_follower_committing_beside_the_plan_is_not_mistaken_for_a_truncated_s
     from eosmirror.driver import observe
     from eosmirror.driver.topics import TopicPair
     from eosmirror.kafka.progress import Progress
-    from tests.unit.test_config import one
+    from tests.support.configs import one
 
     lso = {"now": 737_743}
     lock = threading.Lock()

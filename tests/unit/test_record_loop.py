@@ -2,8 +2,8 @@
 scripted consumer, a producer that records every call. No brokers, no transactions.
 
 The consumer returns one scripted batch per ``consume()`` (then empty ones) and moves the clock one
-second per call, like test_slot_copier's fakes (whose ``Clock`` this reuses), so deadlines and the
-stall limit are counted in polls. ``position()`` answers what a test scripts: that is how a range
+second per call, like the slot copier's fakes (tests/support/fakes.py, whose ``Clock`` this reuses),
+so deadlines and the stall limit are counted in polls. ``position()`` answers what a test scripts: that is how a range
 that ends on control markers or aborted records (which read_committed never returns) shows its end.
 """
 
@@ -17,7 +17,7 @@ from eosmirror.slot import classify, recordloop
 from eosmirror.slot.faults import Faults, InjectedAbort, Rule
 from eosmirror.slot.recordloop import RecordLoop
 from eosmirror.slot.slotstate import PartitionCopy, PartitionTask, SlotTask
-from tests.unit.test_slot_copier import Clock
+from tests.support.fakes import Clock
 
 A, B = ("src-a", 0), ("src-b", 3)
 TARGET = {A: "tgt-a", B: "tgt-b"}

@@ -38,7 +38,7 @@ from eosmirror.slot.runlease import RunLeaseError
 from eosmirror.slot.slotstate import SlotTask
 from eosmirror.spark import job, runner, server, serverclient
 from eosmirror.spark import leases as leases_module
-from eosmirror.spark.leases import CHECK_SECONDS, LeaseServer
+from eosmirror.spark.leases import LeaseServer
 
 BUDGET = 5.0   # seconds any one wait in this file may take
 
@@ -433,6 +433,27 @@ def client():
     child.wait(BUDGET)
 
 
+class Checked:
+    """A client process whose liveness checks by the lease server's thread are counted: a test waits for
+    the server to have looked several times instead of sleeping for as long as that should take."""
+
+    def __init__(self, process: lifeline.Process) -> None:
+        self.process, self.pid, self.start, self.name, self.checks = process, process.pid, process.start, process.name, 0
+
+    def alive(self) -> bool:
+        self.checks += 1
+        return self.process.alive()
+
+
+def wait_checked(client: Checked, times: int, what: str) -> None:
+    """Until the lease server has checked ``client`` ``times`` more times (it stops checking a revoked one)."""
+    target, deadline = client.checks + times, time.monotonic() + BUDGET
+    while client.checks < target:
+        assert time.monotonic() < deadline, (f"the lease server checked the client {client.checks - target + times} "
+                                             f"of {times} times in {BUDGET} s ({what})")
+        time.sleep(0.05)   # the poll interval of this bounded wait
+
+
 def wait_lost(sock: socket.socket, what: str) -> float:
     started = time.monotonic()
     while time.monotonic() < started + BUDGET:
@@ -444,15 +465,17 @@ def wait_lost(sock: socket.socket, what: str) -> float:
 
 def test_a_lease_is_held_while_its_client_lives_and_lost_once_it_is_gone(leases, client):
     child, owner = client
-    lease = leases.grant(owner, "run-1")
+    checked = Checked(owner)
+    lease = leases.grant(checked, "run-1")
     assert lease[:2] == leases.address and len(lease[2]) == 32, lease
     held = runlease.hold(lease)
     with held:
-        time.sleep(3 * CHECK_SECONDS)
+        wait_checked(checked, 3, "while the client lives")
         assert not runlease.lost(held), "a live client's lease was lost"
+        assert lease[2] in leases.grants, "a live client's lease was revoked"
         child.kill()
         child.wait(BUDGET)
-        assert wait_lost(held, "the client was killed") < 2.0
+        wait_lost(held, "the client was killed")
     with pytest.raises(RunLeaseError, match="no longer holds this run"):   # a slot that starts late starts nothing
         runlease.hold(lease)
     assert lease[2] not in leases.grants
@@ -461,7 +484,10 @@ def test_a_lease_is_held_while_its_client_lives_and_lost_once_it_is_gone(leases,
 def test_a_reused_pid_is_not_the_client(leases, client):
     _, owner = client
     lease = leases.grant(lifeline.Process(owner.pid, owner.start + 1, "client"), "run-1")
-    time.sleep(3 * CHECK_SECONDS)   # same pid, another start time: another process, so the lease is revoked
+    deadline = time.monotonic() + BUDGET   # same pid, another start time: another process, so the lease is revoked
+    while lease[2] in leases.grants:
+        assert time.monotonic() < deadline, f"the lease of a reused pid is still granted after {BUDGET} s"
+        time.sleep(0.05)   # the poll interval of this bounded wait
     assert lease[2] not in leases.grants
     with pytest.raises(RunLeaseError, match="no longer holds this run"):
         runlease.hold(lease)
@@ -516,7 +542,8 @@ class FakeCopier:
 
 def test_the_lifeline_is_cut_by_a_lost_lease_and_never_by_a_released_one(leases, client):
     _, owner = client
-    ended_run, running = leases.grant(owner, "run-1"), leases.grant(owner, "run-2")
+    checked = Checked(owner)
+    ended_run, running = leases.grant(owner, "run-1"), leases.grant(checked, "run-2")
     ended, live = FakeCopier(), FakeCopier()
     try:
         with lifeline._lock:
@@ -525,7 +552,7 @@ def test_the_lifeline_is_cut_by_a_lost_lease_and_never_by_a_released_one(leases,
         assert not lifeline._lease_lost()
         lifeline.release(ended)   # its slot ended; then its run ended and revoked the lease
         leases.revoke(ended_run[2], "the run's slots ended")
-        time.sleep(3 * CHECK_SECONDS)
+        wait_checked(checked, 3, "after the ended run's lease was revoked")
         assert not lifeline._lease_lost(), "a slot that ended still cut the worker's lifeline"
         leases.revoke(running[2], "its client is gone")
         deadline = time.monotonic() + BUDGET
@@ -583,6 +610,7 @@ def own_age() -> float:
 
 
 def test_a_served_run_times_its_clients_start():
+    before = time.monotonic()
     child = subprocess.Popen(["sleep", "5"])
     ages: dict[str, float | None] = {}
 
@@ -593,19 +621,24 @@ def test_a_served_run_times_its_clients_start():
         ages["reset"] = steptimes.process_age()
 
     try:
-        time.sleep(0.5)
+        time.sleep(0.5)   # elapsed time, not a wait: the client is then at least this old
         thread = threading.Thread(target=served_run, name="eosmirror-run-1")
         thread.start()
         thread.join(BUDGET)
         assert not thread.is_alive(), f"the run thread did not end within {BUDGET} s: {ages}"
         main_age = steptimes.process_age()
         expected = own_age()
+        lived = time.monotonic() - before
     finally:
         child.kill()
         child.wait(BUDGET)
-    assert ages["client"] is not None and 0.3 <= ages["client"] <= 3.0, ages
-    assert main_age is not None and abs(main_age - expected) < 0.1, (main_age, expected)
-    assert ages["reset"] is not None and abs(ages["reset"] - expected) < 0.1, (ages, expected)
+    # Orderings, not speeds (/proc counts in 10 ms ticks): the client started after ``before`` and had
+    # lived the 0.5 s slept; the run thread's age, once reset, is this process's, older than the client,
+    # and read before ``main_age``, itself read before ``expected``.
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert ages["client"] is not None and 0.5 - 2 * tick <= ages["client"] <= lived + 2 * tick, (ages, lived)
+    assert ages["reset"] is not None and main_age is not None, (ages, main_age)
+    assert ages["client"] < ages["reset"] <= main_age + tick and main_age <= expected + tick, (ages, main_age, expected)
 
 
 def test_server_start_refuses_a_conf_without_a_value_before_starting_anything(empty_home, monkeypatch, capsys):

@@ -3,7 +3,7 @@
 ``partition_chunks`` cuts a slot's partitions; the copier then runs step 4 chunk after chunk, each
 transaction carrying the records, offset syncs and progress of its own chunk's partitions only, and every
 chunk at least one transaction (idle partitions' progress is committed each run). Over the scripted
-fakes of test_slot_copier (no brokers).
+fakes of tests/support/fakes.py (no brokers).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import pytest
 from eosmirror.slot.copier import SlotCopier
 from eosmirror.slot.faults import Faults
 from eosmirror.slot.slotstate import PartitionTask, SlotTask, partition_chunks
-from tests.unit.test_follow import FENCED, wall  # noqa: F401 - wall: fixture
-from tests.unit.test_slot_copier import SYNCS, TXN_ID, FakeIO, abortable, clock, values  # noqa: F401 - clock: fixture
+from tests.support.fakes import FENCED, SYNCS, TXN_ID, FakeIO, abortable, values
 
 
 @pytest.mark.parametrize("count, most, sizes", [

@@ -10,7 +10,7 @@ from tests import run_reports
 def test_steps_keep_their_order_and_a_repeated_step_adds_up():
     steps = StepTimes()
     with steps.step("resolve"):
-        time.sleep(0.01)
+        time.sleep(0.01)   # elapsed time, not a wait: the step lasts at least this long
     steps.add("slots", 1.5)
     steps.add("resolve", 0.5)
     found = steps.as_dict()

@@ -6,7 +6,7 @@ from eosmirror.core import groupfailover as gs
 from eosmirror.core import syncscan
 from eosmirror.core.offsetsync import OffsetSync, PartitionSyncs
 from eosmirror.core.syncscan import Need
-from tests.unit.test_groupfailover import mirrored
+from tests.support.syncs import mirrored
 
 
 def test_backward_chunks_cover_the_range_from_the_end_adjacently_and_double():

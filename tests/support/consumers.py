@@ -13,7 +13,7 @@ import subprocess
 import time
 from typing import Any
 
-from eosmirror_tools.local import runtime
+from eosmirror_tools.kit import runtime
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 _PRINTED = re.compile(r"^Partition:(\d+)\tOffset:(\d+)\t(.*)$")
