@@ -2,8 +2,10 @@
 `airflow backfill create` and a manual run through its REST API (LocalExecutor, SQLite): each interval
 run copies exactly the records below its data interval's end, intervals run in order, re-running a
 finished interval copies nothing, and a manual run's task logs can be read through the API. Then the
-manual mirror's switchover DAG proves zero loss, and its promotion DAG is refused without a retry; the
-scheduled mirror's promotion DAG promotes and fails, once, counting the records it never copied.
+manual mirror's switchover DAG proves zero loss and its Asset event runs a team's DAG scheduled on it
+(one of a folder of the team's own DAGs), which a switchover that stops never does; its promotion DAG is
+then refused without a retry; the scheduled mirror's promotion DAG promotes and fails, once, counting the
+records it never copied.
 Beside all this, in a thread, the whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the
 REST API, on this same Airflow (one standalone start for both, the module's ``airflow`` fixture), its
 outcome reported by its own test, test_the_disaster_recovery_drill_through_the_rest_api.
@@ -215,6 +217,9 @@ def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
     seed_sequence(source_conf, af.manual_topic, 1, 7)
     af.scheduled, af.backfilled = unique("sched").replace("-", "_"), unique("bfill").replace("-", "_")
     af.manual = unique("manual").replace("-", "_")
+    # A mirror whose switchover stops (a fault injected right after its fence): its Asset event must not come.
+    af.stopper, af.stopper_topic = unique("stopper").replace("-", "_"), create_topic(source_conf, unique("stop"), 1)
+    seed_sequence(source_conf, af.stopper_topic, 1, 3)
     drill_entry, drill_topic = drill_mirror(rest_drill_a, unique, airflow={"schedule": None, "retries": 0})
     common = {"source": {"local": "source"}, "target": {"local": "target"}, "slots": 1, "max_transaction_seconds": 10}
     config_file = mirrors_file(standalone["log"].parent / "mirrors.yaml", [
@@ -224,7 +229,11 @@ def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
          "airflow": {"schedule": hourly, "catchup": False, "retries": 0,
                      "start_date": (af.starts[0] - dt.timedelta(days=1)).isoformat()}},
         {**common, "name": af.manual, "topics": [af.manual_topic], "airflow": {"schedule": None, "retries": 0}},
+        {**common, "name": af.stopper, "topics": [af.stopper_topic], "airflow": {"schedule": None, "retries": 0}},
         drill_entry])
+    standalone["env"]["EOSMIRROR_DAGS_FOLDER"] = str(hand_off_dags(standalone["log"].parent / "dags",
+                                                                   (af.manual, af.stopper)))
+    standalone["env"]["EOSMIRROR_TRANSITION_FAULT"] = f"switchover:fence:{af.stopper}"
     start_standalone(standalone, config_file)
     af.api = api = Api(f"http://127.0.0.1:{API_PORT}")
     wait_for(lambda: healthy(api), 120, f"/api/v2/monitor/health on port {API_PORT} to say healthy", standalone,
@@ -236,8 +245,13 @@ def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
     def parsed():
         return {d["dag_id"] for d in api.call("GET", "/api/v2/dags?limit=1000&dag_id_pattern=eosmirror")["dags"]}
 
-    wait_for(lambda: {af.sched_id, af.bf_id, af.manual_id, drill_id} <= parsed(), 120, "the DAGs to be parsed",
-             standalone, af.budget, seen=lambda: sorted(parsed()))
+    af.repoint = {m: f"repoint_clients_of_{m}" for m in (af.manual, af.stopper)}
+
+    def parsed_all():
+        return parsed() | {d["dag_id"] for d in api.call("GET", "/api/v2/dags?limit=100&dag_id_pattern=repoint")["dags"]}
+
+    wait_for(lambda: {af.sched_id, af.bf_id, af.manual_id, drill_id, *af.repoint.values()} <= parsed_all(), 120,
+             "the DAGs to be parsed", standalone, af.budget, seen=lambda: sorted(parsed_all()))
 
     # The drill's LSO = HW check of B's shared topics waits until the scheduler checks are done (their
     # mirrors commit transactions on B too); the drill's test sets checks_done itself when they did not run.
@@ -260,6 +274,29 @@ def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
     if af.drill is not None and af.drill.is_alive():   # its test did not wait for it: its waits give up now
         standalone["abandoned"] = True
         af.drill.join()
+
+
+def hand_off_dags(folder: Path, mirrors: tuple[str, ...]) -> Path:
+    """A DAG folder as a team keeps one (docs/disaster-recovery.md, "Handing over to your own DAGs"):
+    eosmirror's two-line DAG file, and per mirror a DAG scheduled on its `switched-over` Asset event
+    that hands the event's report on (a real one would repoint DNS or a config map)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "eosmirror_dags.py").write_text((Path(__file__).resolve().parents[2] / "dags" / "eosmirror_dags.py")
+                                              .read_text())
+    (folder / "repoint_clients.py").write_text(f"""from airflow.sdk import DAG, Asset, task
+
+for mirror in {list(mirrors)!r}:
+    with DAG(f"repoint_clients_of_{{mirror}}", schedule=[Asset(f"eosmirror://{{mirror}}/switched-over")],
+             start_date=None, catchup=False) as dag:
+        @task
+        def repoint(**context):
+            return [{{"uri": getattr(asset, "uri", str(asset)), "extra": dict(event.extra or {{}})}}
+                    for asset, events in context["triggering_asset_events"].items() for event in events]
+
+        repoint()
+    globals()[dag.dag_id] = dag
+""")
+    return folder
 
 
 def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by_interval(airflow, target_conf):
@@ -318,14 +355,24 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
 
         # Disaster recovery through the REST API: the manual mirror's switchover DAG proves zero loss (its
         # producers are idle); the mirror's next run and its promotion DAG are then refused, not retried.
+        # First the stopper's switchover, which stops right after its fence (an injected fault): no Asset event.
         switch_id, promote_id = f"eosmirror_switchover__{manual}", f"eosmirror_promote__{manual}"
-        for dag_id in (switch_id, promote_id):
+        stop_id = f"eosmirror_switchover__{af.stopper}"
+        for dag_id in (switch_id, promote_id, stop_id, *af.repoint.values()):
             api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
-        switched = api.call("POST", f"/api/v2/dags/{switch_id}/dagRuns",
-                            {"logical_date": None, "conf": {"quiet_seconds": 2, "wait_seconds": 60}})["dag_run_id"]
 
         def run_state(dag_id, run_id):
             return next((r["state"] for r in api.runs(dag_id) if r["dag_run_id"] == run_id), None)
+
+        stopped = api.call("POST", f"/api/v2/dags/{stop_id}/dagRuns",
+                           {"logical_date": None, "conf": {"quiet_seconds": 1, "wait_seconds": 30}})["dag_run_id"]
+        wait_for(lambda: run_state(stop_id, stopped) in ("success", "failed"), 240, "the stopping switchover", state,
+                 budget, seen=lambda: run_state(stop_id, stopped))
+        stop_log = json.dumps(api.call("GET", f"/api/v2/dags/{stop_id}/dagRuns/{stopped}/taskInstances/switchover/logs/1"))
+        assert run_state(stop_id, stopped) == "failed" and "injected fault after the step 'fence'" in stop_log, (
+            stop_log[-2000:])
+        switched = api.call("POST", f"/api/v2/dags/{switch_id}/dagRuns",
+                            {"logical_date": None, "conf": {"quiet_seconds": 2, "wait_seconds": 60}})["dag_run_id"]
 
         wait_for(lambda: run_state(switch_id, switched) in ("success", "failed"), 240, "the switchover DAG run", state,
                  budget, seen=lambda: run_state(switch_id, switched))
@@ -333,6 +380,19 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         outcome = report["value"] if isinstance(report["value"], dict) else json.loads(report["value"])
         assert run_state(switch_id, switched) == "success", outcome
         assert outcome["verdict"] == "zero loss: safe to switch" and outcome["recovery_seconds"] > 0, outcome
+        # The team's DAG scheduled on the Asset event runs once, handed the verdict; the stopper's never ran
+        # (the scheduler handled the later event, so an earlier one would have been handled too).
+        repoint = af.repoint[manual]
+        wait_for(lambda: [r["state"] for r in api.runs(repoint)] == ["success"], 180, "the hand-off DAG's run", state,
+                 budget, seen=lambda: [(r["run_type"], r["state"]) for r in api.runs(repoint)])
+        run = api.runs(repoint)[0]
+        handed = api.call("GET", f"/api/v2/dags/{repoint}/dagRuns/{run['dag_run_id']}/taskInstances/repoint/"
+                                 f"xcomEntries/return_value")
+        events = handed["value"] if isinstance(handed["value"], list) else json.loads(handed["value"])
+        assert run["run_type"] == "asset_triggered" and [e["uri"] for e in events] == [
+            f"eosmirror://{manual}/switched-over"], (run, events)
+        assert (events[0]["extra"]["verdict"], events[0]["extra"]["mirror"]) == ("zero loss: safe to switch", manual)
+        assert api.runs(af.repoint[af.stopper]) == [], "a switchover that stopped emitted its Asset event"
         # An Airflow 3 task cannot pause another DAG: the state refuses the mirror's next run at preflight, at once.
         after = api.call("POST", f"/api/v2/dags/{manual_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         wait_for(lambda: run_state(manual_id, after) in ("success", "failed"), 120, "the refused mirror run", state,

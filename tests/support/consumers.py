@@ -1,4 +1,4 @@
-"""Consumer groups read by real clients, for the promotion tests: Kafka's ConsoleConsumer (the Java
+"""Consumer groups read by real clients (the promotion and switch tests): Kafka's ConsoleConsumer (the Java
 tool from the jars the project downloads) and a librdkafka consumer, each in a consumer group, each
 returning what it printed or received so a test judges positions from the consumers' own output.
 

@@ -283,7 +283,10 @@ def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, con
 
     description, doc = drdags.doc_of(spec.name, m)
     with DAG(dag_id=TRANSITION_DAG_IDS[spec.name](m.name), schedule=None, start_date=None, max_active_runs=1,
-             default_args={"owner": m.airflow.owner, "retries": 1, "retry_delay": dt.timedelta(seconds=30)},
+             # A transient fault is retried (every step is idempotent: the retry continues); refusals,
+             # bad Params and verdicts never are (fail_without_retry). The mirror's retries, 30 s apart.
+             default_args={"owner": m.airflow.owner, "retries": m.airflow.retries,
+                           "retry_delay": dt.timedelta(seconds=30)},
              params=transition_params(spec), tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
              description=description, doc_md=doc) as dag:
         transition = TransitionOperator(task_id=spec.name, command=spec.name, mirror=m.name, config_path=config_path)

@@ -11,8 +11,9 @@
    and its exit code say it did not run.
 4. Record the final phase.
 
-Fault injection for tests (inert unless set): ``EOSMIRROR_TRANSITION_FAULT=<command>:<step>`` fails
-the command right after that step ran, as a crash there would, leaving the recorded phase as it is.
+Fault injection for tests (inert unless set): ``EOSMIRROR_TRANSITION_FAULT=<command>:<step>[:<mirror>]``
+fails the command (of that mirror only, when named) right after that step ran, as a crash there would,
+leaving the recorded phase as it is.
 
 The recovery time is measured from the command's start (``started``, taken where the command was
 given: the CLI's process start, the Airflow task's start), every step included.
@@ -102,7 +103,7 @@ class Transition:
             self.say(f"{self._what}: {name} DID NOT RUN: {why}; {optional}")
             return None
         self._add(name, RAN, began)
-        if os.environ.get(FAULT_ENV) == f"{self.command.value.split()[0]}:{name}":
+        if self._fault_after(name):
             raise EosMirrorError(f"{self._what}: injected fault after the step {name!r} ({FAULT_ENV})")
         return value
 
@@ -116,6 +117,12 @@ class Transition:
                               tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))), note)
         self.step(f"record {phase.value}", lambda: write(written))
         return written
+
+    def _fault_after(self, step: str) -> bool:
+        """``EOSMIRROR_TRANSITION_FAULT`` names this command's ``step`` (and this mirror, or none)."""
+        command, _, rest = (os.environ.get(FAULT_ENV) or "").partition(":")
+        name, _, mirror = rest.partition(":")
+        return command == self.command.value.split()[0] and name == step and mirror in ("", self.mirror)
 
     def skip(self, name: str, why: str) -> None:
         self.steps.append(StepResult(name, SKIPPED, 0.0, why))
