@@ -121,11 +121,10 @@ def unique(request):
 # its time inside the last clean-clone `make test` (fdc6623, 3 workers), before the files' own cuts.
 LONGEST_FIRST = (
     "tests/e2e/test_airflow_scheduler.py",      # 186-204 s (was 374): the REST drill beside the scheduler checks; 390 s in make test
-    "tests/e2e/test_bench_smoke.py",            # 145 s (was 221): the scale bench beside the quick bench; 372 s
     "tests/e2e/test_chaos.py",                  # 161 s; 158 s (every short fault kind once, 12 rounds)
-    "tests/e2e/test_soak_smoke.py",             # 142 s in make test
     "tests/e2e/test_loopback.py",               # its two longest tests 59 + 36 s in make test (Airflow starts)
     "tests/integration/test_switchover_promote.py",   # its two longest 54 + 49 s
+    "tests/integration/test_switch_ways_out.py",      # 74 s: six switchovers stopped, cancelled, continued
     "tests/e2e/test_dr_drill.py",               # 85 s quiet (was 102): A restarts beside the steps on B; 108 s
     "tests/integration/test_group_failback_after_reverse.py",   # 76 s
     "tests/integration/test_resume.py",         # its longest test 72 s

@@ -20,7 +20,7 @@ import pytest
 from eosmirror_tools.bench.settings import KINDS
 from eosmirror_tools.kit import waits
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]   # the bench suite's smoke: `make lab-smoke`
 
 KINDS_PER_SIZE = {"ceiling": 2, "raw": 1, "jvmcopier": 1, "eosmirror": 2, "eosmirror-served": 2,   # eos, alo
                   "mm2": 2}   # --quick: MM2 tuned only

@@ -18,7 +18,7 @@ from eosmirror_tools.soak import harness, report
 
 # Waits, worst case: Airflow's start and the DAGs' unpausing (start_budget_s each, at most 300 s), the
 # 45 s load, the catch-up and the hand-over (catchup_budget_s each): below the timeout.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1000)]
+pytestmark = [pytest.mark.e2e, pytest.mark.lab, pytest.mark.timeout(1000)]   # the soak suite's smoke: `make lab-smoke`
 
 
 def test_the_soak_harness_measures_follow_and_mirrormaker2_under_load_through_the_real_scheduler(

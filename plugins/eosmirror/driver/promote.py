@@ -31,7 +31,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
-from eosmirror.driver import fencing, groups
+from eosmirror.driver import fencing, groups, topics
 from eosmirror.driver.transition import Transition, within
 from eosmirror.kafka import calls, lagstore, offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
@@ -153,6 +153,9 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
                      record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     if run.check(current) is Mode.BEGIN:                                                        # 1
+        # A mirror that never ran has no state topic yet to record in (a run's preflight creates it).
+        run.step("internal topics", lambda: topics.ensure_internal_topics(mirror, target, topics.describe(
+            target, list(topics.internal_topics(mirror)))))
         run.record(Phase.PROMOTING)
     else:
         run.skip("record promoting", "recorded by the unfinished promotion this one continues")

@@ -152,6 +152,9 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     if ends is None:
         return _stop(out, "wait for a quiet source", moving or [f"the source did not stay quiet {options.quiet_s:g} s"])
     if run.mode is Mode.BEGIN:                                                                   # 2
+        # A mirror that never ran has no state topic yet to record in (a run's preflight creates it).
+        run.step("internal topics", lambda: topics.ensure_internal_topics(mirror, target, topics.describe(
+            target, list(topics.internal_topics(mirror)))))
         run.record(Phase.SWITCHING_OVER)
         out.state = Phase.SWITCHING_OVER.value
     else:
