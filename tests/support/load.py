@@ -89,10 +89,24 @@ def seed_with_aborts(conf, topic, txn_id, rounds=4, tag=""):
         transactional_batches(conf, topic, f"{txn_id}-{p}", batches, partition=p)
 
 
-def high_watermarks(reader, topic: str, partitions) -> dict[int, int]:
-    from confluent_kafka import TopicPartition
+def high_watermarks(reader, topic: str, partitions, budget: float = 30) -> dict[int, int]:
+    """Per partition its high watermark. A topic created a moment ago may have no leader yet
+    (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE...): asked again until ``budget`` runs out, then the
+    last error is raised."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-    return {k: reader.get_watermark_offsets(TopicPartition(topic, k), timeout=10)[1] for k in partitions}
+    deadline = time.monotonic() + budget
+    while True:
+        try:
+            return {k: reader.get_watermark_offsets(TopicPartition(topic, k), timeout=10)[1] for k in partitions}
+        except KafkaException as exc:
+            error = exc.args[0]
+            waiting = error.retriable() or error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION,
+                                                            KafkaError.LEADER_NOT_AVAILABLE,
+                                                            KafkaError.UNKNOWN_TOPIC_OR_PART)
+            if not waiting or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)   # a poll interval of this bounded wait for a leader
 
 
 def wait_grown(conf, topic: str, partitions, by: int, what: str, budget: float = 30) -> None:
