@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import Iterator, Mapping, TypeVar
 
 T = TypeVar("T")
 
@@ -64,17 +64,3 @@ def timing_line(steps: Mapping[str, float]) -> str:
     if not steps:
         return ""
     return "steps: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in steps.items())
-
-
-def said_steps(steps: dict[str, float], what: str, say: Callable[[str], None]) -> Callable[[str, Callable[[], T]], T]:
-    """``timed(name, fn)``: runs ``fn``, keeps its seconds in ``steps[name]`` and says ``<what>: <name> (s)``
-    (the steps of a disaster-recovery transition, shown as they pass and kept for its report)."""
-
-    def timed(name: str, fn: Callable[[], T]) -> T:
-        started = time.monotonic()
-        try:
-            return fn()
-        finally:
-            steps[name] = round(time.monotonic() - started, 3)
-            say(f"{what}: {name} ({steps[name]:.2f} s)")
-    return timed

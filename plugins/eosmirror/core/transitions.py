@@ -112,21 +112,17 @@ def initial_state(mirror: str) -> MirrorState:
     return MirrorState(Phase.MIRRORING, 0, "its first run")
 
 
-def describe(state: MirrorState) -> str:
-    return state.describe()
-
-
 def start(command: Command, state: MirrorState, mirror: str) -> Mode:
     """How ``command`` starts from ``state`` (the table), or a refusal naming the state, since when,
     by whom, what the command follows and the next command (exit 2, nothing written)."""
     reverse_mirror = bool(naming.forward_mirror_name(mirror))
     if reverse_mirror and command in FORWARD_ONLY:
-        raise StateRefusedError(f"mirror {mirror!r} is {describe(state)}, the reverse mirror of "
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}, the reverse mirror of "
                                 f"{naming.forward_mirror_name(mirror)!r}: `eosmirror {command.value}` applies to the "
                                 f"forward mirror only. "
                                 f"Next: {next_step(state, mirror)}")
     if not reverse_mirror and command in REVERSE_ONLY:
-        raise StateRefusedError(f"mirror {mirror!r} is {describe(state)} and no reverse mirror: `{command.value}` "
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()} and no reverse mirror: `{command.value}` "
                                 f"applies to <mirror>__reverse only. Next: {next_step(state, mirror)}")
     ing, final = COURSE[command]
     if DONE_AGAIN.get(command) is state.phase:
@@ -148,7 +144,7 @@ def may_copy(state: MirrorState, final_of_switchover: bool = False) -> bool:
 def check_may_copy(state: MirrorState, mirror: str, final_of_switchover: bool = False) -> None:
     """``may_copy``, or a refusal naming the state and the next command."""
     if not may_copy(state, final_of_switchover):
-        raise StateRefusedError(f"mirror {mirror!r} is {describe(state)}: it copies only while mirroring, so this "
+        raise StateRefusedError(f"mirror {mirror!r} is {state.describe()}: it copies only while mirroring, so this "
                                 f"run is refused. Next: {next_step(state, mirror)}")
 
 
@@ -157,7 +153,7 @@ def refusal(command: Command, state: MirrorState, mirror: str) -> str:
     shown = ", ".join(sorted(p.value for p in follows(command)))
     already = "already " if state.phase in DONE_AGAIN.values() or state.phase is Phase.PROMOTED else ""
     why = _WHY.get((command, state.phase), "")
-    return (f"mirror {mirror!r} is {already}{describe(state)}: `eosmirror {command.value}` follows only {shown}"
+    return (f"mirror {mirror!r} is {already}{state.describe()}: `eosmirror {command.value}` follows only {shown}"
             f"{f' ({why})' if why else ''}, so it is refused and nothing was written. Next: {next_step(state, mirror)}")
 
 
@@ -181,7 +177,7 @@ def resume_refusal(forward: MirrorState, back: MirrorState, mirror: str) -> str 
     if forward.phase is Phase.RESUMING or back.phase is Phase.SWITCHED_OVER:
         return None
     reverse = naming.reverse_mirror_name(mirror)
-    return (f"mirror {mirror!r} is {describe(forward)} but its reverse mirror {reverse!r} is {describe(back)}: it "
+    return (f"mirror {mirror!r} is {forward.describe()} but its reverse mirror {reverse!r} is {back.describe()}: it "
             f"has not been switched back, so the new primary may still receive records the old source lacks, and "
             f"this resume is refused; nothing was written. Next: stop the new primary's producers, then "
             f"`eosmirror switchover {reverse}`, then `eosmirror resume {mirror}`")
