@@ -14,11 +14,15 @@ from typing import Any, Callable, Protocol
 from eosmirror.core import commands, config
 from eosmirror.core.config import MirrorConfig
 from eosmirror.driver import promote, resume, reverse, switchover
+from eosmirror.driver.transition import Transition
 from eosmirror.spark import launch, submit
 
 
 class Outcome(Protocol):
-    """What every command returns: its exit code and its report (``kind``, ``steps``, ``verdict``...)."""
+    """What every command returns: its exit code, its report (``kind``, ``steps``, ``verdict``...) and the
+    runner that ran it (its steps)."""
+
+    run: Transition
 
     @property
     def exit_code(self) -> int: ...
@@ -28,7 +32,7 @@ class Outcome(Protocol):
 
 def execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, Any], *, by: str | None,
             say: Callable[[str], None], started: float | None = None, spark: launch.SparkTarget | None = None,
-            config_file: str | None = None) -> Any:
+            config_file: str | None = None) -> Outcome:
     """Run ``spec`` for ``mirror`` with ``values`` (already checked by ``spec.values``). ``started``: when
     the command was given (monotonic), for the recovery time."""
     started = time.monotonic() if started is None else started
@@ -53,7 +57,7 @@ def execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, 
     raise ValueError(f"no disaster-recovery command {spec.name!r}")
 
 
-def text_of(outcome: Any) -> list[str]:
+def text_of(outcome: Outcome) -> list[str]:
     """The lines a person reads, ending with the verdict, then every step as ran / skipped / failed."""
     lines: list[str] = []
     if isinstance(outcome, promote.PromotionOutcome):
@@ -63,6 +67,6 @@ def text_of(outcome: Any) -> list[str]:
                                       if outcome.recovery_seconds else "")]
     elif isinstance(outcome, switchover.CancelOutcome):
         lines = [outcome.verdict()]
-    else:
-        lines = [str(line) for line in outcome.lines()]
-    return lines + [str(line) for line in outcome.run.lines()]
+    elif isinstance(outcome, (reverse.ReverseOutcome, resume.ResumeOutcome)):
+        lines = outcome.lines()
+    return lines + outcome.run.lines()
