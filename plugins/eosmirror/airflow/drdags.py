@@ -55,6 +55,8 @@ def spark_target(mirror: config.MirrorConfig, folder: str) -> launch.SparkTarget
     an environment variable of spark-submit (never its argv)."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+    # The provider's own reading of a Spark connection (SparkSubmitOperator's hook reads it the same way),
+    # so the final run goes where the mirror's copy task goes; a missing connection defaults as it does there.
     resolved = SparkSubmitHook(conn_id=mirror.airflow.spark_conn_id)._resolve_connection()
     clusters = {ref.connection: connections.resolve(ref, f"mirror {mirror.name!r}")
                 for ref in (mirror.source, mirror.target) if ref.connection}
