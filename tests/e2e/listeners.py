@@ -96,3 +96,7 @@ def listeners_of(pids: set[int]) -> set[Listener]:
             address, port = sockets[inode]
             found.add(Listener(pid, _process_name(pid), address, port))
     return found
+
+
+def describe(listeners: set[Listener]) -> str:
+    return "\n  ".join(sorted(map(str, listeners))) or "(none)"
