@@ -59,14 +59,16 @@ def test_a_stopped_switchover_is_cancelled_or_continued_and_a_switched_over_mirr
         stopped = command("switchover", m.name, *quick, env={"EOSMIRROR_TRANSITION_FAULT": f"switchover:{step}"})
         assert stopped.returncode == 1 and f"injected fault after the step '{step}'" in stopped.stderr, said(stopped)
         assert state.read_mirror_state(target, m.name, m.progress_group).phase is Phase.SWITCHING_OVER, step
-        refused = command("run", m.name, "--config", config, "--inprocess")
-        assert refused.returncode == 2 and "switching-over" in refused.stderr and "--cancel" in refused.stderr, (
-            said(refused))
+        if i == 0:   # the refusal and the idempotent cancel read only the phase: checked once, not per step
+            refused = command("run", m.name, "--config", config, "--inprocess")
+            assert refused.returncode == 2 and "switching-over" in refused.stderr and "--cancel" in refused.stderr, (
+                said(refused))
         cancelled = command("switchover", m.name, "--config", config, "--cancel", "--no-dags", "--json")
         assert cancelled.returncode == 0, said(cancelled)
         assert json.loads(cancelled.stdout)["state"] == "mirroring", said(cancelled)
-        again = command("switchover", m.name, "--config", config, "--cancel", "--no-dags")   # idempotent
-        assert again.returncode == 0 and "already" in again.stdout, said(again)
+        if i == 0:
+            again = command("switchover", m.name, "--config", config, "--cancel", "--no-dags")   # idempotent
+            assert again.returncode == 0 and "already" in again.stdout, said(again)
         ran = command("run", m.name, "--config", config, "--inprocess")                     # the mirror goes on
         assert ran.returncode == 0, said(ran)
 
