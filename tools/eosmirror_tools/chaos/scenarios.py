@@ -274,8 +274,13 @@ SCENARIOS: dict[str, Callable[[RoundContext], None]] = {
 }
 # Rounds on a wider topic than the harness's default 3 partitions (#23: a run of 1,000 partitions).
 PARTITIONS_OF = {"wide_worker_sigkill": 1000}
-# `make chaos` runs every kind; the short run in `make test` leaves these out for time: the follow
+# `make chaos` runs every kind; the short runs (tests/e2e/test_chaos.py) leave these out for time: the follow
 # zombie is also tests/integration/test_follow.py's SIGSTOP case, and a worker kill of a bounded
 # run is in the short run (the wide one repeats it over 1,000 partitions: about a minute more).
 LONG_ONLY = ("follow_zombie_sigstop", "follow_worker_sigkill", "wide_worker_sigkill")
+# Broker restarts under a running mirror: no product test but the chaos run covers them (a hard target
+# restart found a duplicate once), so `make test` runs these rounds. The process faults each have a test of
+# their own in `make test` (tests/e2e/test_kill.py, tests/integration/test_mirror_safety.py, test_follow.py,
+# test_chunked_commits.py); their chaos rounds are the lab's smoke run (`make lab-smoke`, CI runs it).
+BROKER_FAULTS = ("target_restart_hard", "target_restart_clean", "source_restart_hard", "source_restart_clean")
 CALIBRATION = {"broken_at_least_once_kill": broken_at_least_once_kill}
