@@ -48,23 +48,23 @@ SYNC_OFF = "sync_topic_acls is off: write ACLs do not move with the role"
 
 @dataclass(frozen=True)
 class RightsChange:
-    """One ACL change a switch made. ``cluster``: the forward mirror's ``target`` (the new primary) or
+    """One ACL change a switch made. ``side``: the forward mirror's ``target`` (the new primary) or
     ``source`` (the old source); ``action``: granted (created ALLOW), removed (deleted ALLOW), denied
     (created DENY)."""
 
-    cluster: str
+    side: str
     action: str
     acl: TopicAcl
 
     def as_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "action": self.action, "acl": acl_dict(self.acl)}
+        return {"side": self.side, "action": self.action, "acl": acl_dict(self.acl)}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> "RightsChange":
-        return RightsChange(str(data["cluster"]), str(data["action"]), TopicAcl(**data["acl"]))
+        return RightsChange(str(data["side"]), str(data["action"]), TopicAcl(**data["acl"]))
 
     def line(self) -> str:
-        return f"{self.action} on the {'new primary' if self.cluster == NEW_PRIMARY else 'old source'}: {shown(self.acl)}"
+        return f"{self.action} on the {'new primary' if self.side == NEW_PRIMARY else 'old source'}: {shown(self.acl)}"
 
 
 @dataclass(frozen=True)
@@ -191,12 +191,12 @@ def plan(present: Iterable[TopicAcl], create: Iterable[TopicAcl] = (), delete: I
                 present=tuple(a for a in create if a in there), absent=tuple(a for a in delete if a not in there))
 
 
-def give_back(changes: Iterable[RightsChange], cluster: str) -> tuple[list[TopicAcl], list[TopicAcl]]:
-    """(to create, to delete) that undo the recorded ``changes`` made on ``cluster``: a removed grant is
+def give_back(changes: Iterable[RightsChange], side: str) -> tuple[list[TopicAcl], list[TopicAcl]]:
+    """(to create, to delete) that undo the recorded ``changes`` made on ``side``: a removed grant is
     created again, an added DENY deleted, a granted right taken away."""
     create, delete = [], []
     for c in changes:
-        if c.cluster != cluster:
+        if c.side != side:
             continue
         if c.action == REMOVED:
             create.append(c.acl)
@@ -210,9 +210,9 @@ def merged(*groups: Iterable[RightsChange]) -> tuple[RightsChange, ...]:
     return tuple(dict.fromkeys(c for g in groups for c in g))
 
 
-def without(changes: Iterable[RightsChange], cluster: str) -> tuple[RightsChange, ...]:
-    """The recorded changes left once those on ``cluster`` are undone."""
-    return tuple(c for c in changes if c.cluster != cluster)
+def without(changes: Iterable[RightsChange], side: str) -> tuple[RightsChange, ...]:
+    """The recorded changes left once those on ``side`` are undone."""
+    return tuple(c for c in changes if c.side != side)
 
 
 def principal_of(settings: dict[str, Any]) -> str | None:
