@@ -9,7 +9,9 @@ librdkafka producer authenticated as the application principal ``User:app`` (iss
   writes on the target;
 - ``reverse`` takes ``app``'s write on the old source away (recorded in the state record): refused there;
 - the switch back gives it back (``app`` writes on the old source again), ``resume`` takes the switch's
-  grant from the target (refused there again).
+  grant from the target (refused there again);
+- a promotion of a prefix-named mirror turns a PREFIXED source grant into a LITERAL write on the renamed
+  target topic, and nothing broader.
 
 Own secure clusters on ports 17520/27520 (+1 for their controllers)."""
 
@@ -25,11 +27,11 @@ from eosmirror import driver
 from eosmirror.core import writerights as rules
 from eosmirror.core.errors import EXIT_OTHER_WRITERS, EXIT_STEP_NOT_RUN
 from eosmirror.core.mirrorstate import Phase
-from eosmirror.driver import resume, reverse, switchover
+from eosmirror.driver import promote, resume, reverse, switchover
 from eosmirror.driver.writerights import TargetGuardError
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
-from tests.support.security import GROUP, LITERAL, TOPIC, TXN, Op, fresh_mirror, grant, run, secure_pair
+from tests.support.security import GROUP, LITERAL, PREFIXED, TOPIC, TXN, Op, fresh_mirror, grant, run, secure_pair
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -191,3 +193,31 @@ def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeyp
     assert [r.origin for r in state.read_audit(a, back.name, back.progress_group)
             if r.action == rules.AUDIT_ACTION] == ["switch back"]
     print(f"write-rights step timings (s): {timings}")
+
+
+def test_a_promotion_grants_a_prefixed_source_grant_as_literal_writes_on_the_renamed_topics(secure, monkeypatch):
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch, sync_topic_acls=True, replication_policy="prefix",
+                                     source_alias="dc1")
+    renamed = f"dc1.{topic}"
+    grant(secure, mirror_rights(alter_on_target=True))
+    prefixed = AclBinding(ResourceType.TOPIC, name, PREFIXED, "User:app", "*", Op.WRITE, AclPermissionType.ALLOW)
+    source_admin = AdminClient(secure["source"].client_config())    # kept: its futures die with it
+    for future in source_admin.create_acls([prefixed]).values():
+        future.result(30)
+    assert run(m)["status"] == "ok"
+    assert write_as_app(secure, "target", renamed) == "TOPIC_AUTHORIZATION_FAILED"
+
+    promoted = promote.promote(m, source_budget_s=5)
+    assert promoted.exit_code == 0 and promoted.state.phase is Phase.PROMOTED, promoted.as_dict()
+    added = (f"added: principal User:app, host *, operation WRITE, permission ALLOW, resource TOPIC '{renamed}', "
+             f"pattern LITERAL")
+    assert promoted.rights is not None and promoted.rights.lines == [added], promoted.rights
+    print(f"promote: write-rights step {steps(promoted)[rules.GRANT_STEP][1]} s")
+    may_write(secure, "target", renamed)
+    assert app_write_acls(secure, "target", renamed) == [("WRITE", "ALLOW")]
+    # exactly the mirrored topic: no prefixed grant reaches the target, where it would cover other topics
+    target_admin = AdminClient(secure["target"].client_config())
+    found = target_admin.describe_acls(AclBindingFilter(
+        ResourceType.TOPIC, None, PREFIXED, "User:app", None, Op.ANY, AclPermissionType.ANY)).result(30)
+    assert found == []
+    assert [c.acl.topic for c in promoted.state.rights] == [renamed]
