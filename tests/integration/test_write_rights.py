@@ -11,7 +11,9 @@ librdkafka producer authenticated as the application principal ``User:app`` (iss
 - the switch back gives it back (``app`` writes on the old source again), ``resume`` takes the switch's
   grant from the target (refused there again);
 - a promotion of a prefix-named mirror turns a PREFIXED source grant into a LITERAL write on the renamed
-  target topic, and nothing broader.
+  target topic, and nothing broader;
+- on brokers without an authorizer (the default test clusters) the run says every principal can write, and
+  ``target_guard: refuse`` refuses the run (exit 7) before it copies.
 
 Own secure clusters on ports 17520/27520 (+1 for their controllers)."""
 
@@ -31,6 +33,8 @@ from eosmirror.driver import promote, resume, reverse, switchover
 from eosmirror.driver.writerights import TargetGuardError
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
+from tests import helpers
+from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all
 from tests.support.security import GROUP, LITERAL, PREFIXED, TOPIC, TXN, Op, fresh_mirror, grant, run, secure_pair
 from tests.support.waiting import wait_for
 
@@ -118,6 +122,7 @@ def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeyp
     # While mirrored: the application writes the source only; the run lists the planted wildcard grant.
     first = run(m)
     assert first["status"] == "ok" and first["records"] == 20, first
+    print(f"target guard step with ACLs: {first['steps']['target guard']} s")
     assert any(w.startswith(f"User:intruder from host * can write {topic}") and "'*'" in w
                for w in first["writers"]), first["writers"]
     assert not [w for w in first["writers"] if "User:app" in w or "User:mirror" in w], first["writers"]
@@ -221,3 +226,26 @@ def test_a_promotion_grants_a_prefixed_source_grant_as_literal_writes_on_the_ren
         ResourceType.TOPIC, None, PREFIXED, "User:app", None, Op.ANY, AclPermissionType.ANY)).result(30)
     assert found == []
     assert [c.acl.topic for c in promoted.state.rights] == [renamed]
+
+
+def test_without_an_authorizer_a_run_says_everyone_can_write_and_target_guard_refuse_refuses(
+        source_conf, target_conf, unique, tmp_path):
+    topic = create_topic(source_conf, unique("open"))
+    sent = producer(source_conf)
+    sent.produce(topic, b"first")
+    sent.flush(30)
+    m = mirror(unique("m"), [topic])
+    report = helpers.run(m)
+    assert report["status"] == "ok" and report["records"] == 1, report
+    assert len(report["writers"]) == 1 and "has no authorizer: every principal can write" in report["writers"][0]
+    print(f"target guard step without an authorizer: {report['steps']['target guard']} s")
+
+    sent.produce(topic, b"second")
+    sent.flush(30)
+    path = mirrors_file(tmp_path / "mirrors.yaml", [{"name": m.name, "source": {"local": "source"},
+                                                     "target": {"local": "target"}, "topics": list(m.topics),
+                                                     "target_guard": "refuse"}])
+    done = cli("run", m.name, "--config", str(path), "--inprocess", timeout=120)
+    assert done.returncode == EXIT_OTHER_WRITERS, done.stdout + done.stderr
+    assert "target_guard: refuse" in done.stderr and "no authorizer" in done.stderr, done.stderr
+    assert [r.value for r in read_all(target_conf, topic)] == [b"first"]      # refused before it copied

@@ -93,8 +93,37 @@ def list_topic_acls(cluster: Cluster) -> list[aclcopy.TopicAcl]:
                                     ) from None
         raise calls.translate(exc, "list topic ACLs", cluster.label,
                               f"Describe on the {cluster.role} cluster") from None
+    if not bindings and _without_authorizer(cluster):
+        raise NoAuthorizerError(f"{cluster.label}: the brokers have no authorizer (authorizer.class.name is empty)")
     return [aclcopy.TopicAcl(topic=b.name, pattern=b.resource_pattern_type.name, principal=b.principal, host=b.host,
                              operation=b.operation.name, permission=b.permission_type.name) for b in bindings]
+
+
+def broker_settings(cluster: Cluster, names: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Per broker id, the values of the broker configs ``names`` as each broker reports them (DescribeConfigs on
+    every broker: DescribeConfigs on the cluster)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    nodes = calls.wait(cluster.admin.describe_cluster(request_timeout=calls.DEFAULT_TIMEOUT), "describe the cluster",
+                       cluster.label).nodes
+    resources = [ConfigResource(ResourceType.BROKER, str(n.id)) for n in nodes]
+    found = {}
+    for resource, future in cluster.admin.describe_configs(resources, request_timeout=calls.DEFAULT_TIMEOUT).items():
+        configs = calls.wait(future, f"read the brokers' {', '.join(names)}", cluster.label,
+                             f"DescribeConfigs on the {cluster.role} cluster")
+        found[resource.name] = {n: str(configs[n].value or "") for n in names if n in configs}
+    return found
+
+
+def _without_authorizer(cluster: Cluster) -> bool:
+    """The brokers report no ``authorizer.class.name`` (an empty ACL listing is then no permission problem: there
+    is no authorizer, and confluent-kafka 2.x was seen to list [] instead of SECURITY_DISABLED from Kafka 4.3).
+    False when the configs cannot be read (the caller tells an empty listing apart by the cluster permissions)."""
+    try:
+        brokers = broker_settings(cluster, ("authorizer.class.name",))
+    except EosMirrorError:
+        return False
+    return bool(brokers) and not any(b.get("authorizer.class.name") for b in brokers.values())
 
 
 def _bindings(acls: list[aclcopy.TopicAcl]) -> list[Any]:

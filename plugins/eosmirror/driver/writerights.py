@@ -26,7 +26,6 @@ from eosmirror.core.errors import AuthorizationError, EosMirrorError, TargetGuar
 from eosmirror.core.writerights import CANNOT_WRITE_YET, RightsChange
 from eosmirror.driver import acls
 from eosmirror.driver.acls import NoAuthorizerError
-from eosmirror.kafka import calls
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
@@ -240,21 +239,10 @@ def target_writers(target: Cluster, topics: list[str], own: Iterable[str] = ()) 
 
 
 def _allow_everyone(cluster: Cluster) -> list[str]:
-    """The ids of the brokers that report ``allow.everyone.if.no.acl.found=true`` (DescribeConfigs on each
-    broker: DescribeConfigs on the cluster)."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
-    nodes = calls.wait(cluster.admin.describe_cluster(request_timeout=calls.DEFAULT_TIMEOUT), "describe the cluster",
-                       cluster.label).nodes
-    resources = [ConfigResource(ResourceType.BROKER, str(n.id)) for n in nodes]
-    found = []
-    for resource, future in cluster.admin.describe_configs(resources, request_timeout=calls.DEFAULT_TIMEOUT).items():
-        configs = calls.wait(future, "read the brokers' allow.everyone.if.no.acl.found", cluster.label,
-                             f"DescribeConfigs on the {cluster.role} cluster")
-        entry = configs.get("allow.everyone.if.no.acl.found")
-        if entry is not None and str(entry.value).lower() == "true":
-            found.append(resource.name)
-    return found
+    """The ids of the brokers that report ``allow.everyone.if.no.acl.found=true``."""
+    name = "allow.everyone.if.no.acl.found"
+    return sorted(broker for broker, found in acls.broker_settings(cluster, (name,)).items()
+                  if found.get(name, "").lower() == "true")
 
 
 def guard(mirror: Any, target: Cluster, topics: list[str]) -> list[str]:
