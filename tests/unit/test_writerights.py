@@ -1,16 +1,20 @@
 """Write rights move with the role: who can write a topic, what a switch grants, what reverse takes away
-and how it is given back (core/writerights.py, pure)."""
+and how it is given back (core/writerights.py, pure), and how a switch says it could not move them."""
 
 from pathlib import Path
 
 import pytest
 
+from eosmirror import drcommands
 from eosmirror.core import config
 from eosmirror.core import writerights as rules
 from eosmirror.core.aclcopy import TopicAcl
-from eosmirror.core.errors import ConfigError
+from eosmirror.core.errors import AuthorizationError, ConfigError
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.naming import ReplicationPolicy
+from eosmirror.core.transitions import Command
+from eosmirror.driver import switchover
+from eosmirror.driver.transition import Transition
 
 
 def acl(topic, principal, op="WRITE", permission="ALLOW", pattern="LITERAL", host="*"):
@@ -116,3 +120,23 @@ def test_target_guard_defaults_to_report_and_a_bad_value_names_the_field():
     assert _mirror(target_guard="refuse").target_guard == "refuse"
     with pytest.raises(ConfigError, match=r"field `target_guard`.*report, refuse"):
         _mirror(target_guard="block")
+
+
+def test_a_switchover_whose_write_rights_did_not_move_is_no_bare_safe():
+    said: list[str] = []
+    run = Transition(Command.SWITCHOVER, "m", said.append, by="cli:ops")
+    out = switchover.SwitchoverOutcome("m", safe=True, run=run)
+    out.rights.lines.append("present already: principal User:a, host *, operation WRITE, ...")
+    assert out.exit_code == 0 and out.verdict() == switchover.SAFE
+
+    def refused():
+        raise AuthorizationError(f"User:mirror lacks Alter on the target cluster: {rules.CANNOT_WRITE_YET}. add: "
+                                 f"principal User:app, host *, operation WRITE")
+
+    run.step(rules.GRANT_STEP, refused, optional="the switch is recorded without it")
+    assert out.exit_code == 6
+    assert out.verdict().startswith(f"zero loss, but {rules.CANNOT_WRITE_YET}: {rules.GRANT_STEP} DID NOT RUN "
+                                    f"(User:mirror lacks Alter")
+    text = drcommands.text_of(out)
+    assert text[0] == "  write rights: present already: principal User:a, host *, operation WRITE, ..."
+    assert text[1] == out.verdict() and any("step grant write rights on the target: failed" in line for line in text)
