@@ -205,8 +205,8 @@ def _move_rights(mirror: MirrorConfig, source: Cluster, target: Cluster, out: Sw
         run.skip(name, rules.SYNC_OFF)
     elif forward is not None:
         # The forward mirror's state record (on its target: this mirror's source) holds what reverse took away.
-        taken = state.read_mirror_state(source, forward.name, forward.progress_group).rights
-        run.step(name, lambda: rights.give_back(target, taken, rules.OLD_SOURCE), optional=optional)
+        run.step(name, lambda: rights.give_back(target, state.read_mirror_state(
+            source, forward.name, forward.progress_group).rights, rules.OLD_SOURCE), optional=optional)
     elif recorded is not None:
         run.step(name, lambda: rights.regrant(target, recorded), optional=optional)
     else:
