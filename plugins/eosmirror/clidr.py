@@ -45,6 +45,7 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"mirror": mirror.name, "state": current.phase.value, "since_ms": current.since_ms,
                           "by": current.by, "note": current.note, "next": following,
+                          "write_rights": [c.as_dict() for c in current.rights],
                           **({"reverse_mirror": {"mirror": back[0], "state": back[1].phase.value if back[1] else None,
                                                  "since_ms": back[1].since_ms if back[1] else None,
                                                  "note": back[1].note if back[1] else back[2]}} if back else {})},
@@ -58,6 +59,8 @@ def _status(args: argparse.Namespace) -> int:
     if current.phase is Phase.RESUMING:
         print("\n".join(f"  {p.label}: continues at old-source offset {p.progress} (new primary from "
                         f"{p.target_end})" for p in current.points))
+    for change in current.rights:
+        print(f"  write rights: {change.line()}")
     if back:
         print(f"  reverse mirror {back[0]}: " + (
             back[1].describe() + (f" ({back[1].note})" if back[1].note else "")

@@ -29,7 +29,9 @@ LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 TOPIC, GROUP, TXN = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
 
 
-PASSWORDS = {"admin": "admin-" + uuid.uuid4().hex[:8], "mirror": "mirror-" + uuid.uuid4().hex[:8]}
+# ``app``: an application producer (the write rights that move with the switch, test_write_rights.py).
+PASSWORDS = {"admin": "admin-" + uuid.uuid4().hex[:8], "mirror": "mirror-" + uuid.uuid4().hex[:8],
+             "app": "app-" + uuid.uuid4().hex[:8]}
 
 
 Op = AclOperation

@@ -24,6 +24,7 @@ from eosmirror.core.fieldkinds import (
     LOCAL_CLUSTERS,
     NAME_RE,
     POLICIES,
+    TARGET_GUARDS,
     TRUNCATION_POLICIES,
     Choice,
     Dotted,
@@ -132,7 +133,15 @@ class MirrorConfig:
     sync_topic_acls: bool = declare(
         Flag(), "copy the source's LITERAL topic ACLs of mirrored topics to the target topics, downgraded like "
                  "MirrorMaker 2 (ALLOW WRITE dropped, ALLOW ALL becomes READ); needs Describe on the source "
-                 "cluster and Alter on the target cluster, else a warning and the run goes on", False)
+                 "cluster and Alter on the target cluster, else a warning and the run goes on. With it, write "
+                 "rights move with the role: switchover and promote grant on the target the source's WRITE "
+                 "grants of the mirrored topics, reverse takes them from the old source, the switch back and "
+                 "resume give them back (docs/disaster-recovery.md)", False)
+    target_guard: str = declare(
+        Choice(choices=TARGET_GUARDS), "each run lists the principals other than the mirror that can write a "
+                                        "mirrored target topic (topic ACLs, `allow.everyone.if.no.acl.found`, no "
+                                        "authorizer): `report` logs them and puts them in the run report; `refuse` "
+                                        "stops the run before it copies (exit 7)", "report")
     target_replication_factor: int = declare(
         Int(low=-1, high=32), "replication factor of topics the mirror creates; -1 = the broker default", -1)
     transactional_id_prefix: str = declare(Name(), "first part of the slots' transactional ids", "eosmirror")

@@ -10,7 +10,10 @@ Exit codes used by the CLI and the Spark entry point:
   5  `eosmirror promote`: promoted, but source records known to exist were not copied (or a partition's
      source end was never observed): the loss report says which; a promotion is then no success to hide
   6  a disaster-recovery command completed, but a step optional by design did not run (promote's final
-     group sync while the source does not answer): its outcome lists the step and why
+     group sync while the source does not answer; a write-rights step without the right to change ACLs):
+     its outcome lists the step and why
+  7  a run refused by ``target_guard: refuse``: principals other than the mirror can write a mirrored target
+     topic (named with the grant that lets them); nothing was copied
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ EXIT_INCOMPLETE = 3
 EXIT_GROUPS_LEFT = 4
 EXIT_MAY_HAVE_LOST = 5
 EXIT_STEP_NOT_RUN = 6
+EXIT_OTHER_WRITERS = 7
 
 
 class EosMirrorError(Exception):
@@ -50,6 +54,12 @@ class DataLossError(EosMirrorError):
 
 class TargetMismatchError(EosMirrorError):
     """The target topics cannot hold the mirror (too few partitions, re-created, foreign writers)."""
+
+
+class TargetGuardError(TargetMismatchError):
+    """``target_guard: refuse`` and principals other than the mirror can write a mirrored target topic."""
+
+    exit_code = EXIT_OTHER_WRITERS
 
 
 class OversizeRecordError(EosMirrorError):

@@ -20,6 +20,7 @@ ENV_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 POLICIES = ("identity", "prefix")
 DELIVERIES = ("exactly_once", "at_least_once")
 TRUNCATION_POLICIES = ("fail", "skip_to_log_start")
+TARGET_GUARDS = ("report", "refuse")
 LOCAL_CLUSTERS = ("source", "target")
 
 # Airflow's cron presets (airflow.sdk CronMixin maps them before croniter sees them).

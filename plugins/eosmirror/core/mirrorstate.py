@@ -37,6 +37,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from eosmirror.core.writerights import RightsChange
+
 STATE_RECORD_KEY = b"mirror-state"
 FORMAT_VERSION = 1
 
@@ -89,6 +91,9 @@ class MirrorState:
     by: str                                   # who changed it: "cli:<user>" or the Airflow run id
     points: tuple[PartitionPoint, ...] = field(default=())
     note: str = ""
+    # The write-ACL changes a switch made (core/writerights.py), kept from record to record until the
+    # rights are back where they belong (`resume`): what `reverse` removed is put back from here.
+    rights: tuple[RightsChange, ...] = field(default=())
 
     def encode(self) -> bytes:
         data = asdict(self)
@@ -101,7 +106,8 @@ class MirrorState:
         data = json.loads(raw)
         return MirrorState(phase=Phase(data["phase"]), since_ms=int(data["since_ms"]), by=str(data.get("by", "")),
                            points=tuple(PartitionPoint(**p) for p in data.get("points", ())),
-                           note=str(data.get("note", "")))
+                           note=str(data.get("note", "")),
+                           rights=tuple(RightsChange.from_dict(r) for r in data.get("rights", ())))
 
     def describe(self) -> str:
         """``promoted since <UTC> (by <who>)``; a mirror without a record: its phase alone."""

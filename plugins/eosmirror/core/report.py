@@ -30,6 +30,8 @@ def summary(report: RunReport) -> str:
                                                if r.fenced_transactional_ids else "")]
     if r.until:
         lines.append(f"  bounded by until={r.until}")
+    for line in r.writers:
+        lines.append(f"  WRITER (not the mirror) {line}")
     if r.steps:
         lines.append("  " + timing_line(r.steps))
     rows = []

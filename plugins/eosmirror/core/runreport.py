@@ -195,6 +195,7 @@ class RunReport:
     slots: list[SlotResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)
+    writers: list[str] = field(default_factory=list)   # who other than the mirror can write the target topics
 
     @property
     def ok(self) -> bool:
@@ -212,7 +213,9 @@ class RunReport:
         out.update(status=self.status.value, topics=[dataclasses.asdict(t) for t in self.topics],
                    plan=[plan_dict(p) for p in self.plan], slots=[s.to_dict() for s in self.slots],
                    fenced_transactional_ids=list(self.fenced_transactional_ids), errors=list(self.errors),
-                   steps=dict(self.steps))
+                   steps=dict(self.steps), writers=list(self.writers))
+        if not self.writers:
+            del out["writers"]   # only the mirror writes its target topics (and reports before target_guard)
         return out
 
     @classmethod
@@ -224,7 +227,8 @@ class RunReport:
                       topics=[_known(ReportTopic, t) for t in value.get("topics") or []], plan=plan,
                       slots=[SlotResult.from_dict(s) for s in value.get("slots") or []],
                       fenced_transactional_ids=list(value.get("fenced_transactional_ids") or []),
-                      errors=list(value.get("errors") or []), steps=dict(value.get("steps") or {}))
+                      errors=list(value.get("errors") or []), steps=dict(value.get("steps") or {}),
+                      writers=list(value.get("writers") or []))
 
 
 @dataclass

@@ -15,7 +15,11 @@ re-triggered and continues:
      code says so (6, or 5 when records may be lost as well).
   4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
      read of the source's stable ends when it answers within the budget).
-  5. Record ``promoted`` with those points: the promotion record the way back starts from.
+  5. Write rights (with ``sync_topic_acls``; core/writerights.py): grant on the target the source's write
+     grants of the mirrored topics (read from the source when it answered). Optional by design: without
+     the source's ACLs or the right to change the target's, the outcome names the ACLs to add by hand and
+     says "producers cannot write yet" (exit 6).
+  6. Record ``promoted`` with those points and grants: the promotion record the way back starts from.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from eosmirror.core import naming
+from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups, topics
 from eosmirror.driver.transition import Transition, within
+from eosmirror.driver.writerights import Rights
 from eosmirror.kafka import calls, lagstore, offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -50,6 +56,7 @@ class PromotionOutcome:
     run: Transition
     already: bool = False
     recovery_seconds: float | None = None
+    rights: Rights | None = None
 
     @property
     def exit_code(self) -> int:
@@ -75,6 +82,7 @@ class PromotionOutcome:
                                 "observed_end": p.observed_end, "observed_ms": p.observed_ms,
                                 "may_be_lost": p.known_missing} for p in self.loss.points],
                 "groups": self.groups, "steps": self.run.as_list(), "not_run": [s.name for s in self.run.not_run],
+                "write_rights": self.rights.as_dict() if self.rights else None,
                 "recovery_seconds": self.recovery_seconds, "exit_code": self.exit_code,
                 "verdict": self.verdict(), "loss_report": self.loss.lines()}
 
@@ -179,9 +187,30 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         now_ms)) or ([], False)
     note = ("source answered: its ends were read at the promotion" if answered else
             "source did not answer: the ends are the last ones the mirror observed")
-    promoted = run.record(Phase.PROMOTED, points, note)                                         # 5
+    rights = Rights(audit_to=state.auditor(target, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,
+                                           "promote", by))
+    if not mirror.sync_topic_acls:                                                              # 5
+        run.skip(rules.GRANT_STEP, rules.SYNC_OFF)
+    else:
+        run.step(rules.GRANT_STEP, lambda: _grant(mirror, target, points, silent, source_budget_s, rights),
+                 optional=f"the promotion goes on without it: {rules.CANNOT_WRITE_YET}")
+    promoted = run.record(Phase.PROMOTED, points, note, rights.changes)                         # 6
     return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, promoted.since_ms), answered, moved,
-                            run, recovery_seconds=run.elapsed())
+                            run, recovery_seconds=run.elapsed(), rights=rights)
+
+
+def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], silent: str | None, budget_s: float,
+           rights: Rights) -> None:
+    """Step 5: the source's write grants of the promoted topics, on the target (bounded: the source may be gone)."""
+    target_of = {p.source_topic: p.target_topic for p in points}
+    if silent:
+        raise ClusterUnreachableError(
+            f"the source did not answer ({silent}), so its write ACLs are unknown: {rules.CANNOT_WRITE_YET}. Grant "
+            f"each producer principal ALLOW WRITE (host *, pattern LITERAL) on the target topics "
+            f"{', '.join(sorted(set(target_of.values())))}")
+    source = Cluster.resolve("source", mirror.source, mirror.name)
+    within(lambda: rights.grant_on_target(source, target, target_of), budget_s * 3,
+           f"the write rights of {mirror.name}")
 
 
 def _final_group_sync(mirror: MirrorConfig, silent: str | None, budget_s: float) -> dict[str, Any]:

@@ -21,7 +21,13 @@ resume that failed half-way is re-triggered and continues:
      side's offset map and not on the old source), unless the operator accepts leaving them there.
   4. Retire the reverse mirror (state ``retired`` on the old source): its runs are refused, and the next
      `eosmirror reverse <mirror>` after a later promotion prepares it again at that promotion's point.
-  5. Record ``mirroring`` again (since now, by whom, "resumed after the switch back").
+  5. Write rights (with ``sync_topic_acls``; core/writerights.py), from the changes the switch recorded: give
+     back on the old source what `reverse` took away (the switch back did it already: found there), and
+     take from the target the grants the switchover or promotion made (the mirror alone writes it again).
+     Optional by design: without the right to change ACLs the outcome names each change to make by hand
+     (exit 6).
+  6. Record ``mirroring`` again (since now, by whom, "resumed after the switch back"), with the changes
+     still to undo, if any.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from eosmirror.core import migration, transitions
+from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
 from eosmirror.core.migration import PartitionChange, Refusal
@@ -40,6 +47,7 @@ from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver.migrate import Migration, RefusedError
 from eosmirror.driver.transition import Transition
+from eosmirror.driver.writerights import Rights
 from eosmirror.kafka import offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 
@@ -57,8 +65,12 @@ class ResumeOutcome:
     run: Transition
     notes: list[str] = field(default_factory=list)
     recovery_seconds: float | None = None
+    rights: Rights = field(default_factory=Rights)
 
-    exit_code = EXIT_OK
+    @property
+    def exit_code(self) -> int:
+        """6 when a step optional by design (the write rights) did not run."""
+        return self.run.exit_code(EXIT_OK)
 
     def lines(self) -> list[str]:
         moved = {(c.source_topic, c.partition): c for c in self.progress}
@@ -71,6 +83,8 @@ class ResumeOutcome:
                        f"from {c.target_end if c is not None else p.target_end}"
                        + ("" if c is not None else " (already there)"))
         out += [f"  {a}" for a in self.notes]
+        out += [f"  write rights: {line}" for line in self.rights.lines]
+        out += [f"  {s.name} DID NOT RUN: {s.why}" for s in self.run.not_run]
         out.append(f"mirror {self.mirror}: {self.state.phase.value} ({RESUMED_NOTE}); {self.reverse_mirror} retired. "
                    f"Next: `eosmirror run {self.mirror}` (or its DAG eosmirror__{self.mirror}) copies what the old "
                    f"source received since the switch back")
@@ -80,6 +94,8 @@ class ResumeOutcome:
         return {"mirror": self.mirror, "kind": "resume", "reverse_mirror": self.reverse_mirror,
                 "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
                 "steps": self.run.as_list(), "notes": self.notes, "recovery_seconds": self.recovery_seconds,
+                "write_rights": self.rights.as_dict(), "not_run": [s.name for s in self.run.not_run],
+                "exit_code": self.exit_code,
                 "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
                                 "partition": p.partition, "start": p.progress, "target_end": p.target_end}
                                for p in self.points],
@@ -195,7 +211,8 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
         # ``resuming``, with per partition where the forward mirror continues: ``progress`` the old source
         # offset right after the reverse mirror's last copy, ``target_end`` the new primary's end at the
         # switch back (its records below it went back to the old source and never come forward again).
-        current = run.record(Phase.RESUMING, points, f"after the switch back of {back.name} ({back_state.describe()})")
+        current = run.record(Phase.RESUMING, points, f"after the switch back of {back.name} ({back_state.describe()})",
+                             current.rights)
     moved, notes = run.step("move the forward progress", lambda: move_progress(                      # 3
         mirror, back, points, by, window, accept_stray)) or ([], [])
     if back_state.phase is Phase.RETIRED:                                                # 4
@@ -206,8 +223,20 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
             old, back.name, back.transactional_id_prefix, MirrorState(
                 Phase.RETIRED, _now(), by, note=f"retired by `eosmirror resume {mirror.name}`: the forward mirror "
                                                 f"continues after its last copy")))
-    done = run.record(Phase.MIRRORING, note=RESUMED_NOTE)                               # 5
-    return ResumeOutcome(mirror.name, back.name, done, points, moved, run, notes, run.elapsed())
+    rights = Rights(audit_to=state.auditor(new, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,
+                                           "resume", by))
+    left = current.rights                                                                # 5
+    if not mirror.sync_topic_acls:
+        run.skip(rules.GIVE_BACK_STEP, rules.SYNC_OFF)
+        run.skip(rules.TAKE_GRANTS_STEP, rules.SYNC_OFF)
+    else:
+        optional = "resume goes on without it; the outcome names the changes to make by hand"
+        if run.step(rules.GIVE_BACK_STEP, lambda: rights.give_back(old, left, rules.OLD_SOURCE), optional) is not None:
+            left = rules.without(left, rules.OLD_SOURCE)
+        if run.step(rules.TAKE_GRANTS_STEP, lambda: rights.give_back(new, left, rules.NEW_PRIMARY), optional) is not None:
+            left = rules.without(left, rules.NEW_PRIMARY)
+    done = run.record(Phase.MIRRORING, note=RESUMED_NOTE, rights=left)                   # 6
+    return ResumeOutcome(mirror.name, back.name, done, points, moved, run, notes, run.elapsed(), rights)
 
 
 def _ends(new: Cluster, points: tuple[PartitionPoint, ...]) -> dict[tuple[str, int], int]:

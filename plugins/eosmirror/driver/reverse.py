@@ -11,6 +11,12 @@ failed half-way is re-triggered and continues:
      promotion record (a refusal lists every partition still held, each with the command that clears
      it), read their last stable offsets, and record ``reversing`` with them: every later step (and
      a re-run) reads the divergence up to the same ends.
+  2b. Write rights (with ``sync_topic_acls``; core/writerights.py): what to take from the old source so that
+     only the reverse mirror's principal writes the reversed topics is planned and recorded with
+     ``reversing`` (so a re-run, the switch back and `resume` know exactly what was removed), then done:
+     each LITERAL ALLOW WRITE removed, a write through ALLOW ALL, a prefixed or a wildcard grant stopped by
+     a LITERAL DENY WRITE for that principal. Optional by design: without the right to change ACLs the
+     outcome names each change to make by hand (exit 6).
   3. The divergence: per partition, the old source's committed records in [progress, that end).
      ``copy``: one transaction of the transactional id ``<prefix>.<mirror>.diverged`` on the new
      primary writes them to their side topics, after that id fenced any other copier and the side
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from eosmirror.core import divergence, migration, mirrorstate, naming, transitions
+from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.divergence import DivergedPartition, DivergenceReport
 from eosmirror.core.errors import EXIT_OK, ConfigError, EosMirrorError
@@ -41,6 +48,7 @@ from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver.migrate import Migration, RefusedError
 from eosmirror.driver.transition import Transition
+from eosmirror.driver.writerights import Rights
 from eosmirror.kafka import calls, clients, offsets, readers, state
 from eosmirror.kafka.cluster import Cluster
 
@@ -63,11 +71,17 @@ class ReverseOutcome:
     run: Transition
     already: list[str] = field(default_factory=list)
     recovery_seconds: float | None = None
+    rights: Rights = field(default_factory=Rights)
 
-    exit_code = EXIT_OK
+    @property
+    def exit_code(self) -> int:
+        """6 when a step optional by design (the write rights) did not run."""
+        return self.run.exit_code(EXIT_OK)
 
     def lines(self) -> list[str]:
         out = self.divergence.lines()
+        out += [f"  write rights on the old source: {line}" for line in self.rights.lines]
+        out += [f"  {s.name} DID NOT RUN: {s.why}" for s in self.run.not_run]
         out += [f"  reverse mirror {self.reverse_mirror}: {c.source_topic}[{c.partition}] starts at {c.new} (the "
                 f"first offset written on the new primary after the promotion) -> old source end {c.target_end}"
                 for c in self.progress]
@@ -81,7 +95,8 @@ class ReverseOutcome:
         return {"mirror": self.mirror, "kind": "reverse", "reverse_mirror": self.reverse_mirror,
                 "state": self.state.phase.value, "since_ms": self.state.since_ms, "by": self.state.by,
                 "divergence": self.divergence.as_dict(), "steps": self.run.as_list(), "already": self.already,
-                "recovery_seconds": self.recovery_seconds,
+                "recovery_seconds": self.recovery_seconds, "write_rights": self.rights.as_dict(),
+                "not_run": [s.name for s in self.run.not_run], "exit_code": self.exit_code,
                 "progress": [{"topic": c.source_topic, "partition": c.partition, "start": c.new,
                               "old_source_end": c.target_end} for c in self.progress],
                 "report": self.lines()}
@@ -293,10 +308,18 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     old = Cluster.resolve("source", mirror.source, mirror.name)
     run.step("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
     points = run.step("old source ends", lambda: with_old_ends(current.points, old, options.settle_s)) or ()  # 2
-    if mode is Mode.BEGIN or (mode is Mode.CONTINUE and points != current.points):
-        current = run.record(Phase.REVERSING, points, mirrorstate.reverse_note(current))
+    rights = Rights(audit_to=state.auditor(new, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,
+                                           "reverse", by))
+    plan = _plan_takeaway(mirror, old, points, run, rights)                                              # 2b
+    taken = current.rights if mode is Mode.DONE else rules.merged(current.rights, plan.changes() if plan else ())
+    if mode is Mode.BEGIN or (mode is Mode.CONTINUE and (points != current.points or taken != current.rights)):
+        current = run.record(Phase.REVERSING, points, mirrorstate.reverse_note(current), taken)
     else:
         run.skip("record reversing", "recorded before with these ends")
+    if plan is not None:
+        run.step(rules.TAKE_STEP, lambda: rights.take_from_old_source(old, taken, plan.left), optional=(
+            "the reverse goes on without it: others can still write the reversed topics on the old source (the "
+            "reverse mirror's runs list them: target_guard)"))
     found, ranges = run.step("read the divergence", lambda: read_divergence(mirror, old, points)) or ({}, {})   # 3
     copied = 0
     if options.mode == "copy":
@@ -311,5 +334,17 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     if mode is Mode.DONE:
         run.skip("record reversed", f"reversed already ({current.describe()})")
     else:
-        current = run.record(Phase.REVERSED, points, mirrorstate.reverse_note(current, note))
-    return ReverseOutcome(mirror.name, back.name, current, report, fresh, run, already, run.elapsed())
+        current = run.record(Phase.REVERSED, points, mirrorstate.reverse_note(current, note), current.rights)
+    return ReverseOutcome(mirror.name, back.name, current, report, fresh, run, already, run.elapsed(), rights)
+
+
+def _plan_takeaway(mirror: MirrorConfig, old: Cluster, points: tuple[PartitionPoint, ...], run: Transition,
+                   rights: Rights) -> rules.Takeaway | None:
+    """Step 2b's plan (read only): None when ACL sync is off or the plan could not be made (the outcome says)."""
+    if not mirror.sync_topic_acls:
+        run.skip(rules.TAKE_STEP, rules.SYNC_OFF)
+        return None
+    topics = sorted({p.source_topic for p in points})
+    return run.step(f"plan: {rules.TAKE_STEP}", lambda: rights.plan_takeaway(old, topics), optional=(
+        "the reverse goes on without it: nothing was taken from the old source, and others can still write its "
+        "reversed topics"))

@@ -20,7 +20,7 @@ from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import SlotPlan
 from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
-from eosmirror.driver import observe, permissions, topics
+from eosmirror.driver import observe, permissions, topics, writerights
 from eosmirror.kafka import clients, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.slot.copier import run_slot
@@ -54,6 +54,7 @@ class Planned:
     slots: list[SlotPlan]
     started: float
     started_at: str
+    writers: list[str] = field(default_factory=list)   # who else can write the target topics (target_guard)
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Prepared:
     started: float
     started_at: str
     steps: StepTimes = field(default_factory=StepTimes)
+    writers: list[str] = field(default_factory=list)
 
 
 class MirrorRun:
@@ -114,6 +116,8 @@ class MirrorRun:
         """Everything before the slots start, in this order (nothing is written before step 3):
 
         1. Resolve: both clusters answer, the mirrored topics, one description of the target, ACLs.
+        1b. Target guard: who other than the mirror can write the target topics (``target_guard``: report
+           them, or refuse the run).
         2. Observe and plan: source offsets, committed progress (or its recovery from the offset
            syncs), the bounded range and slot of every partition. Everything that can refuse the
            run (truncation, re-created topics, lost progress) is checked here.
@@ -129,12 +133,15 @@ class MirrorRun:
         started, started_at = time.monotonic(), dt.datetime.now(dt.timezone.utc).isoformat()
         with steps.step("resolve"):
             pairs, existing = self.resolve()                                                          # 1
+        with steps.step("target guard"):                                                              # 1b
+            writers = writerights.guard(m, self.target, [p.target for p in pairs])
         target_ids = {name: state.topic_id for name, state in existing.items()}
         with steps.step("observe and plan"):                                                          # 2
             observations = observe.observe(m, pairs, self.source, self.target, target_ids, until=opts.until)
             slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
                                       on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
-        return Planned(pairs=pairs, existing=existing, slots=slots, started=started, started_at=started_at)
+        return Planned(pairs=pairs, existing=existing, slots=slots, started=started, started_at=started_at,
+                       writers=writers)
 
     def complete(self, planned: Planned, plan_only: bool = False) -> Prepared:
         """Steps 3 and 4 of ``prepare`` after ``planned`` (this run's steps 1 and 2): a run that found
@@ -157,7 +164,7 @@ class MirrorRun:
         return Prepared(mirror=m, options=opts, pairs=pairs, slots=planned.slots, generation=number,
                         generation_changed=changed, fenced=fenced, topic_sync=report.summary(), limits=limits,
                         target_topic_ids=target_ids, started=planned.started, started_at=planned.started_at,
-                        steps=steps)
+                        steps=steps, writers=planned.writers)
 
     def _generation(self, writes: bool) -> tuple[int, bool, list[str]]:
         """(generation number, whether it changes, transactional ids fenced). exactly_once only: the
@@ -256,7 +263,7 @@ def build_report(prepared: Prepared, results: list[SlotResult], source_label: st
         mb_per_second=round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
         plan=[p for s in prepared.slots for p in s.partitions], slots=results,
         errors=[f"slot {r.slot}: {r.error}" for r in results if r.error],
-        steps=prepared.steps.as_dict())
+        steps=prepared.steps.as_dict(), writers=list(prepared.writers))
 
 
 def run_in_process(tasks: list[SlotTask]) -> list[SlotResult]:

@@ -17,8 +17,14 @@ step and every partition that stopped it:
      the fence (a producer that was not stopped shows here, named by its partitions).
   6. Group sync, failover direction (when the mirror has ``groups``), and its table.
   7. Verify record by record (``driver/verify.py``).
-  8. Record ``switched-over`` with the points; "zero loss: safe to switch" and the time from the
-     command's start (the recovery time, measured).
+  8. Write rights (with ``sync_topic_acls``; core/writerights.py): a forward mirror grants on the target
+     the source's write grants of the mirrored topics; the switch back (a reverse mirror's switchover)
+     gives back on the old source what `reverse` took away (from the forward mirror's state record).
+     Optional by design: without the right to change ACLs the switch is recorded all the same, the verdict
+     says "producers cannot write yet" with every ACL to change by hand, and the exit code is 6. A
+     switchover done before runs this step again (its grants are recorded): it grants what is missing.
+  9. Record ``switched-over`` with the points and the grants; "zero loss: safe to switch" and the time
+     from the command's start (the recovery time, measured).
 No dead end: a switchover stopped after step 2 is continued (the same command: steps 1 and 3-8 again)
 or cancelled (``cancel``: back to ``mirroring``, the next runs continue from the committed progress).
 A completed switchover's way back is `eosmirror reverse` (from the switchover point), as a promotion's.
@@ -32,18 +38,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core.config import MirrorConfig
+from eosmirror.core import writerights as rules
+from eosmirror.core.config import MirrorConfig, ReverseMirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.runreport import RunFailure, RunReport, RunStatus
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups, topics, verify
 from eosmirror.driver.transition import Transition
+from eosmirror.driver.writerights import Rights
 from eosmirror.kafka import offsets, progress, state
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 SAFE = "zero loss: safe to switch"
+RIGHTS_OPTIONAL = ("the switch is recorded without it; once the mirror may change ACLs, `eosmirror switchover "
+                   "<mirror>` again makes the changes still missing")
 
 
 @dataclass(frozen=True)
@@ -74,10 +84,12 @@ class SwitchoverOutcome:
     points: list[PartitionPoint] = field(default_factory=list)
     final_run: RunReport | RunFailure | None = None
     state: str = Phase.MIRRORING.value        # the mirror's phase when the command ended
+    rights: Rights = field(default_factory=Rights)
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.safe else EXIT_FAILED
+        """0 only when every step ran: a write-rights step that did not run is 6 ("producers cannot write yet")."""
+        return self.run.exit_code(EXIT_OK if self.safe else EXIT_FAILED)
 
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "switchover", "safe": self.safe, "verdict": self.verdict(),
@@ -85,11 +97,15 @@ class SwitchoverOutcome:
                 "steps": self.run.as_list(), "recovery_seconds": self.recovery_seconds, "groups": self.groups,
                 "verify": self.verify_summary, "already_switched_over": self.already,
                 "final_run": self.final_run.to_dict() if self.final_run else None,
+                "write_rights": self.rights.as_dict(), "not_run": [x.name for x in self.run.not_run],
                 "partitions": [{"source_topic": p.source_topic, "target_topic": p.target_topic,
                                 "partition": p.partition, "target_end": p.target_end, "progress": p.progress,
                                 "source_end": p.observed_end} for p in self.points]}
 
     def verdict(self) -> str:
+        if self.safe and self.run.not_run:
+            return f"zero loss, but {rules.CANNOT_WRITE_YET}: " + "; ".join(
+                f"{s.name} DID NOT RUN ({s.why})" for s in self.run.not_run)
         if self.safe:
             return SAFE
         said = f"NOT safe to switch: stopped at {self.stopped_at}" + (
@@ -140,10 +156,13 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     run = Transition(Command.SWITCHOVER, mirror.name, say, started=started, by=by,
                      record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
     out = SwitchoverOutcome(mirror.name, safe=False, run=run)
+    out.rights.audit_to = state.auditor(target, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,
+                                        "switch back" if isinstance(mirror, ReverseMirrorConfig) else "switchover", by)
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     out.state = current.phase.value
     if run.check(current) is Mode.DONE:
         out.safe, out.already, out.points = True, True, list(current.points)
+        _move_rights(mirror, source, target, out, current.rights)
         return out
     pairs = topics.resolve(mirror, source)
     source_tps = [(p.source, k) for p in pairs for k in range(p.partitions)]
@@ -167,10 +186,31 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     stopped = _prove(mirror, source, target, source_tps, {p.source: p.target for p in pairs}, out)   # 4-7
     if stopped is not None:
         return stopped
-    run.record(Phase.SWITCHED_OVER, out.points, SAFE)                                            # 8
+    _move_rights(mirror, source, target, out, None, {p.source: p.target for p in pairs})         # 8
+    run.record(Phase.SWITCHED_OVER, out.points, SAFE, out.rights.changes)                        # 9
     out.safe, out.state, out.recovery_seconds = True, Phase.SWITCHED_OVER.value, run.elapsed()
-    say(f"switchover {mirror.name}: {SAFE} ({out.recovery_seconds:.1f} s from the command's start)")
+    say(f"switchover {mirror.name}: {out.verdict()} ({out.recovery_seconds:.1f} s from the command's start)")
     return out
+
+
+def _move_rights(mirror: MirrorConfig, source: Cluster, target: Cluster, out: SwitchoverOutcome,
+                 recorded: tuple[rules.RightsChange, ...] | None, target_of: dict[str, str] | None = None) -> None:
+    """Step 8: a forward mirror grants on the target (again from ``recorded`` when done before); the switch
+    back gives back on the old source what `reverse` of the forward mirror took away."""
+    run, rights = out.run, out.rights
+    forward = mirror.forward if isinstance(mirror, ReverseMirrorConfig) else None
+    name = rules.GIVE_BACK_STEP if forward is not None else rules.GRANT_STEP
+    optional = RIGHTS_OPTIONAL.replace("<mirror>", mirror.name)
+    if not mirror.sync_topic_acls:
+        run.skip(name, rules.SYNC_OFF)
+    elif forward is not None:
+        # The forward mirror's state record (on its target: this mirror's source) holds what reverse took away.
+        run.step(name, lambda: rights.give_back(target, state.read_mirror_state(
+            source, forward.name, forward.progress_group).rights, rules.OLD_SOURCE), optional=optional)
+    elif recorded is not None:
+        run.step(name, lambda: rights.regrant(target, recorded), optional=optional)
+    else:
+        run.step(name, lambda: rights.grant_on_target(source, target, target_of or {}), optional=optional)
 
 
 CANCELLED = "switchover cancelled: mirroring again"

@@ -33,6 +33,7 @@ from eosmirror.core import transitions
 from eosmirror.core.errors import EXIT_STEP_NOT_RUN, EosMirrorError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
+from eosmirror.core.writerights import RightsChange
 from eosmirror.kafka import calls
 
 log = logging.getLogger(__name__)
@@ -107,14 +108,16 @@ class Transition:
             raise EosMirrorError(f"{self._what}: injected fault after the step {name!r} ({FAULT_ENV})")
         return value
 
-    def record(self, phase: Phase, points: Iterable[PartitionPoint] = (), note: str = "") -> MirrorState:
+    def record(self, phase: Phase, points: Iterable[PartitionPoint] = (), note: str = "",
+               rights: Iterable[RightsChange] = ()) -> MirrorState:
         """Record ``phase`` as the step ``record <phase>``: the state since now, by whom, its points in
-        partition order and a note. Returns the record written."""
+        partition order, a note and the write-ACL changes the switch made and has not undone yet
+        (``core/writerights.py``). Returns the record written."""
         if self.record_to is None:
             raise EosMirrorError(f"{self._what}: no state writer to record {phase.value} with")
         write = self.record_to
         written = MirrorState(phase, int(time.time() * 1000), self.by,
-                              tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))), note)
+                              tuple(sorted(points, key=lambda p: (p.target_topic, p.partition))), note, tuple(rights))
         self.step(f"record {phase.value}", lambda: write(written))
         return written
 

@@ -86,6 +86,18 @@ def write_mirror_state(target: Cluster, mirror: str, prefix: str, new: MirrorSta
     log.info("mirror %s: state %s", mirror, new.describe())
 
 
+def auditor(target: Cluster, mirror: str, prefix: str, action: str, origin: str, who: str) -> Callable[[str], None]:
+    """A writer of audit records ``action`` (from ``origin``, by ``who``) with a note, on ``mirror``'s state topic."""
+    def write(note: str) -> None:
+        record = AuditRecord(action=action, mirror=mirror, origin=origin, who=who, at_ms=int(time.time() * 1000),
+                             note=note)
+        planner = _planner(target, mirror, prefix)
+        _write_state(planner, target, mirror, record.key(uuid.uuid4().hex[:12]), record.encode(),
+                     f"record the audit record {action}")
+        planner.flush(5)
+    return write
+
+
 def read_audit(target: Cluster, mirror: str, group: str) -> list[Any]:
     """The mirror's audit records (migrations and resets, ``core/migration.py``), oldest first."""
 
