@@ -25,6 +25,7 @@ PARTITIONS = 4
 SLOTS = 2
 VALUE_BYTES = 1000
 KEY_BYTES = 16
+MAX_MESSAGE_BYTES = 262_144   # per slot the cap's share (500,000) carries one such record a second
 GOAL_PCT = 5.0
 
 
@@ -32,15 +33,23 @@ def _seed(conf: dict[str, Any], topic: str, records: int) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient(conf).create_topics([NewTopic(topic, PARTITIONS, 1, config={"max.message.bytes": "262144"})]
-                                    )[topic].result(30)
-    p = Producer({**conf, "enable.idempotence": True, "linger.ms": 20})
+    admin = AdminClient(conf)   # held until the topic exists: a collected admin client cancels its futures
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1, config={"max.message.bytes": str(MAX_MESSAGE_BYTES)})]
+                        )[topic].result(30)
+    # Batches below the topic's max.message.bytes, or the broker refuses them.
+    p = Producer({**conf, "enable.idempotence": True, "linger.ms": 20, "batch.size": MAX_MESSAGE_BYTES // 2})
     value = b"v" * VALUE_BYTES
     for n in range(records):
-        p.produce(topic, key=f"{n:016d}".encode(), value=value, partition=n % PARTITIONS)
+        while True:
+            try:
+                p.produce(topic, key=f"{n:016d}".encode(), value=value, partition=n % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.1)   # the producer's queue is full: let it send
         if n % 10_000 == 0:
             p.poll(0)
-    p.flush(120)
+    if p.flush(120):
+        raise RuntimeError(f"seeding {topic}: records not acknowledged in 120 s")
 
 
 def _count(conf: dict[str, Any], topic: str) -> tuple[int, int]:

@@ -41,9 +41,12 @@ class EndSampler:
         try:
             while not self._stop.is_set():
                 try:
+                    # Stamped at the middle of its reads: a thread that waited for the CPU (or the GIL) before
+                    # or after them would otherwise shift the sample by that wait.
+                    before = time.monotonic()
                     ends = [consumer.get_watermark_offsets(TopicPartition(self.topic, k), timeout=5, cached=False)[1]
                             for k in range(self.partitions)]
-                    self.samples.append((time.monotonic(), sum(ends)))
+                    self.samples.append(((before + time.monotonic()) / 2, sum(ends)))
                 except KafkaException as exc:   # the target topic does not exist yet: the run creates it
                     self.errors.append(str(exc))
                 self._stop.wait(self.every)     # the sampling period, not a wait for a condition
