@@ -7,16 +7,20 @@ figure, `python -m eosmirror_tools.bench --only cap`), the copy does not starve 
 read_committed consumers see exactly the source's records, once each. Transactions of 4 s cannot finish a
 slot's range at its 100 KB/s share: the slots commit smaller transactions and the report counts them, each
 well inside transaction.timeout.ms. A cap whose share cannot carry the largest record a topic allows is
-refused before anything is fenced or copied.
+refused before anything is fenced or copied. A follow run holds the cap too while the source writes faster
+than it, and the next run takes over exactly once.
 """
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from eosmirror.core.errors import ConfigError
 from eosmirror_tools.bench.caprate import EndSampler, active, windows
 from tests.helpers import create_topic, mirror, producer, progress_of, read_all, run, values
+from tests.support.waiting import in_seconds
 
 pytestmark = pytest.mark.integration
 
@@ -86,3 +90,50 @@ def test_a_cap_whose_share_cannot_carry_the_largest_record_is_refused_before_any
     assert refused.value.exit_code == 2 and "field `max_bytes_per_second`" in text and topic in text
     assert read_all(target_conf, topic, 0) == []
     assert all(p is None for p in progress_of(target_conf, m, topic, PARTITIONS).values())
+
+
+def produce_paced(conf, topic: str, stop: threading.Event, per_tick: int) -> int:
+    """1 KB records, ``per_tick`` every 0.1 s over the partitions, until ``stop``; returns how many."""
+    p = producer(conf, **{"enable.idempotence": True, "batch.size": 32768})
+    sent = 0
+    while not stop.is_set():
+        for _ in range(per_tick):
+            p.produce(topic, key=f"k{sent:07d}".encode(), value=f"{sent}-".encode().ljust(VALUE, b"x"),
+                      partition=sent % PARTITIONS)
+            sent += 1
+        p.poll(0)
+        stop.wait(0.1)   # pacing, not a wait for a condition: about 300 KB/s, faster than the cap
+    assert p.flush(30) == 0
+    return sent
+
+
+def test_a_capped_follow_run_holds_the_cap_while_the_source_writes_faster_and_hands_over_exactly_once(
+        source_conf, target_conf, unique):
+    topic = create_topic(source_conf, unique("capfollow"), partitions=PARTITIONS, max_message_bytes="65536")
+    m = mirror(unique("m"), [topic], slots=2, max_bytes_per_second=CAP, follow=True, max_transaction_seconds=1,
+               follow_max_seconds=60)
+    stop = threading.Event()
+    production = threading.Thread(target=lambda: sent.append(produce_paced(source_conf, topic, stop, 30)))
+    sent: list[int] = []
+    production.start()
+    try:
+        with EndSampler(target_conf, topic, PARTITIONS) as sampler:
+            following = run(m, until=in_seconds(0), follow_until=in_seconds(12))
+    finally:
+        stop.set()
+        production.join(60)
+    assert following["status"] == "ok" and {s["status"] for s in following["slots"]} == {"follow-bound"}, \
+        following["slots"]
+    samples = [s for s in sampler.samples if s[1] > 0]
+    five = windows(samples, 5.0, KEY + VALUE)
+    assert len(five) >= 10, f"too few 5 s windows while following: {samples}"
+    worst = max(rate for _, rate in five)
+    assert worst <= CAP * 1.10, f"a 5 s window carried {worst:,.0f} bytes/s while following, cap {CAP:,}: {five}"
+    behind = sum(len(read_all(source_conf, topic, k)) for k in range(PARTITIONS)) - following["records"]
+    assert behind > 0, "the source wrote no faster than the cap: nothing showed the cap holding"
+
+    rest = run(m)   # the next run starts at the committed progress and copies the backlog (at the cap)
+    assert rest["status"] == "ok" and following["records"] + rest["records"] == sent[0]
+    for k in range(PARTITIONS):
+        source, target = values(read_all(source_conf, topic, k)), values(read_all(target_conf, topic, k))
+        assert len(target) == len(set(target)) and target == source, f"partition {k}: not exactly once"
