@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from eosmirror.core.errors import ConfigError
-from eosmirror_tools.bench.caprate import EndSampler, active, windows
+from eosmirror_tools.kit.caprate import EndSampler, active, windows
 from tests.helpers import create_topic, mirror, producer, progress_of, read_all, run, values
 from tests.support.waiting import in_seconds
 

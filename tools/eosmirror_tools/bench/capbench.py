@@ -1,7 +1,7 @@
 """``--only cap``: a mirror's bandwidth cap held for 60 s, measured from outside (issue #52 item 3).
 
 A 2-slot mirror capped at ``CAP`` bytes/s copies 75 s worth of 1 KB records from 4 partitions (the run
-in this process, the slots in threads: the same SlotCopier a Spark task runs). ``caprate.EndSampler``
+in this process, the slots in threads: the same SlotCopier a Spark task runs). ``kit.caprate.EndSampler``
 reads the target's high watermarks five times a second with its own consumer. The figure: the rate
 over the 60 s that start 5 s after the first record arrived (the goal: within +-5 % of the cap), the
 worst 5 s window, the slowest and fastest second. Verified when read_committed consumers on the target
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.bench.caprate import EndSampler, active, windows
+from eosmirror_tools.kit.caprate import EndSampler, active, windows
 
 CAP = 1_000_000          # bytes per second
 HOLD = 60.0              # seconds the figure spans
