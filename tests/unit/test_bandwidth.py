@@ -305,3 +305,17 @@ def test_eosmirror_lag_and_the_page_show_a_cap_limited_mirror():
     assert "id='cap' data-limiting='true'" in page and "(cap-limited)" in lagrender.overview([status], now)
     text, _ = lagrender.metrics([status], now)
     assert b'eosmirror_cap_limited{mirror="m"} 1.0' in text
+
+
+def test_a_lag_sample_decodes_run_outcomes_with_keys_it_does_not_know_or_lacks():
+    import json
+
+    from eosmirror.core.lag import MirrorSample
+
+    run = RunOutcome(run_id="r", status="ok", finished_ms=5, copied_bytes=10, cap_bytes_per_second=100.0)
+    raw = json.loads(MirrorSample("m", 1, (), last_run=run).encode())
+    assert MirrorSample.decode(json.dumps(raw).encode()).last_run == run
+    raw["run"]["from_a_later_release"] = 1
+    for key in ("copied_bytes", "rate_bytes_per_second", "cap_bytes_per_second"):   # a sample from before the cap
+        del raw["run"][key]
+    assert MirrorSample.decode(json.dumps(raw).encode()).last_run == RunOutcome(run_id="r", status="ok", finished_ms=5)

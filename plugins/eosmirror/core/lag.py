@@ -73,7 +73,12 @@ class RunOutcome:
 
     @classmethod
     def decode(cls, raw: bytes) -> "RunOutcome":
-        value = json.loads(raw)
+        return cls.from_value(json.loads(raw))
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> "RunOutcome":
+        """From its JSON object: keys it does not know are ignored, keys it lacks take their defaults
+        (outcomes and samples of releases before or after this one)."""
         return cls(run_id=str(value["run_id"]), status=str(value["status"]), finished_ms=int(value["finished_ms"]),
                    records=int(value.get("records", 0)), seconds=float(value.get("seconds", 0.0)),
                    error=value.get("error"), transactions=int(value.get("transactions", 0)),
@@ -162,7 +167,7 @@ class MirrorSample:
         value = json.loads(raw)
         run = value.get("run")
         return cls(mirror=value["m"], time_ms=int(value["t"]), last_success_ms=value.get("ok"),
-                   last_run=RunOutcome(**run) if run else None,
+                   last_run=RunOutcome.from_value(run) if run else None,
                    partitions=tuple(PartitionSample(*row) for row in value["p"]))
 
 
