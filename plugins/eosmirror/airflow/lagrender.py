@@ -46,7 +46,7 @@ def overview(statuses: list[MirrorStatus], now_ms: int) -> str:
             f"<td>{badge(s.status)}</td><td class='record-lag'>{s.record_lag}</td>"
             f"<td class='time-lag'>{s.time_lag_seconds:.1f} s</td><td>{escape(lagview.last_run_text(s, now_ms))}</td>"
             f"<td>{escape(lagview.ago(s.last_commit_ms, now_ms))}</td><td>{_slo_cell(s)}</td>"
-            f"<td class='reason'>{escape(s.reason)}</td></tr>")
+            f"<td class='reason'>{escape(s.reason)}{' (cap-limited)' if s.cap and s.cap.limiting else ''}</td></tr>")
     table = ("<table id='mirrors'><tr><th>mirror</th><th>status</th><th>record lag</th><th>time lag</th>"
              "<th>last run</th><th>last commit</th><th>SLO</th><th></th></tr>" + "".join(rows) + "</table>")
     note = (f"<p class='reason'>At {lagview.iso(now_ms)}. Record lag: offsets still to copy (last stable offset - "
@@ -126,6 +126,8 @@ def mirror_page(status: MirrorStatus, samples: list[MirrorSample], window: str, 
             f"<b>{status.time_lag_seconds:.1f} s</b>, SLO {_slo_cell(status)}, last run "
             f"{escape(lagview.last_run_detail(status, now_ms))}. <span class='reason'>{escape(status.reason)}</span></p>"
             + "".join(f"<p class='breach'>{escape(a)}</p>" for a in status.alerts())
+            + (f"<p id='cap' data-limiting='{str(status.cap.limiting).lower()}'>{escape(lagview.cap_text(status))}</p>"
+               if status.cap is not None else "")
             + chart([s for s in samples if s.time_ms >= since], since, now_ms)
             + recovery_table(status, samples, now_ms)
             + "<h2>Partitions</h2><table id='partitions'><tr><th>partition</th><th>status</th><th>high watermark</th>"
@@ -167,11 +169,15 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
                        "last stable offsets (mirrors with a groups section)", ["mirror", "group"], registry=registry),
         "breach": Gauge("eosmirror_mirror_slo_breached", "1 when a partition's time lag exceeds max_lag_seconds",
                         ["mirror"], registry=registry),
+        "cap": Gauge("eosmirror_cap_limited", "1 when the bandwidth cap, not the source, limits the mirror "
+                     "(mirrors with max_bytes_per_second)", ["mirror"], registry=registry),
     }
     for s in statuses:
         for status in (*SEVERITY, *(() if s.status in SEVERITY else (s.status,))):   # or its DR state
             g["mirror"].labels(s.mirror, status).set(1 if s.status == status else 0)
         g["breach"].labels(s.mirror).set(1 if s.breached else 0)
+        if s.cap is not None:
+            g["cap"].labels(s.mirror).set(1 if s.cap.limiting else 0)
         for group in s.groups:
             g["group"].labels(s.mirror, group.group).set(group.record_lag)
         for p in s.partitions:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from eosmirror.core import clientrules, naming
+from eosmirror.core import bandwidth, clientrules, naming
 from eosmirror.core.errors import ConfigError
 from eosmirror.core.fieldkinds import (
     CRON_PRESETS,
@@ -96,6 +96,21 @@ class MirrorConfig:
     max_bytes_per_slot: int | None = declare(
         Int(low=1024, high=10**15, optional=True),
         "per-run bound; a slot stops after the batch that crosses it; null = none", None)
+    max_bytes_per_second: int | None = declare(
+        Int(low=bandwidth.MIN_BYTES_PER_SECOND, high=10**12, optional=True),
+        "bandwidth cap of the mirror: bytes of records (key + value + headers) per second, split evenly over "
+        "the slots that hold partitions; each slot's share must carry the largest record its topics allow "
+        "(`max.message.bytes`) once a second, and at most 1 GB/s; held over every transaction, never past "
+        "`max_transaction_seconds` (docs/real-clusters.md); null = none", None)
+    catch_up_bytes_per_second: int | None = declare(
+        Int(low=bandwidth.MIN_BYTES_PER_SECOND, high=10**12, optional=True),
+        "the cap while the mirror is far behind (a slot's newest copied record is older than "
+        "`catch_up_lag_seconds`), instead of `max_bytes_per_second`, so that a catch-up does not flood "
+        "either cluster; null = `max_bytes_per_second` throughout", None)
+    catch_up_lag_seconds: float = declare(
+        Seconds(low=1.0, high=30 * 86400.0),
+        "far behind: the newest record of a slot's last batch is older than this (its time lag); the "
+        "slot copies at `catch_up_bytes_per_second` until a batch's newest record is younger", 300.0)
     max_transaction_seconds: float = declare(
         Seconds(low=0.1, high=300.0), "a transaction is committed after this long (below 1 s only for "
                                       "`follow` mirrors); `transaction.timeout.ms` = 2× + 30 s", 30.0)
@@ -169,13 +184,24 @@ class MirrorConfig:
     lag: LagSettings = declare(Section(cls=LagSettings), "lag sampling and history", LagSettings())
 
     def with_bounds(self, max_records_per_partition: int | None = None,
-                    max_bytes_per_slot: int | None = None) -> "MirrorConfig":
-        """This mirror with per-run bounds overridden (None keeps the configured one)."""
-        return replace(
+                    max_bytes_per_slot: int | None = None, max_bytes_per_second: int | None = None) -> "MirrorConfig":
+        """This mirror with per-run bounds overridden (None keeps the configured one); an overriding cap is
+        checked like the field (ConfigError naming it)."""
+        bounded = replace(
             self,
             max_records_per_partition=(max_records_per_partition if max_records_per_partition is not None
                                        else self.max_records_per_partition),
             max_bytes_per_slot=max_bytes_per_slot if max_bytes_per_slot is not None else self.max_bytes_per_slot)
+        if max_bytes_per_second is None:
+            return bounded
+        try:
+            kind = next(f.metadata["kind"] for f in dataclasses.fields(MirrorConfig) if f.name == "max_bytes_per_second")
+            bounded = replace(bounded, max_bytes_per_second=kind.parse(max_bytes_per_second))
+            check_cross_field_rules(bounded)
+        except Invalid as exc:
+            raise ConfigError(f"mirror {self.name!r}: --max-bytes-per-second (field `max_bytes_per_second`): "
+                              f"{exc.problem}") from None
+        return bounded
 
     def reverse(self) -> "MirrorConfig":
         """The generated reverse mirror (target -> old source) used on the way back after a promotion
@@ -258,6 +284,13 @@ def check_cross_field_rules(mirror: MirrorConfig) -> None:
         raise Invalid(f"{mirror.max_transaction_seconds} is below 1 s, which only `follow: true` mirrors may use "
                       f"(a bounded run gains nothing from shorter transactions); expected a number of seconds "
                       f"from 1.0 to 300.0, or set `follow: true`", "max_transaction_seconds")
+    for name in ("max_bytes_per_second", "catch_up_bytes_per_second"):
+        rate = getattr(mirror, name)
+        if rate is not None and rate / mirror.slots > bandwidth.SLOT_CEILING_BYTES_PER_SECOND:
+            raise Invalid(f"{rate} is {rate / mirror.slots:,.0f} bytes/s for each of the {mirror.slots} slot(s), more "
+                          f"than one slot can carry ({bandwidth.SLOT_CEILING_BYTES_PER_SECOND:,} bytes/s: one "
+                          f"process, one producer), so it would never hold anything back; expected bytes per second "
+                          f"such as 50000000 (50 MB/s), or more slots", name)
     if mirror.follow and mirror.delivery != "exactly_once":
         raise Invalid("`follow: true` needs `delivery: exactly_once`: the next run takes over by fencing the "
                       "slots' transactional ids, which at_least_once has none of", "follow")

@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from eosmirror.core import bandwidth
 from eosmirror.core.config import CRON_PRESETS
 from eosmirror.core.runreport import Report, RunFailure
 
@@ -60,18 +61,32 @@ class RunOutcome:
     transactions: int = 0                   # committed transactions of every slot
     mean_transaction_seconds: float = 0.0   # begin to commit, averaged over them
     max_transaction_seconds: float = 0.0    # the longest one (compare with max_transaction_seconds)
+    copied_bytes: int = 0                   # key + value + headers of the records copied
+    # The bandwidth cap (core/bandwidth.py): the rate the slots that copied measured inside their
+    # transactions (sum of each slot's bytes / transaction seconds) and the cap in force for those slots
+    # (the sum of their shares; a slot that copied mostly at the catch-up rate counts that). None: uncapped.
+    rate_bytes_per_second: float = 0.0
+    cap_bytes_per_second: float | None = None
 
     def encode(self) -> bytes:
         return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, raw: bytes) -> "RunOutcome":
-        value = json.loads(raw)
+        return cls.from_value(json.loads(raw))
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> "RunOutcome":
+        """From its JSON object: keys it does not know are ignored, keys it lacks take their defaults
+        (outcomes and samples of releases before or after this one)."""
         return cls(run_id=str(value["run_id"]), status=str(value["status"]), finished_ms=int(value["finished_ms"]),
                    records=int(value.get("records", 0)), seconds=float(value.get("seconds", 0.0)),
                    error=value.get("error"), transactions=int(value.get("transactions", 0)),
                    mean_transaction_seconds=float(value.get("mean_transaction_seconds", 0.0)),
-                   max_transaction_seconds=float(value.get("max_transaction_seconds", 0.0)))
+                   max_transaction_seconds=float(value.get("max_transaction_seconds", 0.0)),
+                   copied_bytes=int(value.get("copied_bytes", 0)),
+                   rate_bytes_per_second=float(value.get("rate_bytes_per_second", 0.0)),
+                   cap_bytes_per_second=value.get("cap_bytes_per_second"))
 
     @classmethod
     def of_result(cls, result: Report, finished_ms: int) -> "RunOutcome":
@@ -84,7 +99,22 @@ class RunOutcome:
                    records=result.records, seconds=result.seconds, error="; ".join(result.errors) or None,
                    transactions=transactions,
                    mean_transaction_seconds=round(total / transactions, 3) if transactions else 0.0,
-                   max_transaction_seconds=max((s.max_transaction_seconds for s in result.slots), default=0.0))
+                   max_transaction_seconds=max((s.max_transaction_seconds for s in result.slots), default=0.0),
+                   copied_bytes=result.bytes, **_cap_figures(result.slots))
+
+
+def _cap_figures(slots: Iterable[Any]) -> dict[str, Any]:
+    """The measured rate and the cap in force of the slots that copied (``SlotResult``s)."""
+    rate, cap, capped = 0.0, 0.0, False
+    for s in slots:
+        if not s.bytes or s.transaction_seconds <= 0:
+            continue
+        rate += s.bytes / s.transaction_seconds
+        mostly_catching_up = s.catch_up_bytes_per_second is not None and s.catch_up_seconds * 2 > s.transaction_seconds
+        share = s.catch_up_bytes_per_second if mostly_catching_up else s.cap_bytes_per_second
+        if share is not None:
+            cap, capped = cap + share, True
+    return {"rate_bytes_per_second": round(rate, 1), "cap_bytes_per_second": round(cap, 1) if capped else None}
 
 
 @dataclass(frozen=True)
@@ -137,7 +167,7 @@ class MirrorSample:
         value = json.loads(raw)
         run = value.get("run")
         return cls(mirror=value["m"], time_ms=int(value["t"]), last_success_ms=value.get("ok"),
-                   last_run=RunOutcome(**run) if run else None,
+                   last_run=RunOutcome.from_value(run) if run else None,
                    partitions=tuple(PartitionSample(*row) for row in value["p"]))
 
 
@@ -202,6 +232,51 @@ def group_lags(committed: Mapping[str, Mapping[tuple[str, int], int]], ends: Map
 
 
 @dataclass(frozen=True)
+class CapStatus:
+    """The bandwidth cap against the last run's measured rate. ``limiting``: the cap, not the source, sets
+    the pace - the rate is within bandwidth.AT_CAP_TOLERANCE of the cap while the record lag did not fall
+    over the evaluation window. ``reaches_time_lag_seconds``: at that rate, how long a record written now
+    waits to be copied (the backlog in bytes, record lag × the last run's mean record size, ÷ the cap): the
+    time lag the mirror reaches, which keeps growing while the source writes faster than the cap."""
+
+    cap_bytes_per_second: float
+    rate_bytes_per_second: float
+    at_cap: bool
+    lag_falling: bool | None          # None: one sample only, the trend is not known yet
+    limiting: bool
+    reaches_time_lag_seconds: float | None
+    text: str
+
+
+def cap_status(run: RunOutcome | None, lags: list[int]) -> CapStatus | None:
+    """``lags``: the mirror's record lag in the window's samples, oldest first (the current one last)."""
+    if run is None or run.cap_bytes_per_second is None or run.cap_bytes_per_second <= 0:
+        return None
+    cap, rate = run.cap_bytes_per_second, run.rate_bytes_per_second
+    held = bandwidth.at_cap(rate, cap)
+    falling = None if len(lags) < 2 else lags[-1] < lags[0]
+    limiting = held and falling is False
+    mean = run.copied_bytes / run.records if run.records else 0.0
+    backlog = lags[-1] * mean if lags else 0.0
+    reaches = bandwidth.drain_seconds(backlog, cap) if held else None
+    figures = f"the last run copied {rate:,.0f} bytes/s, its cap is {cap:,.0f} bytes/s"
+    if limiting:
+        text = (f"the cap, not the source, limits this mirror: {figures} and the record lag did not fall "
+                f"({lags[0]} -> {lags[-1]}); at the cap a record written now is copied in about {reaches:.0f} s "
+                f"({lags[-1]} records x {mean:,.0f} bytes / {cap:,.0f} bytes/s), a time lag that grows while the "
+                f"source writes faster than the cap")
+    elif held and falling is None:
+        text = f"{figures}: at the cap; one lag sample so far, so whether the cap limits the mirror is not known"
+    elif held:
+        text = f"{figures}: at the cap, but the record lag falls: the mirror is catching up"
+    else:
+        text = f"{figures}: the source, not the cap, sets the pace"
+    return CapStatus(cap_bytes_per_second=cap, rate_bytes_per_second=rate, at_cap=held, lag_falling=falling,
+                     limiting=limiting, reaches_time_lag_seconds=round(reaches, 1) if reaches is not None else None,
+                     text=text)
+
+
+@dataclass(frozen=True)
 class MirrorStatus:
     mirror: str
     time_ms: int
@@ -217,6 +292,7 @@ class MirrorStatus:
     partitions: tuple[PartitionStatus, ...] = field(default_factory=tuple)
     groups: tuple[GroupLag, ...] = field(default_factory=tuple)   # mirrors with a groups section
     groups_error: str | None = None    # why the groups' lag could not be read (the mirror's figures stand)
+    cap: CapStatus | None = None       # mirrors with a bandwidth cap: does it limit the mirror (cap_status)
 
     @property
     def breached(self) -> tuple[PartitionStatus, ...]:
@@ -324,13 +400,15 @@ def evaluate(history: Iterable[MirrorSample], current: MirrorSample, policy: Pol
     status = worst.status if worst else (mirror_problem[0] if mirror_problem else OK)
     reason = worst.reason if worst else (mirror_problem[1] if mirror_problem else "")
     commits = [p.last_commit_ms for p in current.partitions if p.last_commit_ms is not None]
+    lags = [sum(p.record_lag for p in sample.partitions) for sample in samples]
     return MirrorStatus(
         mirror=current.mirror, time_ms=current.time_ms, status=status, reason=reason,
         record_lag=sum(p.record_lag for p in statuses),
         time_lag_seconds=max((p.time_lag_seconds for p in statuses), default=0.0),
         last_run=current.last_run, last_success_ms=current.last_success_ms,
         last_commit_ms=min(commits) if len(commits) == len(current.partitions) and commits else None,
-        max_lag_seconds=policy.max_lag_seconds, samples_in_window=len(samples), partitions=tuple(statuses))
+        max_lag_seconds=policy.max_lag_seconds, samples_in_window=len(samples), partitions=tuple(statuses),
+        cap=cap_status(current.last_run, lags))
 
 
 def with_run_history(sample: MirrorSample, runs: Iterable[RunOutcome]) -> MirrorSample:

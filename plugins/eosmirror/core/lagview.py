@@ -46,7 +46,13 @@ def mirrors_table(statuses: list[MirrorStatus], now_ms: int) -> str:
     text = table(["mirror", "status", "record lag", "time lag", "last run", "last commit", "SLO"], rows)
     notes = [f"  {s.mirror}: {s.reason}" for s in statuses if s.reason and s.status != "OK"]
     notes += [f"  {a}" for s in statuses for a in s.alerts() if "SLO" in a]
+    notes += [f"  {s.mirror}: {cap_text(s)}" for s in statuses if s.cap is not None]
     return text + ("\n" + "\n".join(notes) if notes else "")
+
+
+def cap_text(status: MirrorStatus) -> str:
+    """The bandwidth cap's line (``CapStatus.text``), or "" for a mirror without one."""
+    return "" if status.cap is None else ("CAP-LIMITED: " if status.cap.limiting else "cap: ") + status.cap.text
 
 
 def partitions_table(status: MirrorStatus, now_ms: int) -> str:

@@ -34,6 +34,9 @@ def summary(report: RunReport) -> str:
         lines.append(f"  WRITER (not the mirror) {line}")
     if r.steps:
         lines.append("  " + timing_line(r.steps))
+    cap = cap_line(r)
+    if cap:
+        lines.append("  " + cap)
     rows = []
     for slot in r.slots:
         ages = [p.record_age_ms for p in slot.partitions if p.record_age_ms is not None]
@@ -43,6 +46,24 @@ def summary(report: RunReport) -> str:
     for error in r.errors:
         lines.append(f"  ERROR {error}")
     return "\n".join(lines)
+
+
+def cap_line(r: RunReport) -> str:
+    """The bandwidth cap of the run and what it did (empty when the mirror has none)."""
+    if r.max_bytes_per_second is None and r.catch_up_bytes_per_second is None:
+        return ""
+    rates = [f"max_bytes_per_second {r.max_bytes_per_second:,}" if r.max_bytes_per_second else "",
+             f"catch_up_bytes_per_second {r.catch_up_bytes_per_second:,}" if r.catch_up_bytes_per_second else ""]
+    waited = sum(s.throttled_seconds for s in r.slots)
+    cut = sum(s.cap_cut_transactions for s in r.slots)
+    catch_up = sum(s.catch_up_seconds for s in r.slots)
+    text = f"cap: {', '.join(x for x in rates if x)}; the slots waited {waited:.1f} s on it"
+    if catch_up:
+        text += f", copied {catch_up:.1f} slot-seconds at the catch-up rate"
+    if cut:
+        text += (f"; {cut} transaction(s) reached max_transaction_seconds before their chunk was done and "
+                 f"committed what they held (the chunk went on in smaller transactions)")
+    return text
 
 
 def partitions(report: RunReport) -> list[dict[str, Any]]:

@@ -120,6 +120,15 @@ class SlotResult:
     follow_end: FollowEnd | None = None
     attempt_pid: int = 0
     executor: dict[str, str] = field(default_factory=dict)   # slotstate.executor_info() of a slot that ran
+    # The bandwidth cap (core/bandwidth.py): the slot's share of max_bytes_per_second and of
+    # catch_up_bytes_per_second (None: not capped), the seconds it waited on them, the seconds it copied
+    # at the catch-up rate, and the transactions the cap ended at max_transaction_seconds with the chunk
+    # unfinished (committed smaller, the chunk went on in the next one).
+    cap_bytes_per_second: float | None = None
+    catch_up_bytes_per_second: float | None = None
+    throttled_seconds: float = 0.0
+    catch_up_seconds: float = 0.0
+    cap_cut_transactions: int = 0
 
     @classmethod
     def not_started(cls, slot: int, transactional_id: str, status: SlotStatus, error: str | None = None,
@@ -137,6 +146,9 @@ class SlotResult:
         out = dataclasses.asdict(self)
         out["status"] = self.status.value
         out["follow_end"] = self.follow_end.value if self.follow_end else None
+        if self.cap_bytes_per_second is None and self.catch_up_bytes_per_second is None:
+            for key in CAP_SLOT_KEYS:   # uncapped: the keys of reports before the cap, key for key
+                del out[key]
         return out
 
     @classmethod
@@ -146,6 +158,11 @@ class SlotResult:
                       follow_end=FollowEnd(end) if end else None,
                       partitions=[PartitionResult.from_dict(p) for p in value.get("partitions") or []],
                       executor=dict(value.get("executor") or {}))
+
+
+CAP_SLOT_KEYS = ("cap_bytes_per_second", "catch_up_bytes_per_second", "throttled_seconds", "catch_up_seconds",
+                 "cap_cut_transactions")
+CAP_RUN_KEYS = ("max_bytes_per_second", "catch_up_bytes_per_second")
 
 
 @dataclass(frozen=True)
@@ -196,6 +213,8 @@ class RunReport:
     errors: list[str] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)
     writers: list[str] = field(default_factory=list)   # who other than the mirror can write the target topics
+    max_bytes_per_second: int | None = None        # the mirror's cap this run (None: none)
+    catch_up_bytes_per_second: int | None = None   # its catch-up rate (None: none)
 
     @property
     def ok(self) -> bool:
@@ -216,6 +235,9 @@ class RunReport:
                    steps=dict(self.steps), writers=list(self.writers))
         if not self.writers:
             del out["writers"]   # only the mirror writes its target topics (and reports before target_guard)
+        for key in CAP_RUN_KEYS:
+            if out[key] is None:   # an uncapped mirror's report has the keys of reports before the cap
+                del out[key]
         return out
 
     @classmethod

@@ -14,9 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from eosmirror.core import generation, naming, planning, transitions
+from eosmirror.core import bandwidth, generation, naming, planning, transitions
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EosMirrorError
+from eosmirror.core.errors import ConfigError, EosMirrorError
 from eosmirror.core.planning import SlotPlan
 from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
@@ -38,6 +38,7 @@ class RunOptions:
     topics: tuple[str, ...] = ()
     max_records_per_partition: int | None = None
     max_bytes_per_slot: int | None = None
+    max_bytes_per_second: int | None = None   # overrides the mirror's bandwidth cap (--max-bytes-per-second)
     # Follow run: after the bound, keep copying until the next run takes over or this time passes.
     follow_until: dt.datetime | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -82,7 +83,8 @@ class MirrorRun:
         if age is not None:
             self.steps.add("process start", age)
         self.options = options or RunOptions()
-        self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot)
+        self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot,
+                                         self.options.max_bytes_per_second)
         self.source = Cluster.resolve("source", mirror.source, mirror.name)
         self.target = Cluster.resolve("target", mirror.target, mirror.name)
 
@@ -159,6 +161,7 @@ class MirrorRun:
             else:
                 limits = topics.target_limits(self.target, pairs, existing)
                 target_ids = {name: state.topic_id for name, state in existing.items()}
+            check_cap(m, planned.slots, limits)   # before the generation step fences anything
         with steps.step("generation"):                                                                # 4
             number, changed, fenced = self._generation(writes)
         return Prepared(mirror=m, options=opts, pairs=pairs, slots=planned.slots, generation=number,
@@ -185,6 +188,7 @@ class MirrorRun:
     def slot_tasks(self, prepared: Prepared) -> list[SlotTask]:
         m = prepared.mirror
         ids = {p.source: p.source_topic_id for p in prepared.pairs}
+        cap = slot_cap(m, prepared.slots)
         tasks = []
         for slot in prepared.slots:
             parts = tuple(PartitionTask(
@@ -204,7 +208,7 @@ class MirrorRun:
                 max_bytes=m.max_bytes_per_slot, source_label=self.source.label, target_label=self.target.label,
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
                 follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None,
-                final_of_switchover=prepared.options.final_of_switchover))
+                final_of_switchover=prepared.options.final_of_switchover, cap=cap))
         return tasks
 
     def refresh_sync_snapshot(self) -> None:
@@ -263,7 +267,38 @@ def build_report(prepared: Prepared, results: list[SlotResult], source_label: st
         mb_per_second=round(size / 1e6 / copy_seconds, 3) if copy_seconds else 0.0,
         plan=[p for s in prepared.slots for p in s.partitions], slots=results,
         errors=[f"slot {r.slot}: {r.error}" for r in results if r.error],
-        steps=prepared.steps.as_dict(), writers=list(prepared.writers))
+        steps=prepared.steps.as_dict(), writers=list(prepared.writers), max_bytes_per_second=m.max_bytes_per_second,
+        catch_up_bytes_per_second=m.catch_up_bytes_per_second)
+
+
+def working_slots(slots: list[SlotPlan]) -> int:
+    """The slots that hold partitions this run: a mirror's cap is split over them."""
+    return sum(1 for s in slots if s.partitions)
+
+
+def slot_cap(m: MirrorConfig, slots: list[SlotPlan]) -> bandwidth.SlotCap | None:
+    """Each working slot's share of the mirror's cap and catch-up rate (None: the mirror has neither)."""
+    if m.max_bytes_per_second is None and m.catch_up_bytes_per_second is None:
+        return None
+    working = working_slots(slots)
+    return bandwidth.SlotCap(bandwidth.slot_share(m.max_bytes_per_second, working),
+                             bandwidth.slot_share(m.catch_up_bytes_per_second, working), m.catch_up_lag_seconds)
+
+
+def check_cap(m: MirrorConfig, slots: list[SlotPlan], limits: dict[str, int]) -> None:
+    """Refuse (exit 2, before anything is fenced or copied) a cap whose share in some slot cannot carry
+    the largest record that slot's target topics accept (``limits``: max.message.bytes by target topic)
+    once a second."""
+    working = working_slots(slots)
+    for slot in slots:
+        if not slot.partitions:
+            continue
+        largest, topic = max((limits.get(p.target_topic, topics.DEFAULT_MAX_MESSAGE_BYTES), p.target_topic)
+                             for p in slot.partitions)
+        for name in ("max_bytes_per_second", "catch_up_bytes_per_second"):
+            problem = bandwidth.share_problem(name, getattr(m, name), working, largest, topic)
+            if problem:
+                raise ConfigError(f"mirror {m.name!r}: field `{name}`: {problem}")
 
 
 def run_in_process(tasks: list[SlotTask]) -> list[SlotResult]:

@@ -98,24 +98,27 @@ def librdkafka_log_level() -> int:
 
 
 def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
-                    client_id: str, where: str = "source consumer", follow: bool = False) -> Any:
+                    client_id: str, where: str = "source consumer", follow: bool = False,
+                    defaults: Mapping[str, Any] | None = None) -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
 
     ``group_id`` is the mirror's progress group: the consumer never joins it (it uses assign()), it
     only lets the after-commit step publish progress on the source cluster for lag tools.
     ``follow``: the slot of a follow run (FOLLOW_READER_DEFAULTS); otherwise a bounded range reader
-    (RANGE_READER_DEFAULTS).
+    (RANGE_READER_DEFAULTS). ``defaults``: more defaults of this slot (a capped slot's queue: core/bandwidth.py);
+    the cluster's settings and the mirror's overrides win over them.
     """
     from confluent_kafka import Consumer
 
-    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where, follow))
+    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where, follow, defaults))
 
 
 def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
-                           client_id: str, where: str = "source consumer", follow: bool = False) -> dict[str, Any]:
+                           client_id: str, where: str = "source consumer", follow: bool = False,
+                           defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
     conf = {**READER_CONSUMER_DEFAULTS, **(FOLLOW_READER_DEFAULTS if follow else RANGE_READER_DEFAULTS),
-            **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
+            **(defaults or {}), **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id

@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from eosmirror.core.bandwidth import Throttle
 from eosmirror.core.errors import EosMirrorError, FencedError
 from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.core.runreport import FollowEnd, SlotResult, SlotStatus
@@ -66,6 +67,9 @@ class SlotCopier:
         self.chunks: list[list[tuple[str, int]]] = []   # step 4's chunks of the slot's partitions
         self.chunk: list[tuple[str, int]] | None = None   # the partitions the transactions cover; None: all
         self.follow_round = 0   # step F: which chunk's idle partitions a round's progress covers
+        # The slot's share of the mirror's bandwidth cap, across every transaction of this attempt (step 4.2).
+        self.throttle = Throttle(task.cap, time.monotonic) if task.cap is not None and task.cap.capped else None
+        self.cut_logged_at = -1e9   # when a transaction cut short by the cap was last logged
 
     # --- clients -----------------------------------------------------------------------------------
 
@@ -75,7 +79,7 @@ class SlotCopier:
 
     def _bind(self) -> None:
         self.producer, self.consumer, self.reader = self.io.producer, self.io.consumer, self.io.reader
-        self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults)
+        self.loop = RecordLoop(self.task, self.consumer, self.producer, self.faults, self.throttle)
 
     def _record_loop(self) -> RecordLoop:
         """Step 4.2's loop: set by ``_bind`` once the clients are open, dropped by ``close``."""
@@ -238,6 +242,7 @@ class SlotCopier:
                     self.bytes_copied, elapsed = self.at_least_once.batch(self.states, self._record_loop(),
                                                                           self.bytes_copied)
                     self._committed(elapsed)
+                    self._cut_by_cap(self.states)
             except (Abortable, InjectedAbort) as why:
                 attempts += 1
                 self._abort_and_rewind(why, attempts)
@@ -287,6 +292,12 @@ class SlotCopier:
         self.result.records = sum(p.records for p in self.result.partitions)
         self.result.bytes = sum(p.bytes for p in self.result.partitions)
         self.result.seconds = round(time.monotonic() - started, 3)
+        if self.throttle is not None:
+            cap = self.throttle.cap
+            self.result.cap_bytes_per_second, self.result.catch_up_bytes_per_second = (
+                cap.bytes_per_second, cap.catch_up_bytes_per_second)
+            self.result.throttled_seconds = round(self.throttle.waited, 3)
+            self.result.catch_up_seconds = round(self.throttle.catch_up_total(), 3)
 
     def _finished(self, states: dict[tuple[str, int], PartitionCopy] | None = None) -> bool:
         """Every range (of ``states``, else of the slot) is complete, or the byte budget is spent."""
@@ -345,10 +356,29 @@ class SlotCopier:
         self._txn_call(producer.commit_transaction, "commit the transaction")
         marks.append(time.monotonic())
         self._committed(marks[-1] - started, states)
+        self._cut_by_cap(states)
         self.last_marks = marks
         self.faults.hit("after_commit", t.slot)
         if self.following:
             follow.warn_if_slow(t, marks)
+
+    def _cut_by_cap(self, states: dict[tuple[str, int], PartitionCopy]) -> None:
+        """After a commit: if the cap kept the transaction from finishing its ranges in max_transaction_seconds,
+        the chunk goes on in smaller transactions; count it and say so (at most once a minute). Never in a
+        follow round: its transactions end at the deadline by design."""
+        if self.following or self.throttle is None or not self._record_loop().cut_by_cap:
+            return
+        self.result.cap_cut_transactions += 1
+        now = time.monotonic()
+        if now - self.cut_logged_at >= 60:
+            self.cut_logged_at = now
+            rate = self.throttle.rate or 0.0
+            log.info("slot %d: the cap (%s bytes/s for this slot) holds a transaction to about %s bytes in "
+                     "max_transaction_seconds=%g s: the chunk of %d partition(s) is committed in smaller "
+                     "transactions (%d so far; transaction.timeout.ms %d is never reached)", self.task.slot,
+                     f"{rate:,.0f}", f"{rate * self.task.max_transaction_seconds:,.0f}",
+                     self.task.max_transaction_seconds, len(states), self.result.cap_cut_transactions,
+                     self.task.transaction_timeout_ms)
 
     def _progress_covered(self, states: dict[tuple[str, int], PartitionCopy], moved: list[PartitionCopy]
                           ) -> list[PartitionCopy]:

@@ -4,7 +4,10 @@
 by ``assign``) in batches of up to CONSUME_BATCH records and produces every record of a partition's
 range ``[progress, end)`` to the same partition number of its target topic, with key, value (None
 too), headers and timestamp. It stops when every range is complete, at the transaction's deadline
-(``max_transaction_seconds``) or once the slot's byte budget is spent. A range is complete when a
+(``max_transaction_seconds``) or once the slot's byte budget is spent. A capped slot
+(``max_bytes_per_second``, core/bandwidth.py) sizes each batch to what its token bucket holds and waits for
+the bucket between batches, never past the deadline: a transaction the cap keeps from finishing its ranges
+commits what it copied (``cut_by_cap``) and the next one goes on. A range is complete when a
 record at or past its end arrives, or - for a range that ends on control markers or aborted records,
 which read_committed never returns - when the consumer's position or a partition EOF reaches the
 end; a complete partition is paused. What was copied is written into each partition's
@@ -22,6 +25,7 @@ import os
 import time
 from typing import Any
 
+from eosmirror.core.bandwidth import Throttle
 from eosmirror.core.errors import ClusterUnreachableError
 from eosmirror.slot import lifeline
 from eosmirror.slot.classify import oversize_record, producer_oversize, source_error
@@ -51,8 +55,10 @@ def stall_seconds() -> float:
 class RecordLoop:
     """The source consumer's assignment and the consume -> produce loop of one slot attempt."""
 
-    def __init__(self, task: SlotTask, consumer: Any, producer: Any, faults: Faults):
+    def __init__(self, task: SlotTask, consumer: Any, producer: Any, faults: Faults, throttle: Throttle | None = None):
         self.task, self.consumer, self.producer, self.faults = task, consumer, producer, faults
+        self.throttle = throttle    # the slot's cap (kept by the copier across transactions); None: uncapped
+        self.cut_by_cap = False     # the last copy ended at its deadline, ranges unfinished, held back by the cap
         self.source_group_refused = False   # the source refused Read on the progress group (seen while reading)
         # Topics whose metadata each client was asked for before their first use, per client ("source":
         # the consumer's source topics, "target": the producer's target topics); "*": the whole cluster's.
@@ -123,17 +129,26 @@ class RecordLoop:
     def copy(self, states: dict[tuple[str, int], PartitionCopy], deadline: float, bytes_copied: int) -> int:
         """Step 4.2: copy records until every range is complete, the deadline, or the byte budget.
         ``bytes_copied``: what this attempt copied before (the budget counts it); returns the new total."""
-        max_bytes = self.task.max_bytes
+        max_bytes, throttle = self.task.max_bytes, self.throttle
         undone = [s for s in states.values() if not s.done]
         first_batch = True
+        waited = throttle.waited if throttle is not None else 0.0
         while undone and time.monotonic() < deadline:
             lifeline.check()       # the lifeline was cut: start nothing new, wait for the exit
             if max_bytes is not None and bytes_copied >= max_bytes:
                 break
-            messages = self.consumer.consume(CONSUME_BATCH, CONSUME_TIMEOUT)
+            batch = CONSUME_BATCH
+            if throttle is not None:
+                if not self._wait_for_cap(throttle, deadline):
+                    break
+                batch = throttle.batch_records(CONSUME_BATCH)
+            messages = self.consumer.consume(batch, CONSUME_TIMEOUT)
             if messages:
                 self._last_activity = time.monotonic()
-            bytes_copied += self._produce_batch(states, messages)
+            copied, records = self._produce_batch(states, messages)
+            bytes_copied += copied
+            if throttle is not None and records:
+                self._charge(throttle, copied, records, messages)
             # The fault point is "inside a transaction that holds records": a batch of end-of-partition
             # events only (a follower reaching the log's end) is not one.
             if first_batch and any(m.error() is None for m in messages):
@@ -142,12 +157,36 @@ class RecordLoop:
             self.producer.poll(0)
             undone = self._settle(undone)
             self._log_progress(states)
+        self.cut_by_cap = bool(undone) and throttle is not None and throttle.waited > waited
         return bytes_copied
 
-    def _produce_batch(self, states: dict[tuple[str, int], PartitionCopy], messages: list[Any]) -> int:
-        """Produce the records of one consumed batch; returns the bytes copied. The per-record loop."""
+    def _wait_for_cap(self, throttle: Throttle, deadline: float) -> bool:
+        """Wait until the slot's bucket allows the next batch, serving the producer's delivery reports
+        meanwhile; False: the deadline came first (the transaction commits what it has)."""
+        while (wait := throttle.wait_seconds()) > 0:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            self.producer.poll(min(wait, deadline - now))
+            throttle.waited_for(time.monotonic() - now)
+            self._last_activity = time.monotonic()   # held back by the cap: no stall of the source
+        return True
+
+    def _charge(self, throttle: Throttle, copied: int, records: int, messages: list[Any]) -> None:
+        """A capped batch was produced: its bytes leave the bucket; its last record's age says whether the
+        slot is far behind (the catch-up rate)."""
+        throttle.produced(copied, records)
+        last = next((m for m in reversed(messages) if m.error() is None), None)
+        if last is not None and throttle.observe_age(last.timestamp()[1], int(time.time() * 1000)):
+            rate = f"{throttle.rate:,.0f} bytes/s" if throttle.rate else "no cap"
+            log.info("slot %d: %s (catch_up_lag_seconds %g): %s", self.task.slot,
+                     "far behind, catch-up rate" if throttle.far_behind else "no longer far behind, rate",
+                     throttle.cap.catch_up_lag_seconds, rate)
+
+    def _produce_batch(self, states: dict[tuple[str, int], PartitionCopy], messages: list[Any]) -> tuple[int, int]:
+        """Produce the records of one consumed batch; returns the bytes and records copied. The per-record loop."""
         produce, poll = self.producer.produce, self.producer.poll
-        copied = 0
+        copied = records = 0
         for m in messages:
             err = m.error()
             if err is not None:
@@ -195,7 +234,8 @@ class RecordLoop:
             if ts > s.newest_ts:
                 s.newest_ts = ts
             copied += size
-        return copied
+            records += 1
+        return copied, records
 
     def _settle(self, undone: list[PartitionCopy]) -> list[PartitionCopy]:
         """After a batch: mark and pause completed ranges; fail if the source stalls. Returns the undone."""

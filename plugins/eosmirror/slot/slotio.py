@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable, Protocol
 
+from eosmirror.core import bandwidth
 from eosmirror.kafka import calls, clients, progress, state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
@@ -99,9 +100,11 @@ class KafkaSlotIO:
         name = f"eosmirror-{t.mirror}-{t.slot}"
         self.reader = clients.progress_reader(t.target_conf, t.progress_group, f"{name}-progress")
         self.admin = clients.admin_client(t.target_conf, f"{t.mirror}-{t.slot}-target")
+        message_max = int({**t.source_conf, **t.source_overrides}.get("message.max.bytes", 1_000_000))
         self.consumer = clients.source_consumer(t.source_conf, t.source_overrides, t.progress_group,
                                                 f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer",
-                                                follow=t.follow_until is not None)
+                                                follow=t.follow_until is not None,
+                                                defaults=bandwidth.source_queue(t.cap, message_max))
         sizing = producer_sizing(t)
         if t.delivery == "exactly_once":
             self.producer = self._transactional_producer()

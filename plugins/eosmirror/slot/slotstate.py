@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import eosmirror
+from eosmirror.core.bandwidth import SlotCap
 from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
 from eosmirror.core.runreport import PartitionResult, SlotResult, SlotStatus
@@ -69,6 +70,8 @@ class SlotTask:
     max_partitions_per_transaction: int | None = None
     # The final run of a switchover: the slot copies while the mirror is switching-over (no other does).
     final_of_switchover: bool = False
+    # The slot's share of the mirror's bandwidth cap (core/bandwidth.py); None: not capped.
+    cap: SlotCap | None = None
 
 
 class PartitionCopy:

@@ -35,6 +35,7 @@ def options_from(args: argparse.Namespace) -> Any:
                       topics=tuple(t.strip() for t in (args.topics or "").split(",") if t.strip()),
                       max_records_per_partition=args.max_records_per_partition,
                       max_bytes_per_slot=args.max_bytes_per_slot,
+                      max_bytes_per_second=getattr(args, "max_bytes_per_second", None),
                       final_of_switchover=bool(getattr(args, "final_of_switchover", False)))
 
 

@@ -23,6 +23,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", help="copy only records below the source offsets of this time (ISO-8601)")
     parser.add_argument("--max-records-per-partition", type=int, help="override the mirror's bound")
     parser.add_argument("--max-bytes-per-slot", type=int, help="override the mirror's bound")
+    parser.add_argument("--max-bytes-per-second", type=int,
+                        help="override the mirror's bandwidth cap (bytes of records per second, split over the slots)")
     parser.add_argument("--topics", help="comma-separated subset of the mirror's source topics")
     parser.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
     parser.add_argument("--follow-seconds", type=float,

@@ -92,7 +92,8 @@ def job_arguments(args: argparse.Namespace) -> list[str]:
     return submit.job_arguments(args.mirror, args.config, args.until, args.max_records_per_partition,
                                 args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
                                 args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None,
-                                final_of_switchover=bool(getattr(args, "final_of_switchover", False)))
+                                final_of_switchover=bool(getattr(args, "final_of_switchover", False)),
+                                max_bytes_per_second=getattr(args, "max_bytes_per_second", None))
 
 
 def client_command(job_argv: list[str]) -> list[str]:

@@ -37,11 +37,13 @@ SHIPPED_PACKAGES = ("core", "kafka", "slot")
 def job_arguments(mirror: str, config_path: str | None = None, until: str | None = None,
                   max_records_per_partition: int | None = None, max_bytes_per_slot: int | None = None,
                   topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None,
-                  follow_until: str | None = None, final_of_switchover: bool = False) -> list[str]:
+                  follow_until: str | None = None, final_of_switchover: bool = False,
+                  max_bytes_per_second: int | None = None) -> list[str]:
     args = ["--mirror", mirror]
     options = {"--config": config_path, "--until": until, "--follow-until": follow_until,
                "--max-records-per-partition": max_records_per_partition,
-               "--max-bytes-per-slot": max_bytes_per_slot, "--topics": ",".join(topics) if topics else None,
+               "--max-bytes-per-slot": max_bytes_per_slot, "--max-bytes-per-second": max_bytes_per_second,
+               "--topics": ",".join(topics) if topics else None,
                "--result-json": result_json}
     for flag, value in options.items():
         if value is not None:

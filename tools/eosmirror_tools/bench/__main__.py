@@ -3,7 +3,7 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale;
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale,cap;
                    jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
                    consume + produce + commit on these brokers; served: eosmirror through the run
                    server (`eosmirror run --server`; the server is started first and not timed);
@@ -13,7 +13,9 @@
                    (20 groups on 4 x 5,000 records; --quick: 6 groups on 4 x 1,000);
                    scale: run, empty run, verify, groups sync and lag of mirrors of many partitions
                    (1 x 500, 1 x 5,000 and 1,000 x 5 partitions of 200 records, 1,000 groups, 4 slots;
-                   --quick: 1 x 50 and 10 x 5, 20 groups), rows also in build/bench/scale.json
+                   --quick: 1 x 50 and 10 x 5, 20 groups), rows also in build/bench/scale.json;
+                   cap: a 2-slot mirror at max_bytes_per_second 1,000,000 for 60 s (--quick: 15 s), the
+                   rate measured on the target from outside, in build/bench/cap.json
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows

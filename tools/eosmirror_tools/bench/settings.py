@@ -18,7 +18,7 @@ KEY_BYTES = 16
 HEADER = ("bench", b"1")   # one header per record, as the data set asks
 
 # The configuration kinds, in the order they run. Tests and --only use these names.
-KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale")
+KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap")
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,14 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         scale_section = scale.run(source_conf, target_conf, settings.quick, settings.keep_topics, settings.run_id,
                                   settings.work_dir / "scale", lambda text: emit("      " + text))
         emit(f"      written: {scale.write(scale_section, settings.out_dir)}")
+    if "cap" in settings.kinds:
+        from eosmirror_tools.bench import capbench
+
+        emit(f"[cap] max_bytes_per_second held for {capbench.QUICK_HOLD if settings.quick else capbench.HOLD:.0f} s, "
+             f"measured on the target  ({time.monotonic() - started:.0f} s since start)")
+        cap_section = capbench.run(source_conf, target_conf, settings.quick, settings.run_id,
+                                   lambda text: emit("      " + text))
+        emit(f"      written: {capbench.write(cap_section, settings.out_dir)}")
     profiles: dict[str, Any] = {}
     if settings.profile:
         from eosmirror_tools.bench import profiling
