@@ -11,6 +11,8 @@ Exit codes used by the CLI and the Spark entry point:
      source end was never observed): the loss report says which; a promotion is then no success to hide
   6  a disaster-recovery command completed, but a step optional by design did not run (promote's final
      group sync while the source does not answer): its outcome lists the step and why
+  7  a run refused: a mirrored target partition holds records the mirror did not write (foreign writes,
+     core/foreign.py); the message names partitions, offsets and producers. Not retried: an operator decides
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ EXIT_INCOMPLETE = 3
 EXIT_GROUPS_LEFT = 4
 EXIT_MAY_HAVE_LOST = 5
 EXIT_STEP_NOT_RUN = 6
+EXIT_FOREIGN = 7
 
 
 class EosMirrorError(Exception):
@@ -50,6 +53,13 @@ class DataLossError(EosMirrorError):
 
 class TargetMismatchError(EosMirrorError):
     """The target topics cannot hold the mirror (too few partitions, re-created, foreign writers)."""
+
+
+class ForeignWriteError(TargetMismatchError):
+    """A mirrored target partition holds committed records the mirror did not write (core/foreign.py).
+    A data problem: retrying does not help, an operator decides what the target should hold."""
+
+    exit_code = EXIT_FOREIGN
 
 
 class OversizeRecordError(EosMirrorError):
