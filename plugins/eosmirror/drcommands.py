@@ -61,7 +61,7 @@ def text_of(outcome: Outcome) -> list[str]:
     """The lines a person reads, ending with the verdict, then every step as ran / skipped / failed."""
     lines: list[str] = []
     if isinstance(outcome, promote.PromotionOutcome):
-        lines = [*outcome.loss.lines(), outcome.verdict()]
+        lines = [*outcome.loss.lines(), *outcome.foreign_lines(), outcome.verdict()]
     elif isinstance(outcome, switchover.SwitchoverOutcome):
         lines = [outcome.verdict() + (f" ({outcome.recovery_seconds:.1f} s from the command's start)"
                                       if outcome.recovery_seconds else "")]
