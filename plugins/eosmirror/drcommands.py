@@ -61,7 +61,8 @@ def text_of(outcome: Outcome) -> list[str]:
     """The lines a person reads, ending with the verdict, then every step as ran / skipped / failed."""
     lines: list[str] = []
     if isinstance(outcome, promote.PromotionOutcome):
-        lines = [*outcome.loss.lines(), *_rights(outcome.rights.lines if outcome.rights else []), outcome.verdict()]
+        lines = [*outcome.loss.lines(), *outcome.foreign_lines(), *_rights(outcome.rights.lines if outcome.rights else []),
+                 outcome.verdict()]
     elif isinstance(outcome, switchover.SwitchoverOutcome):
         lines = [*_rights(outcome.rights.lines), outcome.verdict()
                  + (f" ({outcome.recovery_seconds:.1f} s from the command's start)" if outcome.recovery_seconds else "")]

@@ -9,6 +9,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from eosmirror.core import planning
+from eosmirror.core.errors import ForeignWriteError
 from eosmirror.driver import verify
 from tests.helpers import (
     cli,
@@ -124,10 +125,13 @@ def test_verify_names_records_written_to_the_target_before_and_between_the_mirro
     seed_sequence(source_conf, topic, 1, 5)
     m = mirror(unique("m"), [topic], slots=1)
     assert run(m)["records"] == 5
-    planter.produce(topic, value=b"between two runs", partition=0)   # the next copy lands after it unnoticed
+    planter.produce(topic, value=b"between two runs", partition=0)
     assert planter.flush(30) == 0
     seed_sequence(source_conf, topic, 1, 3, prefix="b")
-    assert run(m)["records"] == 3
+    between = read_all(target_conf, topic)[-1].offset
+    with pytest.raises(ForeignWriteError, match=re.escape(f"1 foreign record(s) at offset(s) {between} ")):
+        run(m)        # the next run refuses it (the one before the mirror's first copy is not judged) ...
+    assert run(m, accept_foreign=True)["records"] == 3   # ... unless accepted: the copy lands after it
     on_target = read_all(target_conf, topic)
     foreign = [r.offset for r in on_target if r.value in (b"there before the mirror", b"between two runs")]
     assert len(on_target) == 10 and foreign[0] == 0

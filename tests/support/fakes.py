@@ -20,7 +20,9 @@ from collections import defaultdict
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from eosmirror.core.foreign import Accounting
 from eosmirror.core.offsetsync import OffsetSync
+from eosmirror.kafka import progress
 from eosmirror.kafka.progress import Progress
 from eosmirror.slot.slotstate import PartitionTask, SlotTask
 
@@ -65,6 +67,7 @@ class FakeTarget:
     def __init__(self) -> None:
         self.logs: dict[tuple[str, int], list[dict]] = defaultdict(list)
         self.progress: dict[tuple[str, int], int] = {}
+        self.progress_meta: dict[tuple[str, int], str] = {}   # the metadata committed with each progress
         self.foreign_at: set[tuple[str, int, int]] = set()   # a foreign record takes this offset first
 
     def append(self, topic: str, partition: int, value: bytes | None, state: str) -> int:
@@ -106,6 +109,7 @@ class FakeProducer:
         self.open: list[tuple[str, int, int]] | None = None
         self.unreported: list[tuple] = []
         self.pending_offsets: dict[tuple[str, int], int] | None = None
+        self.pending_meta: dict[tuple[str, int], str] = {}
         self.committed: list[list] = []      # per committed transaction: (topic, partition, offset) of its records
         self.aborted: list[list] = []
 
@@ -150,13 +154,16 @@ class FakeProducer:
         self._scripted("send_offsets_to_transaction")
         assert group_metadata == "member-less group metadata"
         self.pending_offsets = {(tp.topic, tp.partition): tp.offset for tp in offsets}
+        self.pending_meta = {(tp.topic, tp.partition): tp.metadata for tp in offsets if tp.metadata}
 
     def commit_transaction(self, *timeout):
         self._scripted("commit_transaction")
         self.target.end_transaction(self.open, commit=True)
         self.target.progress.update(self.pending_offsets or {})
+        self.target.progress_meta.update(self.pending_meta)
         self.committed.append(self.open)
         self.open = self.pending_offsets = None
+        self.pending_meta = {}
 
     def abort_transaction(self, *timeout):
         self._scripted("abort_transaction")
@@ -244,6 +251,7 @@ class FakeIO:
         self.generation_error = generation_error
         self.progress_reads: list[tuple[list, bool]] = []
         self.published: list[dict] = []
+        self.data_reads: list[dict] = []   # the ranges the foreign-write check read
         self.closed = False
 
     def open(self, on_delivery):
@@ -255,7 +263,9 @@ class FakeIO:
     def read_progress(self, partitions, stable):
         partitions = list(partitions)
         self.progress_reads.append((partitions, stable))
-        return {k: Progress(offset=self.target.progress[k]) for k in partitions if k in self.target.progress}
+        meta = {k: progress.decode_metadata(v) for k, v in self.target.progress_meta.items()}
+        return {k: Progress(offset=self.target.progress[k], accounting=Accounting.of_metadata(meta.get(k, {})))
+                for k in partitions if k in self.target.progress}
 
     def check_generation(self):
         if self.generation_error is not None:
@@ -268,6 +278,12 @@ class FakeIO:
         """Below the first record of a transaction still open (read_committed stops there)."""
         return {k: next((i for i, r in enumerate(self.target.logs[k]) if r["state"] == "open"), len(self.target.logs[k]))
                 for k in partitions}
+
+    def target_data_offsets(self, ranges):
+        """Committed data records of each [start, end), as a read_committed consumer reads them."""
+        self.data_reads.append(dict(ranges))
+        return {k: (end, tuple(i for i in range(start, end) if self.target.logs[k][i]["state"] == "committed"))
+                for k, (start, end) in ranges.items()}
 
     def publish_to_source(self, offsets):
         self.published.append(dict(offsets))

@@ -39,3 +39,15 @@ def console_consumer_reads_to_the_end(conf, group, topic) -> int:
     assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
     # stdout carries the records ("Partition:<p>\t<value>", one a line) and the JVM's log lines
     return len([line for line in done.stdout.splitlines() if line.startswith("Partition:")])
+
+
+def java_end_offsets(conf, topic: str) -> dict[int, int]:
+    """Kafka's GetOffsetShell (`kafka-get-offsets.sh --time -1`): each partition's end (high watermark)."""
+    command = runtime.java_command("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server",
+                                   conf["bootstrap.servers"], "--topic", topic, "--time", "-1",
+                                   heap="256m", short_lived=True)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"GetOffsetShell exited {done.returncode}: {done.stderr[-1500:]}"
+    found = re.findall(rf"^{re.escape(topic)}:(\d+):(\d+)$", done.stdout, flags=re.MULTILINE)
+    assert found, done.stdout
+    return {int(p): int(o) for p, o in found}

@@ -16,3 +16,22 @@ def abort_hanging_transaction(source_conf, refusal: str) -> None:
         done = runtime.kafka_transactions(source_conf["bootstrap.servers"], "abort", "--topic", topic, "--partition",
                                           partition, "--start-offset", start)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def producer_id_of(conf, transactional_id: str) -> str:
+    """The producer id of a transactional id, as `kafka-transactions.sh describe` reports it."""
+    done = runtime.kafka_transactions(conf["bootstrap.servers"], "describe", "--transactional-id", transactional_id)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    header = next(i for i, line in enumerate(lines) if "ProducerId" in line)
+    return dict(zip(lines[header], lines[header + 1]))["ProducerId"]
+
+
+def producer_ids_on(conf, topic: str, partition: int) -> set[str]:
+    """The producer ids the partition's leader keeps state for (`kafka-transactions.sh describe-producers`)."""
+    done = runtime.kafka_transactions(conf["bootstrap.servers"], "describe-producers", "--topic", topic,
+                                      "--partition", str(partition))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    header = next(i for i, line in enumerate(lines) if "ProducerId" in line)
+    return {dict(zip(lines[header], line))["ProducerId"] for line in lines[header + 1:]}

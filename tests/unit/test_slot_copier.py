@@ -8,10 +8,14 @@ transaction holds. Whether the real clients behave like this is the integration 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from confluent_kafka import KafkaError
 
 from eosmirror.core.errors import FencedError
+from eosmirror.core.foreign import Accounting
+from eosmirror.kafka import progress
 from eosmirror.slot import targetcheck
 from eosmirror.slot.copier import MAX_ABORT_ATTEMPTS, SlotCopier
 from eosmirror.slot.faults import Faults
@@ -285,3 +289,63 @@ def test_the_copier_copies_with_the_producer_its_fence_left(clock):
     assert io.first.calls == []                      # the replaced producer is never used
     assert io.producer.calls[:2] == ["init_transactions", "begin_transaction"]
     assert io.target.values(TGT) == values(5) and io.target.progress == {TGT: 5}
+
+
+# --- foreign writes: the target check after fencing (targetcheck.check_foreign, core/foreign.py) --------
+
+def accounted(io: FakeIO) -> Accounting | None:
+    return Accounting.of_metadata(progress.decode_metadata(io.target.progress_meta.get(TGT)))
+
+
+def test_the_progress_carries_where_the_mirrors_records_and_marker_end_on_the_target(clock):
+    io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
+    run(io)
+    # three transactions of 3 records, each followed by its commit marker: the last copy ends at 11
+    assert io.target.values(TGT) == values(9) and accounted(io) == Accounting(11, 12)
+    assert io.data_reads == []                      # the target always ended where expected: nothing read
+    result = run(io, slot_task(end=9))
+    assert result.status == "nothing-to-do" and io.data_reads == []
+
+
+def test_a_record_another_producer_wrote_between_runs_stops_the_next_run_before_it_writes(clock):
+    io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
+    run(io, slot_task(end=3))                      # records 0..2, marker 3
+    io.target.append(*TGT, b"foreign", "committed")   # offset 4
+    begun = io.producer.calls.count("begin_transaction")
+    result = run(io, slot_task(end=9))
+    assert (result.status, result.error_type) == ("failed", "ForeignWriteError")
+    assert "tgt[0]: 1 foreign record(s) at offset(s) 4 (the mirror's copies end below 3" in result.error
+    assert io.producer.calls.count("begin_transaction") == begun     # nothing written
+    assert io.target.values(TGT) == values(3) + [b"foreign"] and io.target.progress == {TGT: 3}
+    assert io.data_reads[-1] == {TGT: (3, 5)}
+
+
+def test_a_killed_attempt_of_the_slot_aborted_by_the_fence_is_not_foreign(clock):
+    io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
+    run(io, slot_task(end=3))                      # records 0..2, marker 3
+    for value in values(3):                        # a later attempt wrote 3 records and was killed ...
+        io.target.append(*TGT, value, "aborted")
+    io.target.logs[TGT].append({"value": None, "state": "marker"})   # ... and the next fence aborted it
+    result = run(io, slot_task(end=9))
+    assert (result.status, result.records) == ("committed", 6) and io.target.values(TGT) == values(9)
+    assert io.data_reads == [{TGT: (3, 8)}]        # read once: only markers and aborted records there
+    assert [s.target_base for s in io.target.syncs()][-2:] == [8, 12]
+
+
+def test_a_foreign_record_landing_before_a_transactions_first_record_stops_the_slot(clock):
+    io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
+    io.target.foreign_at.add((*TGT, 4))            # after the first commit's marker, before the second's records
+    result = run(io)
+    assert (result.status, result.error_type) == ("failed", "ForeignWriteError")
+    assert "offset(s) 4 " in result.error
+    assert len(io.producer.committed) == 1 and len(io.producer.aborted) == 1   # the second never committed
+    assert io.target.values(TGT) == values(3) + [b"foreign"] and io.target.progress == {TGT: 3}
+
+
+def test_foreign_records_an_operator_accepted_are_copied_after(clock):
+    io = FakeIO(clock, {SRC: values(9)}, per_consume=3)
+    run(io, slot_task(end=3))
+    io.target.append(*TGT, b"foreign", "committed")
+    result = run(io, dataclasses.replace(slot_task(end=9), accept_foreign=True))
+    assert result.status == "committed" and io.target.values(TGT) == values(3) + [b"foreign"] + values(9)[3:]
+    assert accounted(io) == Accounting(12, 13)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from eosmirror.airflow import sparkadapter
 from eosmirror.airflow.tasks import fail_without_retry, resolve_follow_until, resolve_until, with_params
 from eosmirror.core import config, report
-from eosmirror.core.errors import EXIT_CONFIG, ConfigError
+from eosmirror.core.errors import EXIT_CONFIG, EXIT_FOREIGN, ConfigError, ForeignWriteError
 from eosmirror.core.runreport import RunFailure, RunReport
 from eosmirror.driver import fencing
 from eosmirror.driver.run import run_in_process
@@ -162,7 +162,7 @@ def _decide(operator: Any, mirror: config.MirrorConfig) -> tuple[launch.Launch, 
     try:
         args = job.parser().parse_args(operator.application_args)
         how = launch.decide(mirror, args, job.options_from(args), run_server=mirror.airflow.run_server)
-    except ConfigError as exc:
+    except (ConfigError, ForeignWriteError) as exc:   # a data problem is not retried either: an operator decides
         operator.log.error("%s", exc)
         raise fail_without_retry(exc) from None
     (operator.log.warning if how.warning else operator.log.info)("mirror %s: %s", operator.mirror, how.why)
@@ -174,10 +174,12 @@ def _run_here(operator: Any, mirror: config.MirrorConfig, how: launch.Launch, ar
     run completes); its report is the copy task's XCom as always."""
     try:
         code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
-    except ConfigError as exc:
+    except (ConfigError, ForeignWriteError) as exc:
         operator.log.error("%s", exc)
         raise fail_without_retry(exc) from None
     operator.log.info("%s", report.summary(result))
+    if code == EXIT_FOREIGN:
+        raise fail_without_retry(RuntimeError(f"mirror {operator.mirror}: the run refused: {'; '.join(result.errors)}"))
     if code:
         raise RuntimeError(f"mirror {operator.mirror}: the run failed: {'; '.join(result.errors)}")
     return result
@@ -207,8 +209,11 @@ def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> di
         _submit_with_secrets_file(operator, context, submit_job, mirror)
     except Exception:
         failure = operator.run_report if isinstance(operator.run_report, RunFailure) else None
-        if failure is not None and failure.exit_code == EXIT_CONFIG:   # exit 2: never retried
+        if failure is not None and failure.exit_code in (EXIT_CONFIG, EXIT_FOREIGN):   # exit 2, 8: never retried
             raise fail_without_retry(RuntimeError(failure.error)) from None
+        printed_report = operator.run_report
+        if isinstance(printed_report, RunReport) and job.exit_code_of(printed_report) == EXIT_FOREIGN:
+            raise fail_without_retry(RuntimeError("; ".join(printed_report.errors))) from None
         raise
     printed: RunReport | RunFailure | None = operator.run_report
     if printed is None:

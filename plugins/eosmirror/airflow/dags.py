@@ -189,10 +189,11 @@ so it is an upper bound on records) and the **time lag** (age of the oldest comm
 not yet mirrored, 0 when caught up). Each evaluation is appended to the mirror's
 `eosmirror-lag.<mirror>.internal` topic on the target (kept `lag.history_days`) and judged over a
 window of them: OK, LAGGING (lag grows), STALLED (progress does not move while lag > 0), STOPPED (no
-successful run for 2 schedule intervals), ERROR (the last run failed).
+successful run for 2 schedule intervals), ERROR (the last run failed), FOREIGN (the target partition holds
+records the mirror did not write: runs refuse until an operator decides).
 
 The task **fails** (no retry: the next evaluation checks again) when a mirror breaches its
-`max_lag_seconds` SLO or is STALLED, STOPPED or ERROR, naming the mirror, the partitions, the figure
+`max_lag_seconds` SLO or is STALLED, STOPPED, ERROR or FOREIGN, naming the mirror, the partitions, the figure
 and the threshold; the mirror's `on_lag_alert` callable is called first with the same figures.
 The figures are also on the "Mirror lag" page (`/eosmirror/`), in `/eosmirror/metrics` and in
 `eosmirror lag [MIRROR] --json`.

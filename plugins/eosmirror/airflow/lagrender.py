@@ -12,6 +12,7 @@ from eosmirror.core import lagview, recoverypoint
 from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
 
 COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a",
+           "FOREIGN": "#b71c1c",   # records the mirror did not write on its target (core/foreign.py)
            # a mirror's disaster-recovery states (docs/disaster-recovery.md): no alert, it copies no more
            "SWITCHING-OVER": "#1565c0", "SWITCHED-OVER": "#1565c0", "PROMOTING": "#37474f", "PROMOTED": "#37474f"}
 RANGES = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}

@@ -1,6 +1,6 @@
 """Task callables of the ``eosmirror_lag`` DAG: sample and evaluate the mirrors, alert through Airflow.
 
-A lag alert (SLO breach, STALLED, STOPPED, ERROR) fails the task with AirflowFailException (an
+A lag alert (SLO breach, STALLED, STOPPED, ERROR, FOREIGN) fails the task with AirflowFailException (an
 AirflowException: email_on_failure, on_failure_callback and the UI's failed state all apply). It is
 not retried: the alert is a finding, not a transient fault, and the next scheduled evaluation
 checks again. Faults of the evaluation itself (a cluster unreachable) keep the task's retries.

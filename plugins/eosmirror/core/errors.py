@@ -10,10 +10,12 @@ Exit codes used by the CLI and the Spark entry point:
   5  `eosmirror promote`: promoted, but source records known to exist were not copied (or a partition's
      source end was never observed): the loss report says which; a promotion is then no success to hide
   6  a disaster-recovery command completed, but a step optional by design did not run (promote's final
-     group sync while the source does not answer; a write-rights step without the right to change ACLs):
-     its outcome lists the step and why
+     group sync while the source does not answer; a write-rights step without the right to change ACLs;
+     promote's foreign-records check): its outcome lists the step and why
   7  a run refused by ``target_guard: refuse``: principals other than the mirror can write a mirrored target
      topic (named with the grant that lets them); nothing was copied
+  8  a run refused: a mirrored target partition holds records the mirror did not write (foreign writes,
+     core/foreign.py); the message names partitions, offsets and producers. Not retried: an operator decides
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ EXIT_GROUPS_LEFT = 4
 EXIT_MAY_HAVE_LOST = 5
 EXIT_STEP_NOT_RUN = 6
 EXIT_OTHER_WRITERS = 7
+EXIT_FOREIGN = 8
 
 
 class EosMirrorError(Exception):
@@ -60,6 +63,13 @@ class TargetGuardError(TargetMismatchError):
     """``target_guard: refuse`` and principals other than the mirror can write a mirrored target topic."""
 
     exit_code = EXIT_OTHER_WRITERS
+
+
+class ForeignWriteError(TargetMismatchError):
+    """A mirrored target partition holds committed records the mirror did not write (core/foreign.py).
+    A data problem: retrying does not help, an operator decides what the target should hold."""
+
+    exit_code = EXIT_FOREIGN
 
 
 class OversizeRecordError(EosMirrorError):

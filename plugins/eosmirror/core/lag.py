@@ -1,6 +1,6 @@
 """How far behind a mirror is: samples (per source partition: high watermark, LSO, progress, record lag, time lag,
 last commit) and a Burrow-like evaluation over a window of them giving each partition and the mirror one
-status (ERROR, STOPPED, STALLED, LAGGING, OK) and the SLO's breaches. Pure. The definitions: docs/lag.md.
+status (FOREIGN, ERROR, STOPPED, STALLED, LAGGING, OK) and the SLO's breaches. Pure. The definitions: docs/lag.md.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from eosmirror.core import bandwidth
 from eosmirror.core.config import CRON_PRESETS
 from eosmirror.core.runreport import Report, RunFailure
 
-OK, LAGGING, STALLED, STOPPED, ERROR = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR"
-SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR)   # least to most severe
-ALERTING = (STALLED, STOPPED, ERROR)
+OK, LAGGING, STALLED, STOPPED, ERROR, FOREIGN = "OK", "LAGGING", "STALLED", "STOPPED", "ERROR", "FOREIGN"
+SEVERITY = (OK, LAGGING, STALLED, STOPPED, ERROR, FOREIGN)   # least to most severe
+ALERTING = (STALLED, STOPPED, ERROR, FOREIGN)
 SAMPLE_KEY = b"sample"
 RUN_KEY = b"run"
 OBSERVED_KEY = b"observed"
@@ -32,6 +32,9 @@ class PartitionSample:
     log_start: int = 0
     oldest_pending_ms: int | None = None   # timestamp of the oldest committed record not yet mirrored
     last_commit_ms: int | None = None
+    # Records on the target partition the mirror did not write (core/foreign.py), and the first one's offset.
+    foreign: int = 0
+    foreign_at: int | None = None
 
     @property
     def record_lag(self) -> int:
@@ -159,7 +162,8 @@ class MirrorSample:
         return json.dumps({"v": 1, "m": self.mirror, "t": self.time_ms, "ok": self.last_success_ms,
                            "run": asdict(self.last_run) if self.last_run else None,
                            "p": [[p.source_topic, p.partition, p.high_watermark, p.last_stable, p.progress,
-                                  p.log_start, p.oldest_pending_ms, p.last_commit_ms] for p in self.partitions]},
+                                  p.log_start, p.oldest_pending_ms, p.last_commit_ms]
+                                 + ([p.foreign, p.foreign_at] if p.foreign else []) for p in self.partitions]},
                           separators=(",", ":")).encode()
 
     @classmethod
@@ -356,6 +360,14 @@ def _mirror_problem(current: MirrorSample, policy: Policy) -> tuple[str, str] | 
     return None
 
 
+def _foreign(part: PartitionSample) -> tuple[str, str] | None:
+    """FOREIGN: the target partition holds records the mirror did not write; runs refuse until an operator decides."""
+    if not part.foreign:
+        return None
+    return FOREIGN, (f"{part.foreign} record(s) on its target partition were not written by the mirror (the first at "
+                     f"offset {part.foreign_at}); runs refuse until an operator decides (docs/failing-loudly.md)")
+
+
 def _partition_trend(series: list[tuple[int, PartitionSample]], policy: Policy) -> tuple[str, str]:
     """(status, reason) of one partition from its samples in the window, oldest first."""
     first_ms, _ = series[0]
@@ -389,7 +401,7 @@ def evaluate(history: Iterable[MirrorSample], current: MirrorSample, policy: Pol
     statuses = []
     for part in current.partitions:
         series = series_of.get((part.source_topic, part.partition), [])
-        status, reason = mirror_problem or _partition_trend(series, policy)
+        status, reason = _foreign(part) or mirror_problem or _partition_trend(series, policy)
         time_lag = part.time_lag_ms(current.time_ms) / 1000
         statuses.append(PartitionStatus(
             source_topic=part.source_topic, partition=part.partition, status=status, reason=reason,

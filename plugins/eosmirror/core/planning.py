@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from eosmirror.core import naming
 from eosmirror.core.errors import DataLossError
+from eosmirror.core.foreign import Accounting
 
 ORIGIN_PROGRESS = "progress"
 ORIGIN_RECOVERED = "recovered-from-offset-syncs"
@@ -47,6 +48,7 @@ class PartitionObservation:
     recovered: int | None = None   # exact position from offset syncs when progress is gone
     until_offset: int | None = None  # first offset at/after the run's `until` time, if any
     topic_mirrored: bool = False   # the mirror already copies this topic (see observe.mirrored_topics)
+    accounting: Accounting | None = None   # what the progress accounts for on the target (core/foreign.py)
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from typing import Any, Callable
 from eosmirror.core import groupfailover, lag
 from eosmirror.core.config import MirrorConfig, MirrorsFile, own_groups
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
+from eosmirror.core.foreign import ForeignRecords
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.runreport import Report
-from eosmirror.driver import topics
+from eosmirror.driver import foreigncheck, topics
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers, state
 from eosmirror.kafka import groups as kafka_groups
@@ -73,6 +74,7 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
                     "(%s); they count from their log start", mirror.name, len(unsettled), example,
                     outcome.explain() if outcome is not None and outcome.looks else "not stable")
     done = {k: found for k in keys if (found := committed.get((target_of[k[0]], k[1]))) is not None}
+    foreign = foreign_records(mirror, target, [(target_of[t], p) for t, p in keys], committed)
     ranges = {k: (max(done[k].offset if k in done else starts[k], starts[k]), stables[k]) for k in keys}
     oldest = readers.first_timestamps(source, ranges, f"eosmirror-{mirror.name}-lag",
                                       group_id=mirror.progress_group)
@@ -80,8 +82,21 @@ def collect(mirror: MirrorConfig, clusters: Clusters, now_ms: int, pairs: list[A
         source_topic=t, partition=p, high_watermark=highs[(t, p)], last_stable=stables[(t, p)],
         progress=done[(t, p)].offset if (t, p) in done else None, log_start=max(0, starts[(t, p)]),
         oldest_pending_ms=oldest.get((t, p)),
-        last_commit_ms=(done[(t, p)].committed_ms or None) if (t, p) in done else None) for t, p in keys)
+        last_commit_ms=(done[(t, p)].committed_ms or None) if (t, p) in done else None,
+        foreign=len(f.offsets) if (f := foreign.get((target_of[t], p))) else 0,
+        foreign_at=f.offsets[0] if f else None) for t, p in keys)
     return lag.MirrorSample(mirror=mirror.name, time_ms=now_ms, partitions=parts)
+
+
+def foreign_records(mirror: MirrorConfig, target: Cluster, partitions: list[tuple[str, int]],
+                    committed: dict[tuple[str, int], Any]) -> dict[tuple[str, int], ForeignRecords]:
+    """The target partitions holding records the mirror did not write (driver/foreigncheck.py: one batched
+    ListOffsets when none does); exactly_once only (at_least_once commits no accounting)."""
+    if mirror.delivery != "exactly_once":
+        return {}
+    outcome = foreigncheck.check(target, mirror.progress_group, partitions, foreigncheck.of_progress(committed),
+                                 client_id=f"eosmirror-{mirror.name}-lag-target-check")
+    return {(r.topic, r.partition): r for r in outcome.foreign}
 
 
 def collect_groups(mirror: MirrorConfig, target: Cluster, pairs: list[Any],

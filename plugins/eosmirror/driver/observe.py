@@ -232,5 +232,6 @@ def observe(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, targe
                 log_start=earliest[(pair.source, p)], last_stable=stable[(pair.source, p)],
                 start_from_offset=start_from[(pair.source, p)],
                 progress=done.offset if done else None, recovered=recovered,
-                until_offset=until_offsets.get((pair.source, p)), topic_mirrored=pair.target in mirrored))
+                until_offset=until_offsets.get((pair.source, p)), topic_mirrored=pair.target in mirrored,
+                accounting=done.accounting if done else None))
     return observations

@@ -13,6 +13,10 @@ re-triggered and continues:
      sync (failover direction, when the mirror has ``groups``), within the source budget. Optional by
      design (the source may be gone): when it cannot run, the outcome lists it as failed and the exit
      code says so (6, or 5 when records may be lost as well).
+  2b. Foreign records (optional by design): every target partition is judged against what the mirror's
+     progress accounts for (driver/foreigncheck.py): records another producer wrote there are listed
+     beside the loss report, with the producers DescribeProducers names. They are on the promoted
+     target and its consumers read them; only the operator knows whether they belong there.
   4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
      read of the source's stable ends when it answers within the budget).
   5. Write rights (with ``sync_topic_acls``; core/writerights.py): grant on the target the source's write
@@ -34,9 +38,10 @@ from eosmirror.core import naming
 from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
+from eosmirror.core.foreign import Check
 from eosmirror.core.mirrorstate import LossReport, MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
-from eosmirror.driver import fencing, groups, topics
+from eosmirror.driver import fencing, foreigncheck, groups, topics
 from eosmirror.driver.transition import Transition, within
 from eosmirror.driver.writerights import Rights
 from eosmirror.kafka import calls, lagstore, offsets, progress, state
@@ -57,6 +62,7 @@ class PromotionOutcome:
     already: bool = False
     recovery_seconds: float | None = None
     rights: Rights | None = None
+    foreign: Check | None = None       # step 2b; None: it did not run (the steps say why)
 
     @property
     def exit_code(self) -> int:
@@ -69,6 +75,9 @@ class PromotionOutcome:
         said = f"mirror {self.mirror}: promoted" + (f", up to {self.loss.total} record(s) may be lost"
                                                    if self.loss.total or self.loss.unobserved else
                                                    ", nothing known is lost")
+        if self.foreign is not None and self.foreign.foreign:
+            said += (f"; {sum(len(r.offsets) for r in self.foreign.foreign)} record(s) on the target were not "
+                     f"written by the mirror (foreign)")
         said += "".join(f"; {s.name} DID NOT RUN ({s.why})" for s in self.run.not_run)
         return said + (f" ({self.recovery_seconds:.1f} s from the command's start)" if self.recovery_seconds else "")
 
@@ -84,7 +93,22 @@ class PromotionOutcome:
                 "groups": self.groups, "steps": self.run.as_list(), "not_run": [s.name for s in self.run.not_run],
                 "write_rights": self.rights.as_dict() if self.rights else None,
                 "recovery_seconds": self.recovery_seconds, "exit_code": self.exit_code,
-                "verdict": self.verdict(), "loss_report": self.loss.lines()}
+                "verdict": self.verdict(), "loss_report": self.loss.lines(),
+                "foreign_records": self.foreign.as_dict() if self.foreign is not None else None,
+                "foreign_report": self.foreign_lines()}
+
+    def foreign_lines(self) -> list[str]:
+        """Beside the loss report: the target records the mirror did not write (step 2b)."""
+        if self.foreign is None:
+            return ["foreign records: not checked (see the step's reason); `eosmirror verify` counts them"]
+        if not self.foreign.foreign:
+            return [f"foreign records: none ({self.foreign.summary()})"]
+        lines = [f"  {r.line()}" for r in self.foreign.foreign]
+        if self.foreign.producers_note:
+            lines.append(f"  (producer ids: {self.foreign.producers_note})")
+        return lines + [f"{sum(len(r.offsets) for r in self.foreign.foreign)} record(s) on "
+                        f"{len(self.foreign.foreign)} target partition(s) were not written by the mirror: they are "
+                        f"on the promoted target and its consumers read them (docs/failing-loudly.md)"]
 
 
 def _last_observed(target: Cluster, mirror: MirrorConfig, now_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
@@ -173,6 +197,8 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
         raise EosMirrorError(f"promote {mirror.name}: after fencing, {len(blocked)} target partition(s) are still "
                              f"held by an open transaction of another producer; nothing was recorded as promoted. "
                              f"Clear each, then promote again:\n" + "\n".join(f"  {line}" for line in blocked))
+    checked = run.step("foreign records", lambda: foreign_records(mirror, target),                   # 2b
+                       optional="the promotion goes on without it; `eosmirror verify` counts foreign records")
     silent = run.step("source answers", lambda: source_silence(mirror, min(5.0, source_budget_s / 2)))   # 3
     moved = None
     if mirror.groups is None:
@@ -196,7 +222,7 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
                  optional=f"the promotion goes on without it: {rules.CANNOT_WRITE_YET}")
     promoted = run.record(Phase.PROMOTED, points, note, rights.changes)                         # 6
     return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, promoted.since_ms), answered, moved,
-                            run, recovery_seconds=run.elapsed(), rights=rights)
+                            run, recovery_seconds=run.elapsed(), rights=rights, foreign=checked)
 
 
 def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], silent: str | None, budget_s: float,
@@ -211,6 +237,14 @@ def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], 
     source = Cluster.resolve("source", mirror.source, mirror.name)
     within(lambda: rights.grant_on_target(source, target, target_of), budget_s * 3,
            f"the write rights of {mirror.name}")
+
+
+def foreign_records(mirror: MirrorConfig, target: Cluster) -> Check:
+    """Step 2b: after the fence no transaction of the mirror is open, so the stable progress is final."""
+    partitions = fencing.mirrored_partitions(target, mirror)
+    outcome = foreigncheck.check(target, mirror.progress_group, partitions,
+                                 client_id=f"eosmirror-{mirror.name}-promote-target-check")
+    return foreigncheck.named(target, mirror, outcome)
 
 
 def _final_group_sync(mirror: MirrorConfig, silent: str | None, budget_s: float) -> dict[str, Any]:

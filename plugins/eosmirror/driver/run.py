@@ -20,7 +20,7 @@ from eosmirror.core.errors import ConfigError, EosMirrorError
 from eosmirror.core.planning import SlotPlan
 from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
-from eosmirror.driver import observe, permissions, topics, writerights
+from eosmirror.driver import foreigncheck, observe, permissions, topics, writerights
 from eosmirror.kafka import clients, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.slot.copier import run_slot
@@ -45,6 +45,9 @@ class RunOptions:
     # The final run of `eosmirror switchover`: it copies while the mirror is switching-over (recorded
     # before it, so every other run is refused from then on; core/transitions.check_may_copy).
     final_of_switchover: bool = False
+    # The operator accepted the foreign records on the target (`--accept-foreign`, core/foreign.py): the
+    # run logs them instead of refusing and the mirror copies on after them.
+    accept_foreign: bool = False
 
 
 @dataclass
@@ -142,8 +145,22 @@ class MirrorRun:
             observations = observe.observe(m, pairs, self.source, self.target, target_ids, until=opts.until)
             slots = planning.plan_run(observations, m.slots, m.transactional_id_prefix, m.name,
                                       on_truncation=m.on_truncation, max_records=m.max_records_per_partition)
+        if m.delivery == "exactly_once":
+            with steps.step("target check"):   # before anything is copied: foreign writes (core/foreign.py)
+                self.check_targets(observations)
         return Planned(pairs=pairs, existing=existing, slots=slots, started=started, started_at=started_at,
                        writers=writers)
+
+    def check_targets(self, observations: list[planning.PartitionObservation]) -> None:
+        """Refuse the run (ForeignWriteError) when a mirrored target partition holds records the mirror
+        did not write (driver/foreigncheck.py); the slots check again, exactly, after fencing."""
+        m = self.mirror
+        outcome = foreigncheck.check(self.target, m.progress_group,
+                                     [(o.target_topic, o.partition) for o in observations],
+                                     {(o.target_topic, o.partition): o.accounting for o in observations},
+                                     client_id=f"eosmirror-{m.name}-target-check")
+        log.info("mirror %s: target check: %s", m.name, outcome.summary())
+        foreigncheck.refuse_or_accept(self.target, m, outcome, self.options.accept_foreign)
 
     def complete(self, planned: Planned, plan_only: bool = False) -> Prepared:
         """Steps 3 and 4 of ``prepare`` after ``planned`` (this run's steps 1 and 2): a run that found
@@ -208,7 +225,8 @@ class MirrorRun:
                 max_bytes=m.max_bytes_per_slot, source_label=self.source.label, target_label=self.target.label,
                 run_id=prepared.options.run_id, offset_sync_topic=naming.offset_sync_topic(m.name),
                 follow_until=prepared.options.follow_until.timestamp() if prepared.options.follow_until else None,
-                final_of_switchover=prepared.options.final_of_switchover, cap=cap))
+                final_of_switchover=prepared.options.final_of_switchover, cap=cap,
+                accept_foreign=prepared.options.accept_foreign))
         return tasks
 
     def refresh_sync_snapshot(self) -> None:

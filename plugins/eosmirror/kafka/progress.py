@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from eosmirror.core import settle
 from eosmirror.core.errors import AuthorizationError, ProgressUnavailableError
+from eosmirror.core.foreign import Accounting
 from eosmirror.kafka import calls, clients, offsets
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -42,11 +43,18 @@ class Progress:
     source_topic_id: str = ""
     generation: int = 0
     committed_ms: int = 0   # when this progress was last committed (idle partitions: every run)
+    # What the mirror accounts for on the target partition (core/foreign.py); None: not recorded
+    # (a migration, a reset, an older eosmirror, or at_least_once).
+    accounting: Accounting | None = None
 
 
-def encode_metadata(source_topic: str, source_topic_id: str, generation: int) -> str:
-    return json.dumps({"v": 1, "src": source_topic, "sid": source_topic_id, "g": generation,
-                       "t": int(time.time() * 1000)}, separators=(",", ":"))
+def encode_metadata(source_topic: str, source_topic_id: str, generation: int,
+                    accounting: Accounting | None = None) -> str:
+    value: dict[str, Any] = {"v": 1, "src": source_topic, "sid": source_topic_id, "g": generation,
+                             "t": int(time.time() * 1000)}
+    if accounting is not None:   # optional: older readers ignore it
+        value.update(accounting.metadata())
+    return json.dumps(value, separators=(",", ":"))
 
 
 def decode_metadata(raw: str | None) -> dict[str, Any]:
@@ -114,7 +122,8 @@ def read(cluster: Cluster, partitions: Iterable[tuple[str, int]], group: str, st
         out[(tp.topic, tp.partition)] = Progress(offset=tp.offset, source_topic=str(meta.get("src", "")),
                                                  source_topic_id=str(meta.get("sid", "")),
                                                  generation=int(meta.get("g", 0) or 0),
-                                                 committed_ms=int(meta.get("t", 0) or 0))
+                                                 committed_ms=int(meta.get("t", 0) or 0),
+                                                 accounting=Accounting.of_metadata(meta))
     return out
 
 

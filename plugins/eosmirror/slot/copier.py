@@ -139,15 +139,15 @@ class SlotCopier:
         # 3. The authoritative start: committed progress, read after fencing.
         self._load_progress()
         if self.exactly_once:
-            # 3b. Never write on top of a transaction the broker left open (targetcheck.py).
-            targetcheck.wait_closed(self.io, self.task.slot, self.task.target_label,
-                                    [(p.target_topic, p.partition) for p in self.task.partitions])
+            # 3b. Never write on top of a transaction the broker left open; 3c. nor after records the mirror
+            # did not write (targetcheck.py).
+            self._check_targets()
         keys = [(p.source_topic, p.partition) for p in self.task.partitions]
         self.chunks = partition_chunks(keys, self.task.max_partitions_per_transaction if self.exactly_once else None)
         self.chunk = self.chunks[0] if len(self.chunks) > 1 else None
         self._record_loop().assign(self._active())
         marks.append(time.monotonic())
-        steps = ("fence", "generation", "progress, targets closed") if self.exactly_once else ("progress",)
+        steps = ("fence", "generation", "progress, target check") if self.exactly_once else ("progress",)
         log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
 
     def _follow(self) -> None:
@@ -267,6 +267,8 @@ class SlotCopier:
                                  f"last reason: {why}") from None
         # 3 again: the committed progress is the only position known to be consistent.
         self._load_progress()
+        if self.exactly_once:
+            self._check_targets()   # 3b, 3c: what landed on the target since (the abort's marker at least)
         if self.following:
             follow.open_ends(self.states.values())
         self._record_loop().assign(self._active())
@@ -321,6 +323,12 @@ class SlotCopier:
         committed = self.io.read_progress([(p.target_topic, p.partition) for p in t.partitions], stable=True)
         self.states = start_states(t, committed, self.states)
 
+    def _check_targets(self) -> None:
+        """Steps 3b and 3c (exactly_once): the target partitions are closed and hold nothing the mirror did
+        not write (targetcheck.py); every partition's accounting is then exact up to its end."""
+        targetcheck.check_foreign(self.io, self.task.slot, self.task.target_label, self.states.values(),
+                                  accept=self.task.accept_foreign)
+
     # --- step 4: one transaction (exactly_once) ----------------------------------------------------
 
     def _transaction(self) -> None:
@@ -348,7 +356,7 @@ class SlotCopier:
         # 4.6 The new progress of every partition of the chunk (a chunked follow round: _progress_covered), in
         # the same transaction.
         self._txn_call(producer.send_offsets_to_transaction, "send the progress offsets",
-                       progress_offsets(self._progress_covered(states, moved), t.generation),
+                       progress_offsets(self._progress_covered(states, moved), t.generation, accounted=True),
                        self.reader.consumer_group_metadata())
         marks.append(time.monotonic())
         self.faults.hit("before_commit", t.slot)
@@ -427,7 +435,21 @@ class SlotCopier:
                 if self.exactly_once:
                     self._txn_call(self.producer.abort_transaction, "abort the transaction")
                 raise s.foreign_writer_error(self.task.target_label, end)
+        for s in dict.fromkeys(moved + written):
+            self._check_accounted(s, ends[(s.task.target_topic, s.task.partition)])
         return ends
+
+    def _check_accounted(self, s: PartitionCopy, end: int) -> None:
+        """Step 4.4, the partition's start: a written partition's records begin where its accounting expects
+        the partition to end, and an idle one still ends there. Otherwise something landed on it since the
+        slot last judged it: abortable, and the rewind judges what it is (foreign records stop the slot,
+        targetcheck.py; markers and aborted records only: the transaction is retried)."""
+        expected = s.accounting.expected_end if s.accounting is not None else None
+        found = s.base if s.count else end
+        if expected is not None and found != expected:
+            raise Abortable(f"{s.task.target_topic}[{s.task.partition}]: the target partition "
+                            f"{'takes this transaction from' if s.count else 'ends at'} offset {found}, not at "
+                            f"{expected} where the mirror's records and markers end: something else landed there")
 
     def _produce_syncs(self, moved: list[PartitionCopy], ends: dict[tuple[str, int], int]) -> None:
         """Step 4.5: an offset sync per partition whose progress moves, acknowledged before the commit."""

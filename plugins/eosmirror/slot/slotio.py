@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Iterable, Protocol
 
 from eosmirror.core import bandwidth
-from eosmirror.kafka import calls, clients, progress, state
+from eosmirror.kafka import calls, clients, progress, readers, state
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets
 from eosmirror.slot.slotstate import SlotTask
@@ -58,6 +58,11 @@ class SlotIO(Protocol):
 
     def source_stable_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The last stable offset (read_committed end) of each source partition, in one request (follow runs)."""
+
+    def target_data_offsets(self, ranges: dict[tuple[str, int], tuple[int, int]]
+                            ) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]]:
+        """Per target partition, (reached, offsets of the committed data records in [start, end)), read
+        read_committed by one consumer (``readers.data_offsets``): the foreign-write check (targetcheck.py)."""
 
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
         """Best effort: the progress on the source cluster's group; an error text, never raises."""
@@ -186,6 +191,12 @@ class KafkaSlotIO:
                     pass
         specs = {tp: OffsetSpec.latest() for tp in partitions}
         return list_offsets(self.source_admin, specs, t.source_label, read_committed=True)
+
+    def target_data_offsets(self, ranges: dict[tuple[str, int], tuple[int, int]]
+                            ) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]]:
+        t = self.task
+        return readers.data_offsets(self.target, ranges, f"eosmirror-{t.mirror}-{t.slot}-target-check",
+                                    group_id=t.progress_group)
 
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
         return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)

@@ -16,6 +16,7 @@ from typing import Any
 import eosmirror
 from eosmirror.core.bandwidth import SlotCap
 from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
+from eosmirror.core.foreign import Accounting
 from eosmirror.core.offsetsync import OffsetSync, RunBuilder
 from eosmirror.core.runreport import PartitionResult, SlotResult, SlotStatus
 
@@ -72,6 +73,9 @@ class SlotTask:
     final_of_switchover: bool = False
     # The slot's share of the mirror's bandwidth cap (core/bandwidth.py); None: not capped.
     cap: SlotCap | None = None
+    # An operator accepted the foreign records found on the target (`eosmirror run --accept-foreign`):
+    # they are logged, not refused, and the mirror copies on after them (core/foreign.py).
+    accept_foreign: bool = False
 
 
 class PartitionCopy:
@@ -79,10 +83,13 @@ class PartitionCopy:
 
     __slots__ = ("task", "target_topic", "partition", "limit", "committed", "had_committed", "end", "done", "eof",
                  "next", "base", "count", "bytes", "runs", "txn_start", "position", "first_error", "records_total",
-                 "bytes_total", "newest_ts", "copy_start", "target_from", "target_to")
+                 "bytes_total", "newest_ts", "copy_start", "target_from", "target_to", "accounting")
 
-    def __init__(self, task: PartitionTask, committed: int | None):
+    def __init__(self, task: PartitionTask, committed: int | None, accounting: Accounting | None = None):
         self.task = task
+        # What the mirror accounts for on the target partition (core/foreign.py): from the committed
+        # progress, then from the slot's own target check and commits. None: not checked yet.
+        self.accounting = accounting
         # Copied out of the task for the per-record loop (one attribute lookup instead of two).
         self.target_topic, self.partition = task.target_topic, task.partition
         self.limit = task.max_message_bytes - RECORD_OVERHEAD
@@ -135,7 +142,14 @@ class PartitionCopy:
                           generation=generation, slot=slot, created_ms=now_ms,
                           source_topic_id=self.task.source_topic_id, target_topic_id=self.task.target_topic_id)
 
+    def accounting_after(self) -> Accounting | None:
+        """The accounting this transaction commits with the progress: moved past its records, if it wrote any."""
+        if self.accounting is None or not self.count or self.base is None:
+            return self.accounting
+        return self.accounting.after_write(self.base, self.count)
+
     def commit(self) -> None:
+        self.accounting = self.accounting_after()
         self.committed = self.reached
         self.had_committed = True
         if self.count and self.base is not None:
@@ -192,7 +206,7 @@ def start_states(t: SlotTask, committed: dict[tuple[str, int], Any],
             raise ProgressUnavailableError(f"slot {t.slot}: the progress of {where} moved backwards from "
                                            f"{p.start} to {found.offset} after planning; run again to re-plan")
         before = previous.get((p.source_topic, p.partition))
-        state = PartitionCopy(p, found.offset if found else None)
+        state = PartitionCopy(p, found.offset if found else None, found.accounting if found else None)
         if before is not None:  # keep the totals of transactions this attempt already committed
             state.records_total, state.bytes_total = before.records_total, before.bytes_total
             state.newest_ts, state.copy_start = before.newest_ts, before.copy_start

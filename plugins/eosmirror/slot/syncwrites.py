@@ -38,11 +38,14 @@ def _produce_sync(producer: Any, topic: str, sync: Any) -> None:
             producer.poll(0.05)
 
 
-def progress_offsets(states: Iterable[PartitionCopy], generation: int) -> list[Any]:
+def progress_offsets(states: Iterable[PartitionCopy], generation: int, accounted: bool = False) -> list[Any]:
     """The new progress of every partition of the slot (idle ones too, so that it never expires),
-    each with the metadata that ties it to its source topic and the generation."""
+    each with the metadata that ties it to its source topic and the generation, and (``accounted``:
+    exactly_once, whose transactions end in markers) what the mirror accounts for on the target
+    after this transaction (core/foreign.py), committed atomically with the records."""
     from confluent_kafka import TopicPartition
 
     return [TopicPartition(s.task.target_topic, s.task.partition, s.reached,
-                           metadata=progress.encode_metadata(s.task.source_topic, s.task.source_topic_id, generation))
+                           metadata=progress.encode_metadata(s.task.source_topic, s.task.source_topic_id, generation,
+                                                             s.accounting_after() if accounted else None))
             for s in states]

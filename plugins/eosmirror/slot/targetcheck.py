@@ -15,6 +15,13 @@ found it: a6793d6 and docs/results.md, "Incidents behind the code".)
 
 The offset-sync topic's partition is shared by the mirror's slots (another slot's open transaction is
 normal there) and is not checked.
+
+Step 3c (exactly_once): once every target partition is closed, none holds a committed record the mirror
+did not write (``check_foreign``; the rule: core/foreign.py). The progress read after fencing carries
+what the mirror accounts for on each partition; a partition whose end lies beyond it is read
+read_committed from where the mirror's copies end, and any data record there is a foreign write: the
+slot refuses (ForeignWriteError) before it writes anything. Only markers and aborted records there (a
+killed attempt of this slot, aborted by the fence) are not foreign; the accounting moves past them.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import logging
 import time
 from typing import Iterable
 
+from eosmirror.core import foreign
 from eosmirror.core.errors import TargetMismatchError
 from eosmirror.slot.slotio import SlotIO
+from eosmirror.slot.slotstate import PartitionCopy
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +41,10 @@ log = logging.getLogger(__name__)
 SETTLE_SECONDS = 15.0
 POLL_SECONDS = 0.5
 MAX_NAMED = 5
+# An executor has neither Kafka's tools nor their jars: the planner's check names the producers (it refuses
+# the same records before the slots start), the slot only when they landed after that check.
+SLOT_PRODUCERS_NOTE = ("not described by the slot, which found them after the run's own check; the next run's "
+                       "check names them, or `kafka-transactions.sh describe-producers`")
 
 
 def unclosed(stable: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -56,9 +69,9 @@ def refusal(target_label: str, open_: dict[tuple[str, int], tuple[int, int]], wa
 
 
 def wait_closed(io: SlotIO, slot: int, target_label: str, partitions: Iterable[tuple[str, int]],
-                settle_seconds: float = SETTLE_SECONDS) -> None:
-    """Return once no target partition holds an open transaction; else raise ``refusal`` after ``settle_seconds``.
-    Reads the last stable offsets first, then the ends (an end read later is never below them)."""
+                settle_seconds: float = SETTLE_SECONDS) -> dict[tuple[str, int], int]:
+    """Return the ends once no target partition holds an open transaction; else raise ``refusal`` after
+    ``settle_seconds``. Reads the last stable offsets first, then the ends (an end read later is never below them)."""
     keys = list(partitions)
     started = time.monotonic()
     shown = -1
@@ -67,7 +80,7 @@ def wait_closed(io: SlotIO, slot: int, target_label: str, partitions: Iterable[t
         ends = io.target_end_offsets(keys)
         open_ = unclosed(stable, ends)
         if not open_:
-            return
+            return ends
         waited = time.monotonic() - started
         if waited >= settle_seconds:
             raise refusal(target_label, open_, waited)   # the slot's report names the slot
@@ -76,3 +89,38 @@ def wait_closed(io: SlotIO, slot: int, target_label: str, partitions: Iterable[t
                      "it to end before writing", slot, len(open_), next(iter(sorted(open_))), settle_seconds)
             shown = len(open_)
         time.sleep(POLL_SECONDS)
+
+
+def check_foreign(io: SlotIO, slot: int, target_label: str, states: Iterable[PartitionCopy],
+                  accept: bool = False) -> None:
+    """Steps 3b and 3c: wait until the slot's target partitions are closed, then judge each against the
+    accounting of its committed progress (core/foreign.py). Foreign records: ForeignWriteError naming
+    them (``accept``: logged, and the accounting moves past them: an operator accepted them). Afterwards
+    every partition's accounting is exact up to its end now."""
+    by_key = {(s.task.target_topic, s.task.partition): s for s in states}
+    ends = wait_closed(io, slot, target_label, list(by_key))
+    fresh = [tp for tp, s in by_key.items() if s.accounting is None]
+    if fresh:
+        log.info("slot %d: %d target partition(s) (e.g. %s[%d]) have no accounting yet (first copy, or progress "
+                 "written by a migration, a reset or an older eosmirror): checked from their end now on",
+                 slot, len(fresh), *fresh[0])
+    for tp in fresh:
+        by_key[tp].accounting = foreign.Accounting.checked(ends[tp])
+    behind = {tp: (s.accounting.expected_end, ends[tp]) for tp, s in by_key.items()
+              if s.accounting is not None and foreign.judge(s.accounting, ends[tp]) == foreign.BEHIND}
+    if behind:
+        (topic, partition), (expected, end) = sorted(behind.items())[0]
+        raise TargetMismatchError(
+            f"{target_label}: {len(behind)} target partition(s) end below what the mirror committed there (e.g. "
+            f"{topic}[{partition}] ends at {end}, the mirror's last transaction left it at {expected}): the target "
+            f"lost records (an unclean leader election, a re-created topic). Nothing was written. Compare it with "
+            f"`eosmirror verify` and decide what it should hold")
+    ranges = foreign.ranges_to_read({tp: s.accounting for tp, s in by_key.items()}, ends, ends)
+    reads = io.target_data_offsets(ranges) if ranges else {}
+    found = foreign.found(reads, ends, {tp: by_key[tp].accounting for tp in reads})
+    if found and not accept:
+        raise foreign.refusal(target_label, f"slot {slot}", found, SLOT_PRODUCERS_NOTE)
+    for record in found:
+        log.warning("slot %d: %s (accepted by the operator: the mirror copies on after them)", slot, record.line())
+    for tp in ranges:
+        by_key[tp].accounting = foreign.Accounting.checked(ends[tp])

@@ -1,7 +1,8 @@
 """The mirror batch job: what spark-submit runs (this file, or the ``spark_jobs/mirror_batch.py`` shim).
 
 Exit code 0 only if every slot committed or had nothing to do; 1 if the run failed; 2 if the
-configuration or the arguments are wrong (nothing is written then).
+configuration or the arguments are wrong (nothing is written then); 7 if a mirrored target partition
+holds records the mirror did not write (core/foreign.py: nothing is copied onto them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from typing import Any
 
 from eosmirror.core import config
 from eosmirror.core import report as reports
-from eosmirror.core.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, ConfigError, EosMirrorError
+from eosmirror.core.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_FOREIGN,
+    EXIT_OK,
+    ConfigError,
+    EosMirrorError,
+    ForeignWriteError,
+)
 from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.core.runreport import Report, RunFailure, RunReport
 from eosmirror.driver.lag import record_run
@@ -36,7 +45,8 @@ def options_from(args: argparse.Namespace) -> Any:
                       max_records_per_partition=args.max_records_per_partition,
                       max_bytes_per_slot=args.max_bytes_per_slot,
                       max_bytes_per_second=getattr(args, "max_bytes_per_second", None),
-                      final_of_switchover=bool(getattr(args, "final_of_switchover", False)))
+                      final_of_switchover=bool(getattr(args, "final_of_switchover", False)),
+                      accept_foreign=bool(getattr(args, "accept_foreign", False)))
 
 
 def check_follow(mirror: Any, options: Any) -> None:
@@ -72,7 +82,14 @@ def run(mirror_name: str, args: argparse.Namespace, runner: Any,
         with mirror_run.steps.step("lag record"):
             record_run(mirror, result)
         result.steps = mirror_run.steps.as_dict()
-    return (EXIT_OK if result.ok else EXIT_FAILED), result
+    return exit_code_of(result), result
+
+
+def exit_code_of(result: RunReport) -> int:
+    """0 ok; 7 when a slot refused foreign records on the target (a data problem: never retried); else 1."""
+    if result.ok:
+        return EXIT_OK
+    return EXIT_FOREIGN if any(s.error_type == ForeignWriteError.__name__ for s in result.slots) else EXIT_FAILED
 
 
 def parser() -> argparse.ArgumentParser:

@@ -35,6 +35,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--final-of-switchover", action="store_true",
                         help="the final run of `eosmirror switchover`: it copies while the mirror is switching-over "
                              "(every other run is refused then); set by the switchover, not by hand")
+    parser.add_argument("--accept-foreign", action="store_true",
+                        help="the records another producer wrote to the mirrored target topics (which stopped the "
+                             "last run: exit 8) are accepted as they are; the run logs them and copies on after "
+                             "them (docs/failing-loudly.md)")
 
 
 def follow_until(args: argparse.Namespace) -> dt.datetime | None:
