@@ -54,8 +54,8 @@ def test_byte_identical_copy_keys_values_nulls_headers_timestamps_partitions(sou
     assert report["status"] == "ok" and report["records"] == 120
     # the report times the run's fixed cost step by step (process start: this test process's age)
     steps = report["steps"]
-    assert list(steps) == ["process start", "resolve", "target guard", "observe and plan", "target sync", "generation",
-                           "slots", "snapshot"], steps
+    assert list(steps) == ["process start", "resolve", "target guard", "observe and plan", "target check",
+                           "target sync", "generation", "slots", "snapshot"], steps
     # process start is this process's age when the run began, as the kernel counts it (10 ms ticks)
     assert age_before - 0.05 <= steps["process start"] <= age_after + 0.05, (steps, age_before, age_after)
     # the steps that talk to the brokers took time, and all the steps together no more than the test saw

@@ -126,6 +126,8 @@ class MirrorRun:
         2. Observe and plan: source offsets, committed progress (or its recovery from the offset
            syncs), the bounded range and slot of every partition. Everything that can refuse the
            run (truncation, re-created topics, lost progress) is checked here.
+        2b. Target check (exactly_once): a target partition holding records the mirror did not write
+           refuses the run (driver/foreigncheck.py); the slots check again after fencing.
         3. Sync the target: create/grow topics, sync configs, create the internal topics (a dry run
            only reports); then check the ACLs of what was just created.
         4. Generation: record the slot count; if it changed, fence every old slot's transactional id.
