@@ -133,5 +133,6 @@ def test_bootstrap_addresses_keep_their_order_and_ipv6_hosts():
 
 
 def test_nothing_listening_is_not_read_naming_the_address():
-    with pytest.raises(apiversions.NotRead, match="127.0.0.1:1: "):
+    with pytest.raises(apiversions.NotRead, match="127.0.0.1:1: ") as info:
         apiversions.read({"bootstrap.servers": "127.0.0.1:1"}, budget_s=1.0)
+    assert info.value.unreachable

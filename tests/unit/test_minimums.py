@@ -29,9 +29,11 @@ def answers(monkeypatch):
 
     def read(settings, budget_s=apiversions.BUDGET_SECONDS):
         asked.append(settings["bootstrap.servers"])
-        found = known.get(settings["bootstrap.servers"])
+        found = known.get(settings["bootstrap.servers"])   # a table, "down" (no connection) or None (TLS failed)
         if found is None:
-            raise apiversions.NotRead("127.0.0.1:1: [Errno 111] Connection refused")
+            raise apiversions.NotRead("127.0.0.1:1: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+        if found == "down":
+            raise apiversions.NotRead("127.0.0.1:1: [Errno 111] Connection refused", unreachable=True)
         return apiversions.Answer(settings["bootstrap.servers"], found, 0.001)
 
     monkeypatch.setattr(apiversions, "read", read)
@@ -84,9 +86,17 @@ def test_a_cluster_that_does_not_answer_is_not_checked_and_that_is_said(answers,
         notes = minimums.require("run", clusters())
         minimums.require("verify", clusters())
     assert notes == ["the source cluster (old:9092) was not checked for `run`'s minimums: its ApiVersions could not "
-                     "be read (127.0.0.1:1: [Errno 111] Connection refused)"]
+                     "be read (127.0.0.1:1: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed)"]
     assert asked == ["old:9092", "new:9092"]   # the failure is remembered for the command too
     assert "s3cret" not in caplog.text
+
+
+def test_a_cluster_nothing_reaches_is_left_to_the_commands_own_request(answers, caplog):
+    known, _ = answers
+    known.update({"old:9092": "down", "new:9092": table("4.3.1")})
+    with caplog.at_level(logging.INFO, logger=minimums.log.name):
+        assert minimums.require("run", clusters()) == []
+    assert [r.levelname for r in caplog.records] == ["INFO"] and "Connection refused" in caplog.text
 
 
 def too_old():

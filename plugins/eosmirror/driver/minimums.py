@@ -49,18 +49,18 @@ def _key(cluster: Cluster) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def answer(cluster: Cluster) -> apiversions.Answer | str:
+def answer(cluster: Cluster) -> apiversions.Answer | apiversions.NotRead:
     """The cluster's ApiVersions answer, or why there is none (read once per scope)."""
     known = _ANSWERS.get()
     key = _key(cluster) if known is not None else ""
     if known is not None and key in known:
-        found: apiversions.Answer | str = known[key]
+        found: apiversions.Answer | apiversions.NotRead = known[key]
         return found
     try:
         found = apiversions.read(cluster.settings)
         log.debug("%s: ApiVersions of %s read in %.1f ms", cluster.label, found.broker, found.seconds * 1000)
     except apiversions.NotRead as exc:
-        found = str(exc)
+        found = exc
     if known is not None:
         known[key] = found
     return found
@@ -68,13 +68,19 @@ def answer(cluster: Cluster) -> apiversions.Answer | str:
 
 def require(command: str, clusters: Iterable[Cluster], acl_sync: bool = False) -> list[str]:
     """Refuse ``command`` (BrokerTooOldError) when a cluster lacks what it needs there; else the lines of
-    what degradable features leave out, and of clusters not checked (each also logged)."""
+    what degradable features leave out, and of clusters not checked (each also logged as a warning). A
+    cluster no connection reaches at all is left to the command's own first request, which fails naming
+    it (once, not twice): that is only logged at info."""
     notes = []
     for cluster in clusters:
         found = answer(cluster)
-        if isinstance(found, str):
-            notes.append(f"the {cluster.label} was not checked for `{command}`'s minimums: its ApiVersions could "
-                         f"not be read ({found})")
+        if isinstance(found, apiversions.NotRead):
+            why = (f"the {cluster.label} was not checked for `{command}`'s minimums: its ApiVersions could not be "
+                   f"read ({found})")
+            if found.unreachable:
+                log.info("%s", why)
+            else:
+                notes.append(why)
             continue
         verdict = brokerfeatures.check(found.table, command, cluster.role, cluster.label, acl_sync)
         if verdict.refusal:

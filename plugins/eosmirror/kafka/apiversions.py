@@ -16,6 +16,7 @@ request then fails, or succeeds, on its own terms).
 
 from __future__ import annotations
 
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -30,7 +31,13 @@ MAX_ANSWER = 1 << 20
 
 
 class NotRead(Exception):
-    """No broker of the cluster answered ApiVersions (the text says why; never a secret)."""
+    """No broker of the cluster answered ApiVersions (the text says why; never a secret). ``unreachable``: no
+    connection could be made at all (the command's own first request will say so); else something answered,
+    or the TLS settings could not be reproduced, and only this read failed."""
+
+    def __init__(self, text: str, unreachable: bool = False):
+        super().__init__(text)
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ def read(settings: Mapping[str, Any], budget_s: float = BUDGET_SECONDS) -> Answe
     """The first bootstrap broker's answer that arrives within ``budget_s``; NotRead naming every failure."""
     started = time.monotonic()
     deadline = started + budget_s
-    failures = []
+    failures, unreachable = [], True
     for host, port in addresses(settings):
         if time.monotonic() >= deadline:
             break
@@ -112,6 +119,7 @@ def read(settings: Mapping[str, Any], budget_s: float = BUDGET_SECONDS) -> Answe
             raise NotRead(str(exc)) from None
         except (OSError, NotRead, struct.error) as exc:   # ssl.SSLError and timeouts are OSErrors
             failures.append(f"{host}:{port}: {exc or type(exc).__name__}")
+            unreachable = unreachable and isinstance(exc, (ConnectionError, TimeoutError, socket.gaierror))
             continue
         return Answer(f"{host}:{port}", table, round(time.monotonic() - started, 4))
-    raise NotRead("; ".join(failures) or f"no bootstrap broker answered within {budget_s:g} s")
+    raise NotRead("; ".join(failures) or f"no bootstrap broker answered within {budget_s:g} s", unreachable)
