@@ -136,3 +136,18 @@ def test_nothing_listening_is_not_read_naming_the_address():
     with pytest.raises(apiversions.NotRead, match="127.0.0.1:1: ") as info:
         apiversions.read({"bootstrap.servers": "127.0.0.1:1"}, budget_s=1.0)
     assert info.value.unreachable
+
+
+def test_a_silent_broker_gets_its_share_of_the_budget_and_the_next_one_is_asked():
+    """Two peers that accept the connection and never answer: both are asked, and named, within the budget."""
+    import socket
+    import time
+
+    with socket.create_server(("127.0.0.1", 0)) as first, socket.create_server(("127.0.0.1", 0)) as second:
+        ports = [s.getsockname()[1] for s in (first, second)]
+        began = time.monotonic()
+        with pytest.raises(apiversions.NotRead) as info:
+            apiversions.read({"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports)}, budget_s=1.0)
+        took = time.monotonic() - began
+    assert all(f"127.0.0.1:{p}: " in str(info.value) for p in ports), str(info.value)
+    assert 0.9 <= took < 1.6 and info.value.unreachable   # timed out: the command's own request will tell

@@ -106,15 +106,18 @@ def addresses(settings: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 
 def read(settings: Mapping[str, Any], budget_s: float = BUDGET_SECONDS) -> Answer:
-    """The first bootstrap broker's answer that arrives within ``budget_s``; NotRead naming every failure."""
+    """The first bootstrap broker's answer that arrives within ``budget_s`` (each broker tried gets its share of
+    the time left); NotRead naming every failure."""
     started = time.monotonic()
     deadline = started + budget_s
     failures, unreachable = [], True
-    for host, port in addresses(settings):
-        if time.monotonic() >= deadline:
+    brokers = addresses(settings)
+    for at, (host, port) in enumerate(brokers):
+        left = deadline - time.monotonic()
+        if left <= 0:
             break
-        try:
-            table = _ask(settings, host, port, deadline)
+        try:   # each broker its share of what is left: a silent first one leaves time for the next
+            table = _ask(settings, host, port, time.monotonic() + left / (len(brokers) - at))
         except clients.UnsupportedConnection as exc:
             raise NotRead(str(exc)) from None
         except (OSError, NotRead, struct.error) as exc:   # ssl.SSLError and timeouts are OSErrors
