@@ -10,8 +10,9 @@ reads once (a run checks its two clusters once, in its resolve step; a final run
 run server is a process of its own and reads once more).
 
 A feature that can degrade is not refused: each thing it leaves out is logged as a warning and returned. A
-cluster whose brokers do not answer (or whose TLS settings only librdkafka can honour) is not checked: a
-warning says so, and the command goes on to meet the cluster on its own terms.
+cluster whose answer cannot be read (TLS refused, settings only librdkafka can honour) is not checked: a
+warning says so, and the command goes on to meet the cluster on its own terms; one no connection reaches at
+all is left to the command's first request, which fails naming it.
 """
 
 from __future__ import annotations
