@@ -99,7 +99,7 @@ def test_a_pre_transactions_target_is_refused_and_named_by_its_markers():
 
 def test_an_unknown_command_is_a_programming_error():
     with pytest.raises(ValueError, match="no broker needs"):
-        bf.needs("groups", "target")
+        bf.needs("fence", "target")
 
 
 def test_the_refusal_is_a_config_error_exit_2():
@@ -151,3 +151,10 @@ def test_a_silent_broker_gets_its_share_of_the_budget_and_the_next_one_is_asked(
         took = time.monotonic() - began
     assert all(f"127.0.0.1:{p}: " in str(info.value) for p in ports), str(info.value)
     assert 0.9 <= took < 1.6 and info.value.unreachable   # timed out: the command's own request will tell
+
+
+def test_a_group_move_is_judged_on_the_side_it_writes():
+    """Failover writes the target's groups, failback the source's: either side, as written, needs KIP-447."""
+    for role in ("source", "target"):
+        assert "TxnOffsetCommit v3" in bf.check(like_2_4(), "groups", role, LABEL).refusal
+        assert bf.check(table("2.8.2"), "groups", role, LABEL).ok

@@ -75,6 +75,9 @@ SOURCE = (*READS, TOPIC_CONFIGS, TOPIC_IDS)
 TARGET = (TRANSACTIONS, TXN_GROUP_METADATA, STABLE_OFFSETS, *READS, TOPIC_CONFIGS, CONFIG_SYNC, GROW_TOPICS,
           TOPIC_IDS, PRODUCERS, TXN_STATES, HANGING)
 ACL_SYNC = {"source": (ACL_PERMISSIONS, ACL_READ), "target": (ACL_PERMISSIONS, ACL_WRITE)}
+# A group move writes the groups' offsets in a transaction with their checkpoints, as the mirror commits its
+# progress; it is checked on the side it writes (the target in failover, the source in failback).
+GROUP_WRITES = (TRANSACTIONS, TXN_GROUP_METADATA, *READS)
 
 # command -> {role of the cluster in the command: the features it needs there}. A promotion does not
 # look at the source (it may be gone); a reverse and a resume write on the old source (the reverse
@@ -89,6 +92,7 @@ NEEDS: dict[str, dict[str, tuple[Feature, ...]]] = {
     "resume": {"source": TARGET, "target": TARGET},
     "verify": {"source": READS, "target": READS},
     "lag": {"source": (STABLE_ENDS,), "target": (STABLE_ENDS, STABLE_OFFSETS)},
+    "groups": {"source": GROUP_WRITES, "target": GROUP_WRITES},
 }
 
 

@@ -3,8 +3,8 @@ cluster too old for the command refuses it (exit 2, ``BrokerTooOldError``), nami
 the answer tells, the feature and the minimum (``core/brokerfeatures.py`` holds the needs and the verdict).
 
 Called where each command starts: ``MirrorRun.resolve`` (run, plan, the Airflow preflight, migrate, reset),
-the transition runner's ``check`` (switchover, its cancel, promote, reverse, resume), ``verify.verify`` and
-the lag's ``report``. One read per cluster per command: inside ``scope()`` (a disaster-recovery command, whose
+the transition runner's ``check`` (switchover, its cancel, promote, reverse, resume), ``verify.verify``, the
+lag's ``report`` and ``groups.move_groups`` (on the side it writes). One read per cluster per command: inside ``scope()`` (a disaster-recovery command, whose
 steps plan a final run, verify, migrate in its process) an answer is read once and reused; outside, each check
 reads once (a run checks its two clusters once, in its resolve step; a final run sent to spark-submit or the
 run server is a process of its own and reads once more).
