@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 
 from eosmirror.core import commands, config
 from eosmirror.core.config import MirrorConfig
-from eosmirror.driver import promote, resume, reverse, switchover
+from eosmirror.driver import minimums, promote, resume, reverse, switchover
 from eosmirror.driver.transition import Transition
 from eosmirror.spark import launch, submit
 
@@ -36,6 +36,13 @@ def execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, 
     """Run ``spec`` for ``mirror`` with ``values`` (already checked by ``spec.values``). ``started``: when
     the command was given (monotonic), for the recovery time."""
     started = time.monotonic() if started is None else started
+    with minimums.scope():   # one ApiVersions read per cluster for the whole command, its steps included
+        return _execute(spec, mirror, values, by=by, say=say, started=started, spark=spark, config_file=config_file)
+
+
+def _execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, Any], *, by: str | None,
+             say: Callable[[str], None], started: float, spark: launch.SparkTarget | None,
+             config_file: str | None) -> Outcome:
     if spec is commands.SWITCHOVER:
         if values["cancel"]:
             return switchover.cancel(mirror, by=by, say=say)

@@ -43,6 +43,12 @@ class ConfigError(EosMirrorError):
     exit_code = EXIT_CONFIG
 
 
+class BrokerTooOldError(ConfigError):
+    """A cluster's brokers lack an API version the command needs (read from their ApiVersions answer):
+    the message names the cluster, its release as the answer tells it, the feature and the minimum. Exit 2,
+    never retried: only an upgrade of those brokers changes the answer. Nothing was written."""
+
+
 class ClusterUnreachableError(EosMirrorError):
     """A cluster did not answer within the bounded time."""
 

@@ -25,7 +25,7 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, Config
 from eosmirror.core.groupfailover import GroupOffsets
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
-from eosmirror.driver import groupwayback, topics
+from eosmirror.driver import groupwayback, minimums, topics
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import offsets as kafka_offsets
@@ -180,6 +180,7 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
             return settle_backward(groupwayback.plan(way, offsets, states, allow_rewind),
                                    _log_reader(way.old, way.reverse.progress_group, owner.name))
         never = own_groups(way.reverse)             # m's and m__reverse's: both are kept on both clusters
+    minimums.require("groups", (sides.write,))      # before a group offset is written, on the side written
     plans, missing = plan_groups(owner, options, sides, planner, never)
     errors = {} if options.dry_run else _write(owner, sides, plans)
     return {

@@ -18,7 +18,7 @@ from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUn
 from eosmirror.core.foreign import ForeignRecords
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.runreport import Report
-from eosmirror.driver import foreigncheck, topics
+from eosmirror.driver import foreigncheck, minimums, topics
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groupoffsets, lagstore, progress, readers, state
 from eosmirror.kafka import groups as kafka_groups
@@ -163,6 +163,7 @@ def report(mirror: MirrorConfig, now_ms: int | None = None, record: bool = False
     ``groups_read_seconds`` bounds the wait on a group whose offset commit is pending."""
     now_ms = now_ms if now_ms is not None else lagstore.now_ms()
     clusters = clusters or Clusters.of(mirror)
+    minimums.require("lag", (clusters.source, clusters.target))
     # A switched-over or promoted mirror copies no more: its state, read from the target alone (the
     # source may be gone), is what it reports, never an alert.
     current = state.read_mirror_state(clusters.target, mirror.name, mirror.progress_group)

@@ -77,7 +77,7 @@ class Migration:
 
     def __init__(self, mirror: MirrorConfig, who: str | None = None, window: float = CHECK_WINDOW_SECONDS):
         self.mirror, self.who, self.window = mirror, who or who_asks(), window
-        self.run = MirrorRun(mirror)
+        self.run = MirrorRun(mirror, command="migrate")
         self.source, self.target = self.run.source, self.run.target
         self.pairs, self.existing = self.run.resolve()
         self.source_tps = [(p.source, k) for p in self.pairs for k in range(p.partitions)]

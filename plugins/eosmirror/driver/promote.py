@@ -181,8 +181,8 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
     ``started``: when the command was given (monotonic), for the recovery time."""
     by = by or f"cli:{getpass.getuser()}"
     target = Cluster.resolve("target", mirror.target, mirror.name)
-    run = Transition(Command.PROMOTE, mirror.name, say, started=started, by=by,
-                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
+    run = Transition(Command.PROMOTE, mirror.name, say, started=started, by=by,   # the source may be gone: unchecked
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix), clusters=(target,))
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     if run.check(current) is Mode.BEGIN:                                                        # 1
         # A mirror that never ran has no state topic yet to record in (a run's preflight creates it).

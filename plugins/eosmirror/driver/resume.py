@@ -189,9 +189,9 @@ def resume(mirror: MirrorConfig, window: float = 3.0, by: str | None = None, say
     back = mirror.reverse()                                                              # identity only
     by = by or f"cli:{getpass.getuser()}"
     new = Cluster.resolve("target", mirror.target, mirror.name)
-    run = Transition(Command.RESUME, mirror.name, say, started=started, by=by,
-                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix))
     old = Cluster.resolve("source", mirror.source, mirror.name)
+    run = Transition(Command.RESUME, mirror.name, say, started=started, by=by,
+                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix), clusters=(old, new))
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
     mode = run.check(current)                                                            # 1
     # The reverse mirror's state is on the old source: read only once the forward state may resume

@@ -301,11 +301,11 @@ def reverse(mirror: MirrorConfig, options: ReverseOptions = ReverseOptions(), by
     back = mirror.reverse()                                                                   # 1: identity only
     by = by or f"cli:{getpass.getuser()}"
     new = Cluster.resolve("target", mirror.target, mirror.name)
+    old = Cluster.resolve("source", mirror.source, mirror.name)
     run = Transition(Command.REVERSE, mirror.name, say, started=started, by=by,
-                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix))
+                     record_to=state.recorder(new, mirror.name, mirror.transactional_id_prefix), clusters=(old, new))
     current = state.read_mirror_state(new, mirror.name, mirror.progress_group)
     mode = run.check(current)
-    old = Cluster.resolve("source", mirror.source, mirror.name)
     run.step("old source answers", lambda: reachable(old, mirror.name, options.source_budget_s))
     points = run.step("old source ends", lambda: with_old_ends(current.points, old, options.settle_s)) or ()  # 2
     rights = Rights(audit_to=state.auditor(new, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,

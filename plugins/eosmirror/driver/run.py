@@ -20,7 +20,7 @@ from eosmirror.core.errors import ConfigError, EosMirrorError
 from eosmirror.core.planning import SlotPlan
 from eosmirror.core.runreport import ReportTopic, RunReport, RunStatus, SlotResult, SlotStatus
 from eosmirror.core.steptimes import StepTimes, process_age
-from eosmirror.driver import foreigncheck, observe, permissions, topics, writerights
+from eosmirror.driver import foreigncheck, minimums, observe, permissions, topics, writerights
 from eosmirror.kafka import clients, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.slot.copier import run_slot
@@ -80,12 +80,14 @@ class Prepared:
 
 
 class MirrorRun:
-    def __init__(self, mirror: MirrorConfig, options: RunOptions | None = None):
+    def __init__(self, mirror: MirrorConfig, options: RunOptions | None = None, command: str = "run"):
         self.steps = StepTimes()
         age = process_age()   # the interpreter's start, imports and the config, before any step
         if age is not None:
             self.steps.add("process start", age)
         self.options = options or RunOptions()
+        self.command = command   # what the brokers' minimums are checked for: run, or migrate (and reset)
+        self.broker_notes: list[str] = []   # what the clusters' brokers leave out (driver/minimums), once resolved
         self.mirror = mirror.with_bounds(self.options.max_records_per_partition, self.options.max_bytes_per_slot,
                                          self.options.max_bytes_per_second)
         self.source = Cluster.resolve("source", mirror.source, mirror.name)
@@ -105,12 +107,13 @@ class MirrorRun:
         topics.ensure_internal_topics(m, self.target, existing)
         return {"mirror": m.name, "source": self.source.label, "target": self.target.label,
                 "topics": [{"source": p.source, "target": p.target, "partitions": p.partitions} for p in pairs],
-                "topic_sync": report.summary(), "warnings": report.warnings}
+                "topic_sync": report.summary(), "warnings": report.warnings + self.broker_notes}
 
     def resolve(self) -> tuple[list[topics.TopicPair], dict[str, topics.TopicState]]:
         """Both clusters answer; the mirrored topics; the run's one description of the target; ACLs."""
         clients.check_slot_settings(self.source.settings, self.target.settings, self.mirror,
                                     f"mirror {self.mirror.name!r}")   # before anything is written
+        self.broker_notes = minimums.require(self.command, (self.source, self.target), self.mirror.sync_topic_acls)
         topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
         pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
         existing = topics.describe_targets(self.mirror, pairs, self.target)

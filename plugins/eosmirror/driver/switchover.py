@@ -154,7 +154,8 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
     source = Cluster.resolve("source", mirror.source, mirror.name)
     target = Cluster.resolve("target", mirror.target, mirror.name)
     run = Transition(Command.SWITCHOVER, mirror.name, say, started=started, by=by,
-                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix),
+                     clusters=(source, target))
     out = SwitchoverOutcome(mirror.name, safe=False, run=run)
     out.rights.audit_to = state.auditor(target, mirror.name, mirror.transactional_id_prefix, rules.AUDIT_ACTION,
                                         "switch back" if isinstance(mirror, ReverseMirrorConfig) else "switchover", by)
@@ -242,7 +243,7 @@ def cancel(mirror: MirrorConfig, by: str | None = None, say: Callable[[str], Non
     by = by or f"cli:{getpass.getuser()}"
     target = Cluster.resolve("target", mirror.target, mirror.name)
     run = Transition(Command.CANCEL, mirror.name, say, by=by,
-                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix))
+                     record_to=state.recorder(target, mirror.name, mirror.transactional_id_prefix), clusters=(target,))
     current = state.read_mirror_state(target, mirror.name, mirror.progress_group)
     if current.phase is Phase.MIRRORING and current.note == CANCELLED:
         run.skip("record mirroring", f"cancelled already ({current.describe()})")

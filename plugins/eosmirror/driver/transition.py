@@ -1,7 +1,8 @@
 """The one runner every disaster-recovery command uses (switchover, its cancel, promote, reverse, resume).
 
 1. Check the table (``core/transitions.py``): refuse (exit 2, nothing written), begin, continue an
-   unfinished ``-ing`` phase, or report a transition done before.
+   unfinished ``-ing`` phase, or report a transition done before; then the brokers' minimums of the
+   clusters the command touches (``driver/minimums.py``: refuse, exit 2, nothing written).
 2. Record the ``-ing`` phase (when beginning): from then on no run copies (the state refuses it).
    ``record`` is the one place a transition's own state record is built (since now, by whom, its
    points in partition order, a note) and written.
@@ -34,7 +35,9 @@ from eosmirror.core.errors import EXIT_STEP_NOT_RUN, EosMirrorError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.core.writerights import RightsChange
+from eosmirror.driver import minimums
 from eosmirror.kafka import calls
+from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,14 +77,19 @@ class Transition:
     clock: Callable[[], float] = time.monotonic
     steps: list[StepResult] = field(default_factory=list)
     mode: Mode | None = None
+    clusters: tuple[Cluster, ...] = ()   # the clusters the command touches: their brokers' minimums (driver/minimums)
 
     def __post_init__(self) -> None:
         if self.started is None:
             self.started = self.clock()
 
     def check(self, current: MirrorState) -> Mode:
-        """Step 1: the table's verdict for this command from ``current`` (refusals raise)."""
+        """Step 1: the table's verdict for this command from ``current``, then (unless it is done already)
+        the brokers of the clusters it touches are new enough (driver/minimums). Refusals raise; nothing
+        is written before."""
         self.mode = transitions.start(self.command, current, self.mirror)
+        if self.mode is not Mode.DONE:
+            minimums.require(self.command.value, self.clusters)
         if self.mode is Mode.CONTINUE:
             self.say(f"{self._what}: continues the unfinished {current.describe()}")
         elif self.mode is Mode.DONE:

@@ -12,7 +12,7 @@ from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from eosmirror.core.offsetsync import PartitionSyncs
-from eosmirror.driver import topics, verifybatch
+from eosmirror.driver import minimums, topics, verifybatch
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.driver.partitioncheck import PartitionCheck, judge, settled
 from eosmirror.kafka import offsets, readers, state, syncstore
@@ -48,6 +48,7 @@ def verify(mirror: MirrorConfig) -> list[PartitionCheck]:
     from confluent_kafka.admin import OffsetSpec
 
     source, target = Cluster.resolve("source", mirror.source, mirror.name), Cluster.resolve("target", mirror.target, mirror.name)
+    minimums.require("verify", (source, target))
     pairs = topics.resolve(mirror, source)
     source_policies = topics.cleanup_policies(source, [p.source for p in pairs])
     target_policies = topics.cleanup_policies(target, [p.target for p in pairs])

@@ -271,3 +271,102 @@ def check_slot_settings(source_settings: Mapping[str, Any], target_settings: Map
                               f"{said}. Fix or remove the setting.") from None
         if field == "source_consumer":
             client.close()
+
+
+# ---- the broker connection of the ApiVersions read (kafka/apiversions.py) ------------------------------------------
+# Not a librdkafka client: one socket, one request that needs no authentication (a broker answers ApiVersions
+# before SASL, as librdkafka itself asks it first), with the cluster's TLS settings. It lives here so that the
+# cluster's security settings become a connection in this one module. Supported TLS settings: below; any other
+# ``ssl.*`` setting (an engine, providers, ...) cannot be honoured outside librdkafka, and the read says so.
+TLS_SETTINGS = {"ssl.ca.location", "ssl.ca.pem", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+                "ssl.certificate.pem", "ssl.key.pem", "ssl.keystore.location", "ssl.keystore.password",
+                "ssl.crl.location", "ssl.cipher.suites", "enable.ssl.certificate.verification",
+                "ssl.endpoint.identification.algorithm"}
+
+
+class UnsupportedConnection(Exception):
+    """The cluster's settings ask for something only librdkafka can do (the caller says what it skipped)."""
+
+
+def uses_tls(settings: Mapping[str, Any]) -> bool:
+    return str(settings.get("security.protocol", "plaintext")).lower() in ("ssl", "sasl_ssl")
+
+
+def broker_connection(settings: Mapping[str, Any], host: str, port: int, timeout: float) -> Any:
+    """A connected socket to ``host:port``, wrapped in TLS as the cluster's settings say (certificates
+    verified, the host name checked unless the settings turn either off)."""
+    import socket
+
+    if not uses_tls(settings):
+        return socket.create_connection((host, port), timeout=timeout)
+    unsupported = sorted(k for k in settings if str(k).startswith("ssl") and k not in TLS_SETTINGS)
+    if unsupported:
+        raise UnsupportedConnection(f"TLS settings only librdkafka can honour: {', '.join(unsupported)}")
+    context = _tls_context(settings)
+    sock = socket.create_connection((host, port), timeout=timeout)
+    try:
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _tls_context(settings: Mapping[str, Any]) -> Any:
+    import ssl
+    import tempfile
+
+    # Verifying, checking the host name; the system's CA store only when the settings name no CA, as librdkafka
+    # does (loading it took about 100 ms a context on this busy 2-core host).
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ca = str(settings.get("ssl.ca.location") or "")
+    if ca in ("", "probe") and not settings.get("ssl.ca.pem"):
+        context.load_default_certs()
+    if str(settings.get("enable.ssl.certificate.verification", "true")).lower() == "false":
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    elif str(settings.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
+        context.check_hostname = False
+    if ca and ca != "probe" and os.path.isdir(ca):
+        context.load_verify_locations(capath=ca)
+    elif ca and ca != "probe":
+        context.load_verify_locations(cafile=ca)
+    if settings.get("ssl.ca.pem"):
+        context.load_verify_locations(cadata=str(settings["ssl.ca.pem"]))
+    if settings.get("ssl.crl.location"):
+        context.load_verify_locations(cafile=str(settings["ssl.crl.location"]))
+        context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+    if settings.get("ssl.cipher.suites"):
+        context.set_ciphers(str(settings["ssl.cipher.suites"]))
+    password = settings.get("ssl.key.password")
+    if settings.get("ssl.certificate.location"):
+        context.load_cert_chain(str(settings["ssl.certificate.location"]), settings.get("ssl.key.location"), password)
+    elif settings.get("ssl.certificate.pem") or settings.get("ssl.keystore.location"):
+        cert, key = _client_pem(settings)
+        with tempfile.TemporaryDirectory(prefix="eosmirror-tls-") as folder:   # 0700; gone right after the load
+            path = os.path.join(folder, "client.pem")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(cert + "\n" + key)
+            context.load_cert_chain(path, password=password)
+    return context
+
+
+def _client_pem(settings: Mapping[str, Any]) -> tuple[str, str]:
+    """(certificate chain, private key) as PEM text, from ``ssl.certificate.pem``/``ssl.key.pem`` or a PKCS#12
+    ``ssl.keystore.location``."""
+    if settings.get("ssl.certificate.pem"):
+        return str(settings["ssl.certificate.pem"]), str(settings.get("ssl.key.pem") or "")
+    try:
+        from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
+    except ImportError:
+        raise UnsupportedConnection("a PKCS#12 ssl.keystore.location needs the `cryptography` package") from None
+    secret = settings.get("ssl.keystore.password")
+    with open(str(settings["ssl.keystore.location"]), "rb") as source:
+        try:
+            key, cert, chain = pkcs12.load_key_and_certificates(source.read(),
+                                                                 str(secret).encode() if secret else None)
+        except ValueError as exc:   # a wrong password, a file of another kind: its text holds no secret
+            raise UnsupportedConnection(f"ssl.keystore.location could not be read as PKCS#12 ({exc})") from None
+    if key is None or cert is None:
+        raise UnsupportedConnection("ssl.keystore.location holds no private key and certificate")
+    certs = "".join(c.public_bytes(Encoding.PEM).decode() for c in [cert, *chain])
+    return certs, key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
