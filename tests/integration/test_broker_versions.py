@@ -40,3 +40,39 @@ def test_a_version_whose_jars_are_not_served_is_refused_and_leaves_nothing(tmp_p
     assert missing not in runtime.fetched()
     refused = cluster.LocalCluster("brokers-refused", cells.base_port("source") + 10, version=missing)
     assert cluster.running_pid(refused) is None and cluster.zookeeper_pid(refused) is None
+
+
+def test_a_cluster_that_cannot_start_leaves_none_of_the_others_running(tmp_path):
+    """`local up` of two clusters whose second cannot start (its port is held): the first, a 2.8 broker and
+    its ZooKeeper already launched, is stopped again; nothing half-started stays behind."""
+    import socket
+
+    first = cluster.LocalCluster("brokers-half-a", cells.base_port("source") + 30, version="2.8.2")
+    second = cluster.LocalCluster("brokers-half-b", cells.base_port("target") + 30, version="4.4.0")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", second.port))
+        holder.listen()
+        with pytest.raises(cluster.LocalClusterError, match=f"port {second.port}"):
+            cluster.up([first, second])
+    assert first.zookeeper_log_file.exists() and first.log_file.exists()   # both of the first were launched
+    assert not first.zookeeper_pid_file.exists() and not first.pid_file.exists()
+    assert cluster.running_pid(first) is None and cluster.zookeeper_pid(first) is None
+    assert cluster.running_pid(second) is None
+    assert _processes_naming(first.dir) == [], "a process of the first cluster outlived the failed up()"
+
+
+def _processes_naming(folder) -> list[int]:
+    """Live processes whose command line names ``folder`` (a cluster's config files live there)."""
+    from pathlib import Path
+
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+                state = (proc / "stat").read_text().split()[2]
+            except OSError:
+                continue
+            if str(folder) in cmdline and state != "Z":
+                found.append(int(proc.name))
+    return found

@@ -283,6 +283,13 @@ def zookeeper_pid(cluster: LocalCluster) -> int | None:
     return _own_pid(cluster.zookeeper_pid_file, cluster.zookeeper_config_file)
 
 
+def _live_child(config_file: Path) -> int | None:
+    """The pid of a process this one launched with ``config_file`` while it lives: right after the fork its
+    /proc cmdline can still be empty, so the pid-file check alone would miss a broker launched a moment ago."""
+    child = _children.get(str(config_file))
+    return child.pid if child is not None and child.poll() is None else None
+
+
 def _port_in_use(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
@@ -445,10 +452,12 @@ def _launch_zookeeper(cluster: LocalCluster) -> None:
 
 
 def _stop_zookeeper(cluster: LocalCluster, hard: bool = False) -> bool:
-    pid = zookeeper_pid(cluster)
+    def alive() -> int | None:
+        return zookeeper_pid(cluster) or _live_child(cluster.zookeeper_config_file)
+
+    pid = alive()
     if pid is not None:
-        _signal_and_wait(pid, lambda: zookeeper_pid(cluster), signal.SIGKILL if hard else signal.SIGTERM, 30,
-                         f"{cluster.name}'s ZooKeeper")
+        _signal_and_wait(pid, alive, signal.SIGKILL if hard else signal.SIGTERM, 30, f"{cluster.name}'s ZooKeeper")
     cluster.zookeeper_pid_file.unlink(missing_ok=True)
     return pid is not None
 
@@ -499,10 +508,12 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
     """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``), then its ZooKeeper if it has one
     running (whatever version the cluster is described with). True if a broker was running."""
-    pid = running_pid(cluster)
+    def alive() -> int | None:
+        return running_pid(cluster) or _live_child(cluster.config_file)
+
+    pid = alive()
     if pid is not None:
-        _signal_and_wait(pid, lambda: running_pid(cluster), signal.SIGKILL if hard else signal.SIGTERM, timeout,
-                         f"{cluster.name} broker")
+        _signal_and_wait(pid, alive, signal.SIGKILL if hard else signal.SIGTERM, timeout, f"{cluster.name} broker")
     cluster.pid_file.unlink(missing_ok=True)
     _stop_zookeeper(cluster, hard)
     return pid is not None
