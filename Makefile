@@ -15,13 +15,14 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 ROUNDS ?= 22
 
-.PHONY: help setup demo test test-unit lint lab-smoke matrix bench soak chaos airflow deploy-test down status clean browser lagbench
+.PHONY: help setup demo test test-unit lint lab-smoke broker-cell broker-matrix matrix bench soak chaos airflow deploy-test down status clean browser lagbench
 
 help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
 	@echo "make test    run the whole test suite (sets everything up first)"
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
 	@echo "make lab-smoke  the bench and soak suites' own smoke tests (CI runs them after make test)"
+	@echo "make broker-matrix  mirror between Kafka versions (2.8 .. 4.4), judged by each version's own tools"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
 	@echo "make soak    recovery point under 30 min of load: scheduled vs follow vs MirrorMaker 2 (SOAK_ARGS=...)"
 	@echo "make airflow the Airflow UI (airflow standalone) on this project's home, http://localhost:8080"
@@ -52,12 +53,23 @@ demo: setup
 # first (xdist's default reorder by test count put them last, as the run's tail).
 TEST_WORKERS ?= 3
 test: setup browser lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not lab" tests/e2e tests/integration tests/unit
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not lab and not brokers" tests/e2e tests/integration tests/unit
 
 # The lab's own smoke runs (the bench and soak suites on the kit): they test the lab, not the product, so
 # `make test` leaves them out; CI runs them after it (.ci/run).
 lab-smoke: setup
 	$(BIN)/pytest -n 2 --dist loadfile -m lab tests/e2e
+
+# One cross-version broker cell (Kafka 2.8 with ZooKeeper -> 4.4: a mirror under production, a group failover),
+# judged by each cluster's own Kafka tools; CI runs it after make test. `make broker-matrix` runs every cell.
+broker-cell: setup
+	$(BIN)/pytest -m brokers tests/integration/test_broker_versions.py
+
+# Every broker-version cell (2.8 ZooKeeper -> 4.4, 3.9 -> 4.4, 4.4 -> 3.9, 4.3 -> 4.3), each: a mirror under
+# production, group failover, switchover, promote/reverse/switch back/resume (build/brokers/matrix.md;
+# BROKER_CELLS=2.8 selects cells, BROKER_PARTS=a,b parts; docs/versions.md). Clusters at the base ports + 20.
+broker-matrix: setup
+	$(BIN)/python -m eosmirror_tools.brokers
 
 # ruff (pyflakes, blind excepts, no Airflow/Spark import at module top) and mypy --strict on the whole
 # eosmirror package (core, kafka, slot, driver, spark, airflow, the CLI); both configured in pyproject.toml.

@@ -1,7 +1,7 @@
 """The ``eosmirror`` command line (``eosmirror.cli`` dispatches here; ``run --server`` takes a lean path).
 
   eosmirror setup                           fetch Kafka jars, migrate the Airflow SQLite home
-  eosmirror local up|down|status            the embedded source and target clusters
+  eosmirror local up|down|status|versions   the embedded source and target clusters (up --source-version 2.8 ...)
   eosmirror plan <mirror>                   what a run would copy (writes nothing)
   eosmirror run <mirror> [--until TS] ...   one bounded run through spark-submit (local[*] by default)
   eosmirror server start|stop|status        the run server: a long-lived Spark for `run --server`
@@ -59,23 +59,33 @@ def _local(args: argparse.Namespace) -> int:
     listen.mode()   # `make airflow` runs `local up` first: a wrong EOSMIRROR_LISTEN must stop it before any broker
     cluster = _tools("local.cluster")
 
+    if args.action == "versions":
+        print(_tools("local.runtime").available().replace("; ", "\n"))
+        return EXIT_OK
     if args.action == "up":
-        clusters = cluster.up()
+        try:   # an unknown version or one Maven does not serve: refused before any broker starts
+            wanted = cluster.default_clusters(args.source_version or args.kafka_version,
+                                              args.target_version or args.kafka_version)
+            clusters = cluster.up(wanted)
+        except (cluster.LocalClusterError, _tools("local.runtime").KafkaRuntimeError) as exc:
+            raise ConfigError(str(exc)) from None
         for c in clusters:
-            print(f"{c.name:<7} {c.bootstrap:<17} up   (data {c.data_dir}, log {c.log_file})")
+            mode = "ZooKeeper" if c.zookeeper else "KRaft"
+            print(f"{c.name:<7} {c.bootstrap:<17} up   (Kafka {c.release} {mode}; data {c.data_dir}, log {c.log_file})")
         return EXIT_OK
     if args.action == "down":
         stopped = cluster.down(cluster.known_clusters() if args.all else None)
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return EXIT_OK
-    states = [cluster.status(c) for c in cluster.default_clusters()]
+    running = {c.name: c for c in cluster.known_clusters()}   # with the version each was started with
+    states = [cluster.status(running.get(c.name, c)) for c in cluster.default_clusters()]
     if args.json:
         print(json.dumps(states, indent=2))
     else:
         for s in states:
             state = "up" if s["reachable"] else ("starting/unresponsive" if s["running"] else "down")
             pid = f"pid {s['pid']}" if s["pid"] else ""
-            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} {pid}")
+            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} Kafka {s['kafka']:<6} {pid}")
     return EXIT_OK
 
 
@@ -224,17 +234,28 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 
+def _local_parser(sub: Any) -> None:
+    """`eosmirror local`: the embedded clusters, of the default Kafka version or of those asked for."""
+    local = sub.add_parser("local", help="embedded single-node source and target clusters")
+    local.add_argument("action", choices=["up", "down", "status", "versions"],
+                       help="versions: the Kafka versions a local cluster can run, and those fetched here")
+    local.add_argument("--kafka-version", metavar="VERSION",
+                       help="up: the Kafka version of both clusters, a line (3.9) or a release (3.9.1); default: "
+                            "the one make setup fetches. Lines before 3.3 run with a ZooKeeper, 3.3 and newer KRaft")
+    local.add_argument("--source-version", metavar="VERSION", help="up: the source cluster's Kafka version")
+    local.add_argument("--target-version", metavar="VERSION", help="up: the target cluster's Kafka version")
+    local.add_argument("--json", action="store_true", help="status as JSON")
+    local.add_argument("--all", action="store_true",
+                       help="down: also every other cluster the project started under var/kafka (tests, benchmarks)")
+    local.set_defaults(func=_local)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eosmirror", description="Exactly-once Kafka mirror")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    local = sub.add_parser("local", help="embedded single-node source and target clusters")
-    local.add_argument("action", choices=["up", "down", "status"])
-    local.add_argument("--json", action="store_true", help="status as JSON")
-    local.add_argument("--all", action="store_true",
-                       help="down: also every other cluster the project started under var/kafka (tests, benchmarks)")
-    local.set_defaults(func=_local)
+    _local_parser(sub)
 
     setup = sub.add_parser("setup", help="fetch Kafka jars and prepare the Airflow home")
     setup.set_defaults(func=_setup)

@@ -1,7 +1,10 @@
 """The test kit: what every suite (bench, chaos, soak, deploy, matrix, the demo) and the tests need.
 
-  cluster     the embedded single-node KRaft clusters: started, stopped, killed, restarted
-  runtime     Java, the Kafka jars (pom.xml pins the version) and Kafka's own command-line tools
+  cluster     the embedded single-node clusters (KRaft; ZooKeeper for a version before 3.3): started, stopped,
+              killed, restarted
+  runtime     Java, the Kafka jars (pom.xml pins the default version; others by request) and Kafka's own
+              command-line tools
+  console     each Kafka version's own ConsoleConsumer and kafka-transactions as judges
   waits       budgets for waiting on a service, scaled by how busy the machine is
   processes   child processes in a session of their own, their memory and CPU, and killing process trees
   mm2         MirrorMaker 2 (dedicated mode) as a child process, and when it has copied everything

@@ -6,6 +6,12 @@ start. ``stop`` only ever signals the process recorded in the pid file, and only
 the process's command line names this cluster's own config file, so it can never kill a broker it
 did not start.
 
+A cluster runs the pom's Kafka version unless given another (``version``: a release of one of
+runtime.LINES). Its data then lives in ``data-<version>`` (a KRaft log formatted by one line is not
+another's). A version before 3.3 runs in ZooKeeper mode: a ZooKeeper of the cluster's own, from the
+same release's jars, listens on the port KRaft's controller would use (``controller_port``), with its
+own config, pid file and log beside the broker's; ``stop`` stops the broker first, then it.
+
 Transactions work on one node because every internal topic has replication factor 1 and
 ``min.insync.replicas`` 1 (the defaults of 3 and 2 make ``init_transactions`` wait forever).
 """
@@ -22,6 +28,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from eosmirror import paths
 from eosmirror_tools.kit import runtime, waits
@@ -84,9 +91,30 @@ class LocalCluster:
     port: int
     overrides: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     sasl_users: dict[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+    version: str = ""      # a Kafka release (runtime.resolve_version); "" = the pom's
+
+    @property
+    def release(self) -> str:
+        """The Kafka release this cluster runs."""
+        return self.version or runtime.kafka_version()
+
+    @property
+    def default_release(self) -> bool:
+        return self.release == runtime.kafka_version()
+
+    @property
+    def jars(self) -> str | None:
+        """The ``version`` argument of runtime's functions for this cluster (None: the default jars)."""
+        return None if self.default_release else self.release
+
+    @property
+    def zookeeper(self) -> bool:
+        """True when this cluster's release keeps its metadata in ZooKeeper (before 3.3)."""
+        return runtime.uses_zookeeper(self.release)
 
     @property
     def controller_port(self) -> int:
+        """KRaft's controller listener, or in ZooKeeper mode the ZooKeeper's client port."""
         return self.port + 1
 
     @property
@@ -99,7 +127,23 @@ class LocalCluster:
 
     @property
     def data_dir(self) -> Path:
-        return self.dir / "data"
+        return self.dir / ("data" if self.default_release else f"data-{self.release}")
+
+    @property
+    def zookeeper_dir(self) -> Path:
+        return self.dir / f"zookeeper-{self.release}"
+
+    @property
+    def zookeeper_config_file(self) -> Path:
+        return self.dir / "zookeeper.properties"
+
+    @property
+    def zookeeper_log_file(self) -> Path:
+        return self.dir / "zookeeper.log"
+
+    @property
+    def zookeeper_pid_file(self) -> Path:
+        return self.dir / "zookeeper.pid"
 
     @property
     def config_file(self) -> Path:
@@ -124,12 +168,18 @@ class LocalCluster:
 
     def properties(self) -> dict[str, str]:
         props = dict(BROKER_DEFAULTS)
+        if self.zookeeper:
+            return self._zookeeper_mode(props)
+        if runtime.line_of(self.release) < (4, 0):     # the share-group coordinator came with 4.0
+            props = {k: v for k, v in props.items() if not k.startswith("share.")}
         props.update({
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.data_dir),
         })
+        if self.sasl_users and not self.default_release:
+            raise LocalClusterError(f"a SASL cluster runs Kafka {runtime.kafka_version()} only (asked: {self.release})")
         if self.sasl_users:
             users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
             props.update({
@@ -150,9 +200,35 @@ class LocalCluster:
         props.update(self.overrides)
         return props
 
+    def _zookeeper_mode(self, props: dict[str, str]) -> dict[str, str]:
+        """The broker's settings before KRaft: its ZooKeeper at controller_port, no controller listener."""
+        if self.sasl_users:
+            raise LocalClusterError(f"a SASL cluster runs Kafka {runtime.kafka_version()} only (asked: {self.release})")
+        kraft_only = ("process.roles", "node.id", "controller.listener.names")
+        props = {k: v for k, v in props.items() if k not in kraft_only and not k.startswith("share.")}
+        props.update({
+            "broker.id": "1",
+            "zookeeper.connect": f"127.0.0.1:{self.controller_port}",
+            # The broker and its ZooKeeper start together: room for a ZooKeeper slow to boot on a busy machine.
+            "zookeeper.connection.timeout.ms": "60000",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+        })
+        props.update(self.overrides)
+        return props
 
-def local_cluster(name: str) -> LocalCluster:
-    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it."""
+    def zookeeper_properties(self) -> dict[str, str]:
+        return {"dataDir": str(self.zookeeper_dir), "clientPort": str(self.controller_port),
+                "clientPortAddress": "127.0.0.1", "maxClientCnxns": "0", "admin.enableServer": "false",
+                "tickTime": "2000"}
+
+
+def local_cluster(name: str, version: str | None = None) -> LocalCluster:
+    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it, running
+    ``version`` (a line such as "3.9" or a release; default: the pom's; unknown ones are refused naming
+    the available ones)."""
     if name not in DEFAULT_PORTS:
         raise LocalClusterError(f"unknown local cluster {name!r}: expected one of {sorted(DEFAULT_PORTS)}")
     raw = os.environ.get(PORT_ENV[name])
@@ -160,7 +236,11 @@ def local_cluster(name: str) -> LocalCluster:
         port = int(raw) if raw else DEFAULT_PORTS[name]
     except ValueError:
         raise LocalClusterError(f"{PORT_ENV[name]}={raw!r} is not a port number") from None
-    return LocalCluster(name=name, port=port)
+    try:
+        release = runtime.resolve_version(version)
+    except runtime.KafkaRuntimeError as exc:
+        raise LocalClusterError(f"the {name} cluster: {exc}") from None
+    return LocalCluster(name=name, port=port, version="" if release == runtime.kafka_version() else release)
 
 
 def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 19992) -> LocalCluster:
@@ -170,8 +250,8 @@ def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 
     return LocalCluster(name=name, port=port, sasl_users=dict(passwords))
 
 
-def default_clusters() -> list[LocalCluster]:
-    return [local_cluster("source"), local_cluster("target")]
+def default_clusters(source_version: str | None = None, target_version: str | None = None) -> list[LocalCluster]:
+    return [local_cluster("source", source_version), local_cluster("target", target_version)]
 
 
 # --- process bookkeeping ---------------------------------------------------------------------------
@@ -183,15 +263,31 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def running_pid(cluster: LocalCluster) -> int | None:
-    """The pid of this cluster's broker if the pid file names a live process that is ours."""
+def _own_pid(pid_file: Path, config_file: Path) -> int | None:
     try:
-        pid = int(cluster.pid_file.read_text().strip())
+        pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
         return None
-    if str(cluster.config_file) in _cmdline(pid):
+    if str(config_file) in _cmdline(pid):
         return pid
     return None  # stale pid file, or the pid was reused by someone else: not ours to touch
+
+
+def running_pid(cluster: LocalCluster) -> int | None:
+    """The pid of this cluster's broker if the pid file names a live process that is ours."""
+    return _own_pid(cluster.pid_file, cluster.config_file)
+
+
+def zookeeper_pid(cluster: LocalCluster) -> int | None:
+    """The pid of this cluster's ZooKeeper (ZooKeeper mode) if its pid file names a live process of ours."""
+    return _own_pid(cluster.zookeeper_pid_file, cluster.zookeeper_config_file)
+
+
+def _live_child(config_file: Path) -> int | None:
+    """The pid of a process this one launched with ``config_file`` while it lives: right after the fork its
+    /proc cmdline can still be empty, so the pid-file check alone would miss a broker launched a moment ago."""
+    child = _children.get(str(config_file))
+    return child.pid if child is not None and child.poll() is None else None
 
 
 def _port_in_use(port: int) -> bool:
@@ -204,12 +300,13 @@ def _port_in_use(port: int) -> bool:
 _log_offsets: dict[str, int] = {}
 
 
-def _log_tail(cluster: LocalCluster, lines: int = 25) -> str:
+def _log_tail(cluster: LocalCluster, lines: int = 25, log_file: Path | None = None) -> str:
     """The cause first (ERROR/FATAL lines of this start, e.g. "Address already in use"), then the tail:
     a dying broker's last lines are only its orderly shutdown."""
+    log_file = log_file or cluster.log_file
     try:
-        with open(cluster.log_file, "rb") as log_in:
-            log_in.seek(_log_offsets.get(str(cluster.log_file), 0))
+        with open(log_file, "rb") as log_in:
+            log_in.seek(_log_offsets.get(str(log_file), 0))
             text = log_in.read().decode(errors="replace").splitlines()
     except OSError:
         return "(no broker log)"
@@ -243,9 +340,14 @@ def is_reachable(cluster: LocalCluster, timeout: float = 2.0) -> bool:
 
 # --- lifecycle -------------------------------------------------------------------------------------
 
+VERSION_LINE = "# kafka version "
+
+
 def _config_text(cluster: LocalCluster) -> str:
     body = "".join(f"{k}={v}\n" for k, v in sorted(cluster.properties().items()))
-    return "# written by eosmirror_tools.kit.cluster; edits are overwritten on start\n" + body
+    # The default release's file stays as it was (a running default cluster is not restarted for a new line).
+    version = "" if cluster.default_release else f"{VERSION_LINE}{cluster.release}\n"
+    return "# written by eosmirror_tools.kit.cluster; edits are overwritten on start\n" + version + body
 
 
 def _write_config(cluster: LocalCluster) -> None:
@@ -262,7 +364,7 @@ def _format_if_needed(cluster: LocalCluster) -> None:
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     # --cluster-id=<id>, not "-t <id>": a base64 id can start with '-' and would be parsed as an option.
     cmd = runtime.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                               f"--config={cluster.config_file}", heap="256m", short_lived=True)
+                               f"--config={cluster.config_file}", heap="256m", short_lived=True, version=cluster.jars)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
@@ -295,13 +397,20 @@ def launch(cluster: LocalCluster) -> int:
             return pid
         log.info("%s broker runs with an older configuration: restarting it", cluster.name)
         stop(cluster)
-    if _port_in_use(cluster.port) or _port_in_use(cluster.controller_port):
+    zookeeper = cluster.zookeeper and _zookeeper_current(cluster)
+    if not zookeeper:
+        _stop_zookeeper(cluster)     # one of an older configuration (or of a ZooKeeper-mode past)
+    if _port_in_use(cluster.port) or (not zookeeper and _port_in_use(cluster.controller_port)):
         raise LocalClusterError(
             f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
             f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
     _write_config(cluster)
-    _format_if_needed(cluster)
-    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file), short_lived=True)
+    if cluster.zookeeper:
+        if not zookeeper:
+            _launch_zookeeper(cluster)
+    else:
+        _format_if_needed(cluster)
+    cmd = runtime.java_command("kafka.Kafka", str(cluster.config_file), short_lived=True, version=cluster.jars)
     with open(cluster.log_file, "ab") as out:
         _log_offsets[str(cluster.log_file)] = out.tell()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -310,6 +419,47 @@ def launch(cluster: LocalCluster) -> int:
     _children[str(cluster.config_file)] = proc
     log.info("started %s broker (pid %d), log %s", cluster.name, proc.pid, cluster.log_file)
     return proc.pid
+
+
+def _zookeeper_text(cluster: LocalCluster) -> str:
+    return "".join(f"{k}={v}\n" for k, v in sorted(cluster.zookeeper_properties().items()))
+
+
+def _zookeeper_current(cluster: LocalCluster) -> bool:
+    """True when this cluster's ZooKeeper runs with the configuration it would be started with now."""
+    if zookeeper_pid(cluster) is None:
+        return False
+    try:
+        return cluster.zookeeper_config_file.read_text() == _zookeeper_text(cluster)
+    except OSError:
+        return False
+
+
+def _launch_zookeeper(cluster: LocalCluster) -> None:
+    """The cluster's own ZooKeeper (QuorumPeerMain from the cluster's release's jars), not waited for: the
+    broker retries its connection for zookeeper.connection.timeout.ms."""
+    cluster.zookeeper_config_file.write_text(_zookeeper_text(cluster))
+    cmd = runtime.java_command("org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cluster.zookeeper_config_file),
+                               heap="256m", short_lived=True, version=cluster.jars)
+    with open(cluster.zookeeper_log_file, "ab") as out:
+        _log_offsets[str(cluster.zookeeper_log_file)] = out.tell()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=cluster.dir)
+    cluster.zookeeper_pid_file.write_text(f"{proc.pid}\n")
+    _children[str(cluster.zookeeper_config_file)] = proc
+    log.info("started %s's ZooKeeper (pid %d, port %d), log %s", cluster.name, proc.pid, cluster.controller_port,
+             cluster.zookeeper_log_file)
+
+
+def _stop_zookeeper(cluster: LocalCluster, hard: bool = False) -> bool:
+    def alive() -> int | None:
+        return zookeeper_pid(cluster) or _live_child(cluster.zookeeper_config_file)
+
+    pid = alive()
+    if pid is not None:
+        _signal_and_wait(pid, alive, signal.SIGKILL if hard else signal.SIGTERM, 30, f"{cluster.name}'s ZooKeeper")
+    cluster.zookeeper_pid_file.unlink(missing_ok=True)
+    return pid is not None
 
 
 # A broker holds a file handle per log segment of every partition and one per connection: 5,000
@@ -332,10 +482,15 @@ def wait_ready(cluster: LocalCluster, timeout: float = 90.0) -> None:
     """Return once the broker answers metadata requests; raise with the log tail if it dies or stalls."""
     deadline = time.monotonic() + timeout
     child = _children.get(str(cluster.config_file))
+    keeper = _children.get(str(cluster.zookeeper_config_file)) if cluster.zookeeper else None
     while time.monotonic() < deadline:
+        if keeper is not None and keeper.poll() is not None:
+            raise LocalClusterError(f"the {cluster.name} cluster's ZooKeeper exited during start; from "
+                                    f"{cluster.zookeeper_log_file}:\n"
+                                    f"{_log_tail(cluster, log_file=cluster.zookeeper_log_file)}")
         exited = child.poll() is not None if child is not None else running_pid(cluster) is None
         if exited:
-            raise LocalClusterError(f"the {cluster.name} broker exited during start; from "
+            raise LocalClusterError(f"the {cluster.name} broker (Kafka {cluster.release}) exited during start; from "
                                     f"{cluster.log_file}:\n{_log_tail(cluster)}")
         if is_reachable(cluster):
             return
@@ -351,24 +506,31 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
 
 
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
-    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``). True if one was running."""
-    pid = running_pid(cluster)
-    if pid is None:
-        cluster.pid_file.unlink(missing_ok=True)
-        return False
-    os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``), then its ZooKeeper if it has one
+    running (whatever version the cluster is described with). True if a broker was running."""
+    def alive() -> int | None:
+        return running_pid(cluster) or _live_child(cluster.config_file)
+
+    pid = alive()
+    if pid is not None:
+        _signal_and_wait(pid, alive, signal.SIGKILL if hard else signal.SIGTERM, timeout, f"{cluster.name} broker")
+    cluster.pid_file.unlink(missing_ok=True)
+    _stop_zookeeper(cluster, hard)
+    return pid is not None
+
+
+def _signal_and_wait(pid: int, alive: Callable[[], int | None], sig: int, timeout: float, what: str) -> None:
+    os.kill(pid, sig)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and running_pid(cluster) is not None:
+    while time.monotonic() < deadline and alive() is not None:
         _reap(pid)
         time.sleep(0.2)
-    if running_pid(cluster) is not None:
-        log.warning("%s broker (pid %d) ignored SIGTERM for %.0f s; killing it", cluster.name, pid, timeout)
+    if alive() is not None:
+        log.warning("%s (pid %d) ignored SIGTERM for %.0f s; killing it", what, pid, timeout)
         os.kill(pid, signal.SIGKILL)
-        while running_pid(cluster) is not None:
+        while alive() is not None:
             _reap(pid)
             time.sleep(0.2)
-    cluster.pid_file.unlink(missing_ok=True)
-    return True
 
 
 def _reap(pid: int) -> None:
@@ -381,18 +543,32 @@ def _reap(pid: int) -> None:
 
 def status(cluster: LocalCluster) -> dict[str, object]:
     pid = running_pid(cluster)
-    return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid,
+    return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid, "kafka": cluster.release,
+            "metadata": "zookeeper" if cluster.zookeeper else "kraft",
             "running": pid is not None, "reachable": pid is not None and is_reachable(cluster),
             "data": str(cluster.data_dir), "log": str(cluster.log_file)}
 
 
-def up(clusters: list[LocalCluster] | None = None) -> list[LocalCluster]:
+def up(clusters: list[LocalCluster] | None = None, timeout: float = 90.0) -> list[LocalCluster]:
+    """Start ``clusters`` (default: source and target at the pom's version) and wait until they answer.
+    Every version's jars are fetched before any broker starts; if one cluster cannot start, the ones this
+    call started are stopped again (those already running before it are left as they were)."""
     clusters = clusters or default_clusters()
-    runtime.ensure_kafka_lib()
-    for cluster in clusters:  # launch all first: the JVMs boot in parallel
-        launch(cluster)
-    for cluster in clusters:
-        wait_ready(cluster)
+    for release in dict.fromkeys(c.jars for c in clusters):
+        runtime.ensure_kafka_lib(release)
+    before = {c.name: running_pid(c) for c in clusters}
+    launched: dict[str, int] = {}
+    try:
+        for cluster in clusters:  # launch all first: the JVMs boot in parallel
+            launched[cluster.name] = -1                  # begun: a failure from here on stops what it started
+            launched[cluster.name] = launch(cluster)
+        for cluster in clusters:
+            wait_ready(cluster, timeout)
+    except BaseException:
+        for cluster in clusters:   # nothing half-started: what this call started (or began to) is stopped
+            if cluster.name in launched and launched[cluster.name] != before[cluster.name]:
+                stop(cluster, hard=True)
+        raise
     return clusters
 
 
@@ -410,7 +586,10 @@ def known_clusters() -> list[LocalCluster]:
 
     found = []
     for folder in sorted((paths.home() / "kafka").glob("*/server.properties")):
-        match = re.search(r"^listeners=\w+://127\.0\.0\.1:(\d+)", folder.read_text(), re.MULTILINE)
+        text = folder.read_text()
+        match = re.search(r"^listeners=\w+://127\.0\.0\.1:(\d+)", text, re.MULTILINE)
+        version = re.search(rf"^{VERSION_LINE}(\S+)$", text, re.MULTILINE)
         if match:
-            found.append(LocalCluster(name=folder.parent.name, port=int(match.group(1))))
+            found.append(LocalCluster(name=folder.parent.name, port=int(match.group(1)),
+                                      version=version.group(1) if version else ""))
     return found
