@@ -185,5 +185,6 @@ def test_a_controller_port_is_named_as_such_not_as_an_unsupported_feature(cluste
     path = mirrors_file(tmp_path / "mirrors.yaml", [{"name": name, "topics": ["anything"], "target": {"local": "target"},
                                                      "source": {"config": {"bootstrap.servers": controller}}}])
     result = cli("plan", name, "--config", str(path))
-    assert result.returncode == 1, result.stdout + result.stderr
+    # a wrong address, not a transient fault: exit 2, never retried (the brokers' ApiVersions check sees it)
+    assert result.returncode == 2, result.stdout + result.stderr
     assert controller in result.stderr and "Is it a KRaft controller port?" in result.stderr, result.stderr

@@ -103,7 +103,8 @@ def high_watermarks(reader, topic: str, partitions, budget: float = 30) -> dict[
             error = exc.args[0]
             waiting = error.retriable() or error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION,
                                                             KafkaError.LEADER_NOT_AVAILABLE,
-                                                            KafkaError.UNKNOWN_TOPIC_OR_PART)
+                                                            KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                                            KafkaError._UNKNOWN_PARTITION)   # metadata not yet seen
             if not waiting or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)   # a poll interval of this bounded wait for a leader

@@ -158,3 +158,12 @@ def test_a_group_move_is_judged_on_the_side_it_writes():
     for role in ("source", "target"):
         assert "TxnOffsetCommit v3" in bf.check(like_2_4(), "groups", role, LABEL).refusal
         assert bf.check(table("2.8.2"), "groups", role, LABEL).ok
+
+
+def test_a_kraft_controller_answer_is_named_as_a_wrong_address_not_an_old_broker():
+    # a KRaft controller listener answers ApiVersions with controller APIs only (Vote, BeginQuorumEpoch, ...)
+    controller = {52: (0, 1), 53: (0, 1), 54: (0, 1), 55: (0, 1), 18: (0, 4), 62: (0, 0), 63: (0, 0)}
+    verdict = bf.check(controller, "run", "source", "source cluster (127.0.0.1:9093)")
+    assert not verdict.ok
+    assert "Is it a KRaft controller port?" in verdict.refusal and "127.0.0.1:9093" in verdict.refusal
+    assert "Upgrade" not in verdict.refusal

@@ -126,6 +126,9 @@ MARKERS: tuple[tuple[str, int, int], ...] = (
 )
 
 
+PRODUCE, FETCH, METADATA = 0, 1, 3   # API keys every broker's client listener serves
+
+
 def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
@@ -168,6 +171,13 @@ class Verdict:
 
 def check(table: ApiTable, command: str, role: str, cluster_label: str, acl_sync: bool = False) -> Verdict:
     """The verdict of one broker answer (``table``) for ``command`` on the ``role`` cluster ``cluster_label``."""
+    if not {PRODUCE, FETCH, METADATA} & table.keys():
+        # A KRaft controller's listener answers ApiVersions with the controller's own APIs only: the
+        # address is wrong, not the brokers old (a configuration error, like any bootstrap typo).
+        return Verdict(cluster_label, "a KRaft controller (no Produce, Fetch or Metadata API)", refusal=(
+            f"`eosmirror {command}` refused: the {cluster_label} answers but serves no Kafka client API (its "
+            f"ApiVersions list no Produce, Fetch or Metadata). Is it a KRaft controller port? Point "
+            f"bootstrap.servers at the brokers' client listener. Nothing was written."))
     release = release_of(table)
     wanted = needs(command, role, acl_sync)
     missing = [f for f in wanted if not f.met_by(table) and not f.left_out]
