@@ -72,6 +72,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
     unknown = [k for k in args.only if k not in KINDS]
     if unknown:
         parser.error(f"--only: unknown kind {unknown[0]!r}; known: {', '.join(KINDS)}")
+    if args.storm_partitions is not None and args.storm_partitions < 1:
+        parser.error("--storm-partitions: use at least 1 partition")
     if args.records is not None and args.records < 100:
         parser.error("--records: use at least 100 records")
     records = args.records or records_from_env(QUICK_RECORDS if args.quick else DEFAULT_RECORDS)
