@@ -55,10 +55,11 @@ class BenchRun:
 @pytest.fixture(scope="module")
 def benches(clusters, tmp_path_factory):
     """Both bench subprocesses, started together: every kind but scale and cap, and scale on its own (its
-    own smoke test below; cap, a rate held for a while, is tests/integration/test_bandwidth_cap.py's). They share the brokers, never a topic, mirror or folder (each has its run id);
+    own smoke test below; cap, a rate held for a while, is tests/integration/test_bandwidth_cap.py's; storm has
+    tests/e2e/test_bench_storm_smoke.py). They share the brokers, never a topic, mirror or folder (each has its run id);
     side by side they take about the longer one (each waits on JVM and Spark starts much of its time).
     Their timings are reported, never asserted, so running beside each other changes no outcome."""
-    runs = {"kinds": BenchRun(tmp_path_factory.mktemp("bench"), ",".join(k for k in KINDS if k not in ("scale", "cap"))),
+    runs = {"kinds": BenchRun(tmp_path_factory.mktemp("bench"), ",".join(k for k in KINDS if k not in ("scale", "cap", "storm"))),
             "scale": BenchRun(tmp_path_factory.mktemp("scale"), "scale")}
     yield runs
     for run in runs.values():

@@ -3,7 +3,7 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale,cap;
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale,cap,storm;
                    jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
                    consume + produce + commit on these brokers; served: eosmirror through the run
                    server (`eosmirror run --server`; the server is started first and not timed);
@@ -15,7 +15,10 @@
                    (1 x 500, 1 x 5,000 and 1,000 x 5 partitions of 200 records, 1,000 groups, 4 slots;
                    --quick: 1 x 50 and 10 x 5, 20 groups), rows also in build/bench/scale.json;
                    cap: a 2-slot mirror at max_bytes_per_second 1,000,000 for 60 s (--quick: 15 s), the
-                   rate measured on the target from outside, in build/bench/cap.json
+                   rate measured on the target from outside, in build/bench/cap.json;
+                   storm: 5,000 partitions (--storm-partitions; --quick: 50) of an hour-old backlog caught up by
+                   one 4-slot run, no cap / max_bytes_per_second / catch_up_bytes_per_second: a target
+                   producer's and a source consumer's latency (baseline -> storm), in build/bench/storm.json
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows
@@ -64,10 +67,13 @@ def parse(argv: list[str] | None) -> BenchSettings:
     parser.add_argument("--profile", action="store_true", help="also write pyinstrument profiles")
     parser.add_argument("--profile-only", action="store_true", help="only the profiles")
     parser.add_argument("--out", type=Path, help="output folder (default build/bench)")
+    parser.add_argument("--storm-partitions", type=int, help="storm: the partitions that catch up (default 5,000)")
     args = parser.parse_args(argv)
     unknown = [k for k in args.only if k not in KINDS]
     if unknown:
         parser.error(f"--only: unknown kind {unknown[0]!r}; known: {', '.join(KINDS)}")
+    if args.storm_partitions is not None and args.storm_partitions < 1:
+        parser.error("--storm-partitions: use at least 1 partition")
     if args.records is not None and args.records < 100:
         parser.error("--records: use at least 100 records")
     records = args.records or records_from_env(QUICK_RECORDS if args.quick else DEFAULT_RECORDS)
@@ -82,7 +88,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
     settings = BenchSettings(records=records, sizes=sizes, kinds=kinds,
                              quick=args.quick, keep_topics=args.keep_topics, profile=args.profile or args.profile_only,
                              mm2_properties=extra, mm2_defaults_too=(not args.quick or args.mm2_defaults) and not args.mm2_tuned_only,
-                             slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)))
+                             slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)),
+                             storm_partitions=args.storm_partitions)
     if args.out:
         settings.out_dir = args.out.resolve()
     try:

@@ -146,6 +146,13 @@ def rereads_table(doc: dict[str, Any]) -> str:
                    "group offsets (s, after copy)", "note"], rows, "lrrrrrrl")
 
 
+def storm_table(doc: dict[str, Any]) -> str:
+    """The catch-up storm's cases (``--only storm``): both latencies, baseline and during the catch-up."""
+    from eosmirror_tools.bench.storm import table
+
+    return table(doc)
+
+
 def scale_table(doc: dict[str, Any]) -> str:
     """One row per scale shape: the seconds of each step and the peak RSS of a Python process."""
     section = doc.get("scale")
@@ -227,6 +234,8 @@ def render(doc: dict[str, Any]) -> str:
          f"{doc['scale']['growth'].get('from_partitions', '-')} -> {doc['scale']['growth'].get('to_partitions', '-')} "
          f"partitions): {', '.join(f'{k} x{v}' for k, v in doc['scale']['growth'].items() if k.endswith('_s'))}.")
         if doc.get("scale") else "",
+        "## Catch-up storm: other clients' latency while a backlog is caught up" if doc.get("storm") else "",
+        storm_table(doc),
         "## Ratios (same run)",
         _ratios(doc),
         "## Targets",

@@ -18,7 +18,7 @@ KEY_BYTES = 16
 HEADER = ("bench", b"1")   # one header per record, as the data set asks
 
 # The configuration kinds, in the order they run. Tests and --only use these names.
-KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap")
+KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap", "storm")
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class BenchSettings:
     mirror_transaction_seconds: float = 30.0         # eosmirror's max_transaction_seconds default; the JVM copier's too
     out_dir: Path = field(default_factory=lambda: paths.build_dir("bench"))
     run_id: str = field(default_factory=_run_id)
+    storm_partitions: int | None = None              # --only storm: the partitions (default 5,000; quick 50)
 
     @property
     def size_classes(self) -> list[SizeClass]:

@@ -141,6 +141,14 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         cap_section = capbench.run(source_conf, target_conf, settings.quick, settings.run_id,
                                    lambda text: emit("      " + text))
         emit(f"      written: {capbench.write(cap_section, settings.out_dir)}")
+    storm_section = None
+    if "storm" in settings.kinds:
+        from eosmirror_tools.bench import storm
+
+        emit(f"[storm] the catch-up storm: latencies beside it, no cap and capped  ({time.monotonic() - started:.0f} s since start)")
+        storm_section = storm.run(source_conf, target_conf, settings.quick, settings.keep_topics, settings.run_id,
+                                  settings.storm_partitions, lambda text: emit("      " + text))
+        emit(f"      written: {storm.write(storm_section, settings.out_dir)}")
     profiles: dict[str, Any] = {}
     if settings.profile:
         from eosmirror_tools.bench import profiling
@@ -149,7 +157,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
         profiles = profiling.run_all(ctx)
     document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs,
-                            rereads_section, scale_section)
+                            rereads_section, scale_section, storm_section)
     written = report.write_all(document, settings.out_dir)
     emit(report.console_summary(document))
     emit("written: " + ", ".join(str(p) for p in written))

@@ -14,6 +14,8 @@
   oracle      the exactly-once verdict after a run: duplicates, losses, order, aborted leaks, content, progress
   sampler     the independent time-lag sampler: the same counts, streaming, while a load runs
   counting    exact read_committed record counts, end offsets, transactions still open
+  caprate     bytes arriving on the target per second, from outside a mirror
+  latency     other clients' produce and fetch latency beside a load, from processes of their own
 
 The suites import the kit and the product; the kit imports no suite, and no suite another.
 """
