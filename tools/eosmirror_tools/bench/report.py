@@ -150,7 +150,7 @@ def translation_verified(translation: dict[str, Any] | None) -> bool:
 def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[str, Any], seconds: float,
           profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None,
           rereads: dict[str, Any] | None = None, scale: dict[str, Any] | None = None,
-          storm: dict[str, Any] | None = None) -> dict[str, Any]:
+          storm: dict[str, Any] | None = None, cap: dict[str, Any] | None = None) -> dict[str, Any]:
     from eosmirror_tools.bench.rereads import targets as rereads_targets
     from eosmirror_tools.bench.rereads import verified as rereads_verified
     from eosmirror_tools.bench.scale import targets as scale_targets
@@ -187,6 +187,7 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
         "rereads": rereads,
         "scale": scale,
         "storm": storm,
+        "cap": cap,
         "slot_sweep": [{"slots": r["slots"], "master": r["details"].get("master"),
                         "records_per_second": r["records_per_second"],
                         "end_to_end_records_per_second": r["end_to_end_records_per_second"],
@@ -202,9 +203,10 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
                              for r in rows if r["kind"] == "mm2" and r["delivery"] == "exactly_once"],
         "mm2_tuned_settings": mm2.TUNED,
         "all_verified": (bool(rows) or translation is not None or rereads is not None or scale is not None
-         or storm is not None)
+         or storm is not None or cap is not None)
         and all(r["verified"] for r in rows) and translation_verified(translation) and rereads_verified(rereads)
-        and (scale is None or scale["verified"]) and (storm is None or storm["verified"]),
+        and (scale is None or scale["verified"]) and (storm is None or storm["verified"])
+        and (cap is None or cap["verified"]),
         "profiles": profiles or {},
     }
 

@@ -133,6 +133,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         scale_section = scale.run(source_conf, target_conf, settings.quick, settings.keep_topics, settings.run_id,
                                   settings.work_dir / "scale", lambda text: emit("      " + text))
         emit(f"      written: {scale.write(scale_section, settings.out_dir)}")
+    cap_section = None
     if "cap" in settings.kinds:
         from eosmirror_tools.bench import capbench
 
@@ -157,7 +158,7 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
         ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
         profiles = profiling.run_all(ctx)
     document = report.build(settings, results, info, time.monotonic() - started, profiles, translation_costs,
-                            rereads_section, scale_section, storm_section)
+                            rereads_section, scale_section, storm_section, cap_section)
     written = report.write_all(document, settings.out_dir)
     emit(report.console_summary(document))
     emit("written: " + ", ".join(str(p) for p in written))
