@@ -14,6 +14,9 @@ Exit codes used by the CLI and the Spark entry point:
      its outcome lists the step and why
   7  a run refused by ``target_guard: refuse``: principals other than the mirror can write a mirrored target
      topic (named with the grant that lets them); nothing was copied
+  9  `eosmirror readiness`: the report was made and says NOT READY (the target could not take over now; the
+     report names each blocking check). Not an error of the command: 1 and 2 keep their meaning (a cluster that
+     cannot be reached at all, a bad mirror name). 8 is left for the foreign-write stop of #51 item 3
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ EXIT_GROUPS_LEFT = 4
 EXIT_MAY_HAVE_LOST = 5
 EXIT_STEP_NOT_RUN = 6
 EXIT_OTHER_WRITERS = 7
+EXIT_NOT_READY = 9
 
 
 class EosMirrorError(Exception):
