@@ -1,0 +1,89 @@
+"""The readiness report's verdicts (core/readiness.py): each check's ok / warn / not ready, and the report's."""
+
+from __future__ import annotations
+
+from eosmirror.core import lag
+from eosmirror.core import readiness as r
+from eosmirror.core.aclcopy import TopicAcl
+
+
+def status(state: str = lag.OK, record_lag: int = 0, seconds: float = 0.0, slo: float | None = None,
+           reason: str = "") -> lag.MirrorStatus:
+    return lag.MirrorStatus(mirror="m", time_ms=0, status=state, reason=reason, record_lag=record_lag,
+                            time_lag_seconds=seconds, last_run=None, last_success_ms=None, last_commit_ms=None,
+                            max_lag_seconds=slo, samples_in_window=1)
+
+
+def test_lag_alerting_or_over_the_slo_or_not_mirroring_is_not_ready_lagging_warns():
+    assert r.lag_check(status()).verdict == r.OK
+    assert r.lag_check(status(record_lag=5, seconds=2.0, slo=60)).verdict == r.OK   # the final run copies it
+    over = r.lag_check(status(record_lag=5, seconds=90.0, slo=60))
+    assert over.verdict == r.NOT_READY and "over the SLO of 60 s" in over.reason
+    assert over.figures["record_lag"] == 5 and over.figures["time_lag_seconds"] == 90.0
+    assert r.lag_check(status(lag.STOPPED, reason="no run")).verdict == r.NOT_READY
+    assert r.lag_check(status(lag.LAGGING, record_lag=3, reason="grew")).verdict == r.WARN
+    assert r.lag_check(status("SWITCHED-OVER", reason="switched over")).verdict == r.NOT_READY
+
+
+def test_named_writers_are_not_ready_an_open_cluster_warns():
+    assert r.writers_check([], [], "").verdict == r.OK
+    named = r.writers_check(["User:app can write t (ALLOW WRITE LITERAL t)"], [], "")
+    assert named.verdict == r.NOT_READY and "User:app" in named.reason
+    assert r.writers_check([], ["the target has no authorizer"], "").verdict == r.WARN
+    assert r.writers_check([], [], "lacks Describe").verdict == r.WARN
+
+
+def test_drift_in_partitions_configs_or_acls_is_not_ready_staged_writes_are_listed():
+    same = r.TopicDrift("a", "src.a", 3, 3)
+    assert r.drift_check([same]).verdict == r.OK
+    fewer = r.drift_check([r.TopicDrift("a", "src.a", 4, 3)])
+    assert fewer.verdict == r.NOT_READY and fewer.figures["partitions"] == {"src.a": [4, 3]}
+    assert r.drift_check([r.TopicDrift("a", "src.a", 3, 5)]).verdict == r.WARN
+    assert r.drift_check([r.TopicDrift("a", "src.a", 3, None)]).verdict == r.NOT_READY
+    configs = r.config_differences({"retention.ms": "1000", "min.insync.replicas": "2"},
+                                   {"retention.ms": "604800000", "min.insync.replicas": "1"},
+                                   ["retention.ms", "cleanup.policy"])
+    assert configs == {"retention.ms": ("1000", "604800000")}
+    drifted = r.drift_check([r.TopicDrift("a", "src.a", 3, 3, configs)])
+    assert drifted.verdict == r.NOT_READY and "retention.ms 1000 on the source, 604800000 on the target" in drifted.reason
+    read = TopicAcl("src.a", "LITERAL", "User:app", "*", "READ", "ALLOW")
+    write = TopicAcl("src.a", "LITERAL", "User:app", "*", "WRITE", "ALLOW")
+    missing = r.drift_check([same], missing_read_acls=[read])
+    assert missing.verdict == r.NOT_READY and "ALLOW READ User:app@* on LITERAL src.a" in missing.reason
+    staged = r.drift_check([same], staged_writes=[write])
+    assert staged.verdict == r.OK and staged.figures["staged_write_acls"] == ["ALLOW WRITE User:app@* on LITERAL src.a"]
+
+
+def test_groups_outside_the_sync_warn_and_the_mirrors_own_group_is_never_counted():
+    assert r.groups_check(["eosmirror-m", "app"], ["app"], ["eosmirror-m"], True).verdict == r.OK
+    left = r.groups_check(["eosmirror-m", "app", "other"], ["app"], ["eosmirror-m"], True)
+    assert left.verdict == r.WARN and left.figures["uncovered"] == ["other"]
+    assert r.groups_check(["app"], [], [], False).verdict == r.WARN
+    assert r.groups_check([], [], [], False).verdict == r.OK
+
+
+def test_verify_not_run_warns_a_difference_is_not_ready():
+    assert r.verify_check(False).verdict == r.WARN
+    assert r.verify_check(True, 2, 10).verdict == r.OK
+    assert r.verify_check(True, 2, 10, bad=["a[0]"]).verdict == r.NOT_READY
+    assert r.verify_check(True, 2, 10, incomplete=["a[1]"]).verdict == r.WARN
+
+
+def test_the_dry_run_refused_is_not_ready_and_expects_quiet_plus_last_run_plus_steps():
+    dry = r.DryRun(to_copy=10, step_seconds={"source ends": 0.5, "record lag": 0.5}, last_run_seconds=4.0,
+                   quiet_seconds=10.0)
+    check = r.dry_run_check(dry)
+    assert check.verdict == r.OK and check.figures["expected_recovery_seconds"] == 15.0
+    assert r.dry_run_check(r.DryRun(refused="promoted since ...")).verdict == r.NOT_READY
+    assert r.dry_run_check(r.DryRun(group_problems=("g: 1 partition(s)",))).verdict == r.WARN
+    assert r.expected_recovery_seconds(r.DryRun(quiet_seconds=10.0)) == 10.0
+
+
+def test_the_report_is_ready_unless_a_check_is_not_ready_and_round_trips():
+    ok, warn = r.Check("lag", r.OK, "fine", {"record_lag": 0}), r.Check("verify", r.WARN, "not run")
+    ready = r.Report("m", 1000, (ok, warn))
+    assert ready.ready and ready.verdict == r.READY_VERDICT and ready.reasons() == []
+    bad = r.Report("m", 2000, (ok, r.unreadable("drift", "no answer")))
+    assert not bad.ready and bad.verdict == "NOT READY" and bad.reasons() == ["drift: could not be checked: no answer"]
+    assert r.Report.decode(bad.encode()) == bad
+    assert "mirror m: NOT READY" in bad.text()
