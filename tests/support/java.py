@@ -39,3 +39,25 @@ def console_consumer_reads_to_the_end(conf, group, topic) -> int:
     assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
     # stdout carries the records ("Partition:<p>\t<value>", one a line) and the JVM's log lines
     return len([line for line in done.stdout.splitlines() if line.startswith("Partition:")])
+
+
+def _tool(conf, main_class: str, *args: str) -> str:
+    command = runtime.java_command(main_class, "--bootstrap-server", conf["bootstrap.servers"], *args,
+                                   heap="256m", short_lived=True)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{main_class} exited {done.returncode}: {done.stderr[-1500:]}"
+    return done.stdout
+
+
+def java_end_offsets(conf, topic: str) -> dict[int, int]:
+    """Kafka's GetOffsetShell: each partition's latest offset (``--time -1``)."""
+    out = _tool(conf, "org.apache.kafka.tools.GetOffsetShell", "--topic", topic, "--time", "-1")
+    return {int(p): int(o) for p, o in re.findall(rf"^{re.escape(topic)}:(\d+):(\d+)$", out, re.MULTILINE)}
+
+
+def java_partition_count(conf, topic: str) -> int:
+    """Kafka's TopicCommand --describe: the topic's PartitionCount."""
+    out = _tool(conf, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", topic)
+    found = re.search(r"PartitionCount:\s*(\d+)", out)
+    assert found, f"TopicCommand --describe {topic} printed no PartitionCount: {out[-800:]}"
+    return int(found.group(1))
