@@ -13,7 +13,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, ConfigError
 from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 from eosmirror.core.syncscan import Need
-from eosmirror.driver import groups, lag, migrate, takeover
+from eosmirror.driver import groups, lag, migrate, readiness, takeover
 from eosmirror.kafka import connections, syncstore
 from eosmirror.kafka.cluster import Cluster, cluster_label
 from eosmirror.kafka.lagstore import now_ms
@@ -224,8 +224,6 @@ def _add_migration_commands(sub: Any) -> None:
 
 def _readiness(args: argparse.Namespace) -> int:
     """Exit 0 when READY, 9 (EXIT_NOT_READY) when the report says NOT READY: a verdict, not a failure."""
-    from eosmirror.driver import readiness
-
     found = readiness.report(load_mirror(args), run_verify=args.verify, record=args.record)
     print(json.dumps(found.as_dict(), indent=2, sort_keys=True) if args.json else found.text())
     return EXIT_OK if found.ready else EXIT_NOT_READY

@@ -18,6 +18,7 @@ from typing import Any
 
 from eosmirror.core import naming
 from eosmirror.core.lag import OBSERVED_KEY, RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome, SourceObservation
+from eosmirror.core.readiness import REPORT_KEY, Report
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -125,10 +126,8 @@ def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple
     return samples, runs
 
 
-def read_reports(target: Cluster, mirror: str, since_ms: int, group: str) -> list[Any]:
+def read_reports(target: Cluster, mirror: str, since_ms: int, group: str) -> list[Report]:
     """The readiness reports (core/readiness.Report, key ``readiness``) recorded at or after ``since_ms``."""
-    from eosmirror.core.readiness import REPORT_KEY, Report
-
     found = []
     for record in _records_since(target, mirror, since_ms, group):
         if record.key == REPORT_KEY and record.value:
@@ -140,7 +139,7 @@ def read_reports(target: Cluster, mirror: str, since_ms: int, group: str) -> lis
     return found
 
 
-def latest_report(target: Cluster, mirror: str, now_ms: int, group: str) -> Any:
+def latest_report(target: Cluster, mirror: str, now_ms: int, group: str) -> Report | None:
     """The newest readiness report of the last day, else of the last week; None when none was recorded."""
     for back_ms in (86_400_000, 7 * 86_400_000):
         found = read_reports(target, mirror, now_ms - back_ms, group)
