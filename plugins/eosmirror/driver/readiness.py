@@ -16,7 +16,7 @@ from eosmirror.core import groupfailover, transitions
 from eosmirror.core import readiness as rules
 from eosmirror.core import writerights as rights_rules
 from eosmirror.core.aclcopy import TopicAcl, to_target
-from eosmirror.core.config import MirrorConfig, own_groups
+from eosmirror.core.config import DEFAULT_GROUP_EXCLUDES, MirrorConfig, own_groups
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.mirrorstate import Phase
 from eosmirror.core.transitions import Command
@@ -102,7 +102,9 @@ def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[An
 
 
 def _groups(mirror: MirrorConfig, source: Cluster) -> rules.Check:
-    present = kafka_groups.list_groups(source)
+    # Groups no sync ever moves (console consumers, Connect, eosmirror's own readers) are not counted.
+    present = groupfailover.select_groups(kafka_groups.list_groups(source), (".*",), DEFAULT_GROUP_EXCLUDES,
+                                          never=own_groups(mirror))
     covered = (groupfailover.select_groups(present, mirror.groups.include, mirror.groups.exclude,
                                            never=own_groups(mirror)) if mirror.groups is not None else [])
     return rules.groups_check(present, covered, own_groups(mirror), mirror.groups is not None)
