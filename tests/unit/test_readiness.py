@@ -87,3 +87,34 @@ def test_the_report_is_ready_unless_a_check_is_not_ready_and_round_trips():
     assert not bad.ready and bad.verdict == "NOT READY" and bad.reasons() == ["drift: could not be checked: no answer"]
     assert r.Report.decode(bad.encode()) == bad
     assert "mirror m: NOT READY" in bad.text()
+
+
+def test_the_page_the_overview_column_the_chart_and_the_metrics_show_the_reports():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from eosmirror.airflow import lagrender
+
+    t0 = 1_800_000_000_000
+    switchover = r.Check("switchover", r.OK, "would pass", {"expected_recovery_seconds": 14.5})
+    good = r.Report("m<1>", t0, (r.Check("lag", r.OK, "caught up"), switchover))
+    bad = r.Report("m<1>", t0 + 86_400_000, (r.Check("drift", r.NOT_READY, "src.a has 3 partition(s), <a> 2"),
+                                             switchover))
+    page = lagrender.readiness_page("m<1>", [good, bad], t0 - 1000, t0 + 86_400_000)
+    assert "m&lt;1&gt;" in page and "<m<1>" not in page and "&lt;a&gt; 2" in page
+    assert "id='verdict'><span class='status' data-verdict='NOT READY'" in page
+    assert "<tr data-check='drift'>" in page and "data-reports='2'" in page
+    assert page.count("class='report' data-ready='true'") == 1 and page.count("data-ready='false'") == 1
+    assert "no reports yet" in lagrender.readiness_chart([], t0, t0 + 1)
+    assert "No readiness report recorded" in lagrender.readiness_page("m", [], t0, t0 + 1)
+
+    status = lag.evaluate([], lag.MirrorSample("m<1>", t0, ()), lag.Policy(lag_interval_ms=300_000))
+    overview = lagrender.overview([status], t0 + 86_400_000, {"m<1>": bad})
+    assert "<th>readiness</th>" in overview and "class='readiness' data-verdict='NOT READY'" in overview
+    assert "no report" in lagrender.overview([status], t0, {"m<1>": None})
+    assert "<th>readiness</th>" not in lagrender.overview([status], t0)
+
+    body, _ = lagrender.metrics([status], t0 + 86_400_000 + 30_000, {"m<1>": bad})
+    values = {(s.name, tuple(s.labels.items())): s.value
+              for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+    assert values[("eosmirror_readiness_ready", (("mirror", "m<1>"),))] == 0
+    assert values[("eosmirror_readiness_age_seconds", (("mirror", "m<1>"),))] == 30.0

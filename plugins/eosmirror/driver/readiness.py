@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from eosmirror.core import groupfailover, transitions
@@ -191,3 +192,22 @@ def history(mirror: MirrorConfig, since_ms: int, clusters: Clusters | None = Non
     """The recorded reports since ``since_ms``, oldest first (the page's chart)."""
     clusters = clusters or Clusters.of(mirror)
     return lagstore.read_reports(clusters.target, mirror.name, since_ms, mirror.progress_group)
+
+
+def latest(mirror: MirrorConfig, now_ms: int, clusters: Clusters | None = None) -> rules.Report | None:
+    """The newest recorded report (of the last week); None when none was recorded or it cannot be read (the lag
+    page shows "no report", the metrics leave the mirror out)."""
+    try:
+        clusters = clusters or Clusters.of(mirror)
+        return lagstore.latest_report(clusters.target, mirror.name, now_ms, mirror.progress_group)
+    except EosMirrorError as exc:
+        log.warning("mirror %s: the latest readiness report could not be read: %s", mirror.name, exc)
+        return None
+
+
+def latest_of(mirrors: list[MirrorConfig], now_ms: int) -> dict[str, rules.Report | None]:
+    """:func:`latest` of each mirror, read in parallel (each waits on its target)."""
+    if not mirrors:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, len(mirrors))) as pool:
+        return dict(zip((m.name for m in mirrors), pool.map(lambda m: latest(m, now_ms), mirrors)))
