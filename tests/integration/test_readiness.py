@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from eosmirror.airflow import lagrender, readinesstasks
 from eosmirror.core import naming
 from eosmirror.core import readiness as rules
 from eosmirror.driver import readiness
@@ -37,9 +38,10 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     before = state.read_mirror_state(target_cluster, m.name, m.progress_group)
     audit = state.read_audit(target_cluster, m.name, m.progress_group)
 
-    ready = readiness.report(m)
+    ready = readiness.report(m, run_verify=True)
     by_name = checks(ready)
     assert ready.verdict == rules.READY_VERDICT, ready.text()
+    assert by_name["verify"].verdict == rules.OK and by_name["verify"].figures["records"] == 40, ready.text()
     assert by_name["lag"].figures["record_lag"] == 0 and by_name["drift"].verdict == rules.OK, ready.text()
     assert by_name["switchover"].figures["records_to_copy"] == 0
     assert by_name["switchover"].figures["expected_recovery_seconds"] >= 10.0     # the quiet wait at least
@@ -88,9 +90,20 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     recorded = lagstore.read_reports(target_cluster, m.name, ready.time_ms - 60_000, m.progress_group)
     assert recorded == [grown_report]
 
+    # The page draws the recorded history.
+    page = lagrender.readiness_page(m.name, recorded, ready.time_ms - 60_000, lagstore.now_ms())
+    assert "data-verdict='NOT READY'" in page and "<tr data-check='drift'>" in page and "data-reports='1'" in page
+
+    # The switchover DAG's first task: NOT READY fails it (no retry), unless ignore_readiness.
+    mirrors_yaml = str(write_mirror_file(tmp_path / "mirrors.yaml", m, max_lag_seconds=60))
+    with pytest.raises(Exception, match="NOT READY: .*drift") as failed:
+        readinesstasks.before_switchover(m.name, mirrors_yaml, {})
+    assert type(failed.value).__name__ == "AirflowFailException"
+    assert readinesstasks.before_switchover(m.name, mirrors_yaml, {"ignore_readiness": True})["verdict"] == "NOT READY"
+    assert "skipped" in readinesstasks.before_switchover(m.name, mirrors_yaml, {"cancel": True})
+
     # The command line: NOT READY exits 9, with the report as JSON.
-    done = cli("readiness", m.name, "--config", str(write_mirror_file(tmp_path / "mirrors.yaml", m, max_lag_seconds=60)),
-               "--json")
+    done = cli("readiness", m.name, "--config", mirrors_yaml, "--json")
     assert done.returncode == 9, done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert document["verdict"] == "NOT READY" and any(c["name"] == "drift" and c["verdict"] == "not ready"

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from eosmirror.core import lag
 from eosmirror.core.aclcopy import TopicAcl
+from eosmirror.core.writerights import shown
 
 OK, WARN, NOT_READY = "ok", "warn", "not ready"
 READY_VERDICT, NOT_READY_VERDICT = "READY", "NOT READY"
@@ -137,8 +138,8 @@ def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicA
             figures["configs"][t.target] = {k: list(v) for k, v in sorted(t.configs.items())}
             problems.append(f"{t.target}: " + ", ".join(f"{k} {s} on the source, {d} on the target"
                                                         for k, (s, d) in sorted(t.configs.items())))
-    missing = [_acl(a) for a in missing_read_acls]
-    staged = [_acl(a) for a in staged_writes]
+    missing = [shown(a) for a in missing_read_acls]
+    staged = [shown(a) for a in staged_writes]
     figures["missing_acls"], figures["staged_write_acls"] = missing, staged
     if missing:
         problems.append(f"{len(missing)} ACL(s) of the source missing on the target: " + "; ".join(missing))
@@ -152,10 +153,6 @@ def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicA
         return Check("drift", WARN, "; ".join(notes), figures)
     return Check("drift", OK, "; ".join([f"{figures['topics']} topic(s): partitions and synced configs equal"]
                                         + notes), figures)
-
-
-def _acl(a: TopicAcl) -> str:
-    return f"{a.permission} {a.operation} {a.principal}@{a.host} on {a.pattern} {a.topic}"
 
 
 def config_differences(source: Mapping[str, str], target: Mapping[str, str], synced: Iterable[str]
