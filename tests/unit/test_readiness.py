@@ -77,6 +77,8 @@ def test_the_dry_run_refused_is_not_ready_and_expects_quiet_plus_last_run_plus_s
     assert check.verdict == r.OK and check.figures["expected_recovery_seconds"] == 15.0
     assert r.dry_run_check(r.DryRun(refused="promoted since ...")).verdict == r.NOT_READY
     assert r.dry_run_check(r.DryRun(group_problems=("g: 1 partition(s)",))).verdict == r.WARN
+    held = r.dry_run_check(r.DryRun(open_transactions=("src.a[0]",)))
+    assert held.verdict == r.WARN and "src.a[0]" in held.reason and held.figures["open_transactions"] == ["src.a[0]"]
     assert r.expected_recovery_seconds(r.DryRun(quiet_seconds=10.0)) == 10.0
 
 

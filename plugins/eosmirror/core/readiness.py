@@ -206,6 +206,7 @@ class DryRun:
     group_problems: tuple[str, ...] = ()      # the group sync's plan: groups it would leave partly unmoved
     groups_planned: int = 0
     rights_note: str = ""                     # why the write rights step would not run ("" when it would)
+    open_transactions: tuple[str, ...] = ()   # target partitions an open transaction holds (the fence waits)
     step_seconds: Mapping[str, float] = field(default_factory=dict)   # the measured read-only steps
     last_run_seconds: float | None = None     # the last recorded run (the final run's likely cost)
     quiet_seconds: float = 10.0               # the switchover's quiet wait
@@ -219,7 +220,7 @@ def expected_recovery_seconds(dry: DryRun) -> float:
 
 def dry_run_check(dry: DryRun) -> Check:
     figures = {"state": dry.state, "records_to_copy": dry.to_copy, "never_copied": list(dry.never_copied),
-               "groups_planned": dry.groups_planned, "group_problems": list(dry.group_problems),
+               "groups_planned": dry.groups_planned, "open_transactions": list(dry.open_transactions), "group_problems": list(dry.group_problems),
                "step_seconds": {k: round(v, 3) for k, v in dry.step_seconds.items()},
                "last_run_seconds": dry.last_run_seconds, "expected_recovery_seconds": expected_recovery_seconds(dry)}
     expect = f"expected recovery time {figures['expected_recovery_seconds']:.1f} s"
@@ -229,6 +230,8 @@ def dry_run_check(dry: DryRun) -> Check:
     warns = ([f"{len(dry.never_copied)} partition(s) hold records the mirror never copied: "
               f"{', '.join(dry.never_copied[:10])}"] if dry.never_copied else []) + (
         [dry.rights_note] if dry.rights_note else []) + (
+        [f"{len(dry.open_transactions)} target partition(s) held by an open transaction (a run copying now, or a "
+         f"producer the fence must abort): {', '.join(dry.open_transactions[:10])}"] if dry.open_transactions else []) + (
         [f"the group sync would leave {len(dry.group_problems)} group(s) partly unmoved: "
          + "; ".join(dry.group_problems[:10])] if dry.group_problems else [])
     if warns:

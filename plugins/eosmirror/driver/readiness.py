@@ -21,7 +21,7 @@ from eosmirror.core.config import DEFAULT_GROUP_EXCLUDES, MirrorConfig, own_grou
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.mirrorstate import Phase
 from eosmirror.core.transitions import Command
-from eosmirror.driver import acls, groups, topics, verify, writerights
+from eosmirror.driver import acls, fencing, groups, topics, verify, writerights
 from eosmirror.driver import lag as lag_driver
 from eosmirror.driver.lag import Clusters
 from eosmirror.driver.switchover import SwitchoverOptions, source_ends
@@ -146,6 +146,8 @@ def dry_run(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[
     ends = step("source ends", lambda: source_ends(source, tps)) if tps else {}
     committed = step("record lag", lambda: progress.read(target, [(target_of[t], k) for t, k in tps],
                                                          mirror.progress_group, stable=True)) if tps else {}
+    held = step("open transactions", lambda: fencing.open_transactions(target, [(target_of[t], k) for t, k in tps])) \
+        if tps else {}
     to_copy, never = 0, []
     for t, k in tps:
         done = committed.get((target_of[t], k))
@@ -164,7 +166,7 @@ def dry_run(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[
     if mirror.sync_topic_acls and pairs:
         rights_note = step("write rights (plan)", lambda: _rights_note(target))
     return rules.DryRun(refused=refused, state=current.phase.value, to_copy=to_copy, never_copied=tuple(never),
-                        group_problems=tuple(problems), groups_planned=planned, rights_note=rights_note,
+                        group_problems=tuple(problems), open_transactions=tuple(f"{t}[{k}]" for t, k in sorted(held)), groups_planned=planned, rights_note=rights_note,
                         step_seconds=timed, last_run_seconds=_last_run_seconds(mirror, target),
                         quiet_seconds=options.quiet_s)
 
