@@ -15,8 +15,9 @@ Exit codes used by the CLI and the Spark entry point:
   7  a run refused by ``target_guard: refuse``: principals other than the mirror can write a mirrored target
      topic (named with the grant that lets them); nothing was copied
   9  `eosmirror readiness`: the report was made and says NOT READY (the target could not take over now; the
-     report names each blocking check). Not an error of the command: 1 and 2 keep their meaning (a cluster that
-     cannot be reached at all, a bad mirror name). 8 is left for the foreign-write stop of #51 item 3
+     report names each blocking check; a cluster that does not answer is such a check, naming it). A finding, not
+     an error of the command: 1 stays an unexpected failure, 2 a bad mirror name or file. 8 is left for the
+     foreign-write stop of #51 item 3
 """
 
 from __future__ import annotations
