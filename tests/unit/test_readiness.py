@@ -121,3 +121,9 @@ def test_the_page_the_overview_column_the_chart_and_the_metrics_show_the_reports
               for f in text_string_to_metric_families(body.decode()) for s in f.samples}
     assert values[("eosmirror_readiness_ready", (("mirror", "m<1>"),))] == 0
     assert values[("eosmirror_readiness_age_seconds", (("mirror", "m<1>"),))] == 30.0
+    # A switched-over mirror is not judged: no readiness series, so neither readiness alert fires.
+    switched = lag.MirrorStatus(mirror="m<1>", time_ms=t0, status="SWITCHED-OVER", reason="", record_lag=0,
+                                time_lag_seconds=0.0, last_run=None, last_success_ms=None, last_commit_ms=None,
+                                max_lag_seconds=None, samples_in_window=0)
+    body, _ = lagrender.metrics([switched], t0, {"m<1>": bad})
+    assert "eosmirror_readiness_ready{" not in body.decode()

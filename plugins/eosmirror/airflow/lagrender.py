@@ -157,8 +157,8 @@ def _groups(status: MirrorStatus) -> str:
 
 def metrics(statuses: list[MirrorStatus], now_ms: int,
             readiness: Mapping[str, rules.Report | None] | None = None) -> tuple[bytes, str]:
-    """Prometheus text: per mirror and partition, record lag, time lag, last commit age, status; per mirror with
-    a recorded readiness report, its verdict and age."""
+    """Prometheus text: per mirror and partition, record lag, time lag, last commit age, status; per mirror that
+    copies (not switched over, promoted ...) with a recorded readiness report, its verdict and age."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
     from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -185,8 +185,9 @@ def metrics(statuses: list[MirrorStatus], now_ms: int,
         "cap": Gauge("eosmirror_cap_limited", "1 when the bandwidth cap, not the source, limits the mirror "
                      "(mirrors with max_bytes_per_second)", ["mirror"], registry=registry),
     }
+    copying = {s.mirror for s in statuses if s.status in SEVERITY}   # a switched-over (...) mirror is not judged
     for name, report in sorted((readiness or {}).items()):
-        if report is not None:
+        if report is not None and name in copying:
             g["ready"].labels(name).set(1 if report.ready else 0)
             g["ready_age"].labels(name).set(max(0, now_ms - report.time_ms) / 1000)
     for s in statuses:

@@ -2,8 +2,9 @@
 
 A NOT READY report fails the task without retry (a finding, not a transient fault; the next scheduled report
 checks again) naming each blocking check; the report is in XCom and on the mirror's history all the same.
-Before a switchover the Param ``ignore_readiness`` lets the run go on with a NOT READY report (logged), and a
-stopped switchover that continues (or a cancel) is not judged again: its mirror no longer copies.
+Before a switchover the Param ``ignore_readiness`` lets the run go on with a NOT READY report (logged). A mirror
+that does not copy (a stopped switchover that continues, a switched-over or promoted mirror) is not judged, nor is
+a cancel.
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ log = logging.getLogger(__name__)
 
 
 def assess(mirror_name: str, config_path: str | None = None, go_on: bool = False) -> dict[str, Any]:
-    """Make and record the report; fail (no retry) when NOT READY unless ``go_on``."""
+    """Make and record the report; fail (no retry) when NOT READY unless ``go_on``. A mirror that does not copy
+    (switching over, switched over, promoted ...) is not judged: the task says so and succeeds."""
     try:
         mirror = config.load(config_path).get(mirror_name)
     except ConfigError as exc:
         log.error("%s", exc)
         raise fail_without_retry(exc) from None
+    current = state.read_mirror_state(Clusters.of(mirror).target, mirror.name, mirror.progress_group)
+    if current.phase is not Phase.MIRRORING:
+        # Readiness asks whether the target could take over; after a switch it has (or the switch is under way).
+        log.info("mirror %s is %s: no readiness to judge", mirror_name, current.describe())
+        return {"skipped": f"the mirror is {current.describe()}"}
     found = readiness.report(mirror, record=True)
     log.info("readiness of %s:\n%s", mirror_name, found.text())
     document = found.as_dict()
@@ -46,13 +53,4 @@ def before_switchover(mirror_name: str, config_path: str | None, params: dict[st
     stopped switchover that continues)."""
     if params.get("cancel"):
         return {"skipped": "a cancel is not judged by readiness"}
-    try:
-        mirror = config.load(config_path).get(mirror_name)
-    except ConfigError as exc:
-        raise fail_without_retry(exc) from None
-    current = state.read_mirror_state(Clusters.of(mirror).target, mirror.name, mirror.progress_group)
-    if current.phase is not Phase.MIRRORING:
-        log.info("mirror %s is %s: readiness is judged before a switchover begins, not again", mirror_name,
-                 current.describe())
-        return {"skipped": f"the mirror is {current.describe()}"}
     return assess(mirror_name, config_path, go_on=bool(params.get("ignore_readiness")))
