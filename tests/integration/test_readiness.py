@@ -1,6 +1,6 @@
-"""The readiness report against the real local clusters (#51 item 4): READY after a run; NOT READY by lag, by a
-topic config changed on the source, by partitions added to the source, each figure judged against Kafka's own
-tools; the switchover dry run writes nothing (the state topic's end, the state record and the audit unchanged);
+"""The readiness report against the real local clusters (#51 item 4): READY after a run; an uncovered source
+group named; NOT READY by lag, by a topic config changed on the source, by partitions added to the source, each
+figure judged against Kafka's own tools; the switchover dry run writes nothing (the state topic's end, the state record and the audit unchanged);
 the report's history on the lag topic; the CLI's exit code 9."""
 
 from __future__ import annotations
@@ -47,6 +47,20 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     assert by_name["switchover"].figures["expected_recovery_seconds"] >= 10.0     # the quiet wait at least
     # The local brokers have no authorizer: every principal can write, which warns (nothing grants it).
     assert by_name["writers"].verdict == rules.WARN and "no authorizer" in by_name["writers"].reason
+
+    # A consumer group of the source the mirror's group sync does not cover (it has no `groups` section),
+    # planted with a real commit; a mirror whose group sync includes it covers it.
+    from confluent_kafka import Consumer, TopicPartition
+
+    app_group = unique("app")
+    consumer = Consumer({**source_conf, "group.id": app_group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+    consumer.close()
+    uncovered = checks(readiness.report(m))["groups"]
+    assert uncovered.verdict == rules.WARN and app_group in uncovered.figures["uncovered"], uncovered
+    covering = mirror(m.name, [topic], max_lag_seconds=60, groups={"include": [app_group]})
+    covered = checks(readiness.report(covering))["groups"]
+    assert app_group in covered.figures["covered"] and app_group not in covered.figures["uncovered"], covered
 
     # The dry run wrote nothing: the state topic's end (Kafka's GetOffsetShell), the record and the audit.
     assert java_end_offsets(target_conf, state_topic) == state_end
