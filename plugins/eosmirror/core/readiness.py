@@ -145,14 +145,14 @@ def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicA
         problems.append(f"{len(missing)} ACL(s) of the source missing on the target: " + "; ".join(missing))
     if acl_note:
         notes.append(acl_note)
-    if staged:
-        notes.append(f"the switch will grant {len(staged)} WRITE ACL(s) on the target: " + "; ".join(staged))
+    grants = ([f"the switch will grant {len(staged)} WRITE ACL(s) on the target: " + "; ".join(staged)]
+              if staged else [])
     if problems:
-        return Check("drift", NOT_READY, "; ".join(problems + notes), figures)
-    if any(n for n in notes if not n.startswith("the switch will grant")):
-        return Check("drift", WARN, "; ".join(notes), figures)
+        return Check("drift", NOT_READY, "; ".join(problems + notes + grants), figures)
+    if notes:
+        return Check("drift", WARN, "; ".join(notes + grants), figures)
     return Check("drift", OK, "; ".join([f"{figures['topics']} topic(s): partitions and synced configs equal"]
-                                        + notes), figures)
+                                        + grants), figures)
 
 
 def config_differences(source: Mapping[str, str], target: Mapping[str, str], synced: Iterable[str]
