@@ -10,6 +10,7 @@
   eosmirror fence <mirror>                  fence every transactional id the mirror may have used
   eosmirror groups plan|sync <mirror> ...   consumer-group failover/failback with exact offsets
   eosmirror lag [mirror] [--json]           how far behind each mirror is (status, record and time lag)
+  eosmirror readiness <mirror> [--json]     could the target take over now (exit 9: NOT READY)
   eosmirror import-mm2 mm2.properties       a MirrorMaker 2 configuration as mirrors.yaml (stdout or -o)
   eosmirror migrate <mirror> --from mm2|group:<g>|target-end [--dry-run]   take over another copier's progress
   eosmirror reset <mirror> --to earliest|latest|T:P=O... [--dry-run]   move the progress (audited)

@@ -1,4 +1,4 @@
-"""The ``eosmirror`` operations commands: translate, groups, lag, import-mm2, migrate, reset, history
+"""The ``eosmirror`` operations commands: translate, groups, lag, readiness, import-mm2, migrate, reset, history
 (``eosmirror.cli`` registers them with ``register``), and the mirror lookup every command shares."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 from eosmirror.core import config, lagview, migration, mm2import, mm2props, naming, report
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from eosmirror.core.errors import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, ConfigError
 from eosmirror.core.offsetsync import BeforeFirstSync, TranslationError
 from eosmirror.core.syncscan import Need
-from eosmirror.driver import groups, lag, migrate, takeover
+from eosmirror.driver import groups, lag, migrate, readiness, takeover
 from eosmirror.kafka import connections, syncstore
 from eosmirror.kafka.cluster import Cluster, cluster_label
 from eosmirror.kafka.lagstore import now_ms
@@ -222,6 +222,23 @@ def _add_migration_commands(sub: Any) -> None:
     history.add_argument("--json", action="store_true")
 
 
+def _readiness(args: argparse.Namespace) -> int:
+    """Exit 0 when READY, 9 (EXIT_NOT_READY) when the report says NOT READY: a verdict, not a failure."""
+    found = readiness.report(load_mirror(args), run_verify=args.verify, record=args.record)
+    print(json.dumps(found.as_dict(), indent=2, sort_keys=True) if args.json else found.text())
+    return EXIT_OK if found.ready else EXIT_NOT_READY
+
+
+def _readiness_command(sub: Any) -> None:
+    command = mirror_command(sub, "readiness", _readiness, "could the target take over now: lag, writers, drift, "
+                                                           "groups, verify, a switchover dry run (exit 9: NOT READY)")
+    command.add_argument("--json", action="store_true", help="the report as JSON (what the history records)")
+    command.add_argument("--verify", action="store_true", help="also verify record by record (reads every mirrored "
+                                                               "record: long on a large mirror)")
+    command.add_argument("--record", action="store_true", help="append the report to the mirror's history (its lag "
+                                                               "topic on the target)")
+
+
 def _lag_command(sub: Any) -> None:
     command = sub.add_parser("lag", help="how far behind each mirror is: status, record lag, time lag, SLO")
     command.add_argument("mirror", nargs="?", help="one mirror (default: all); shows its partitions too")
@@ -239,5 +256,6 @@ def register(sub: Any) -> None:
     translate.add_argument("offset", type=int)
     _groups_command(sub)
     _lag_command(sub)
+    _readiness_command(sub)
     _add_migration_commands(sub)
     _import_mm2_command(sub)

@@ -12,7 +12,7 @@ from tests.helpers import cli, create_topic, mirror, run, seed_sequence
 from tests.support.airflow_dags import mirror_def, use_mirrors
 
 pytestmark = pytest.mark.e2e
-ROUTES = ["/eosmirror/", "/eosmirror/mirror/x", "/eosmirror/api/lag", "/eosmirror/metrics"]
+ROUTES = ["/eosmirror/", "/eosmirror/mirror/x", "/eosmirror/api/lag", "/eosmirror/metrics", "/eosmirror/readiness/x"]
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +110,28 @@ def test_mirror_page_has_the_chart_and_one_row_per_partition(api, lagging):
         rows = re.findall(r"<tr data-partition='([^']+)'>", response.text)
         assert rows == [f"{topic}[0]", f"{topic}[1]"]
     assert client.get("/eosmirror/mirror/no-such-mirror", headers=auth).status_code == 404
+
+
+def test_the_overview_the_readiness_page_and_the_metrics_show_the_recorded_readiness_report(api, lagging):
+    """#51 item 4: the report `eosmirror readiness --record` appends is the one the page, the column and the
+    metrics show."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, auth = api
+    m, _, path = lagging
+    assert 'data-verdict=\'\'' in client.get("/eosmirror/", headers=auth).text     # no report yet: "no report"
+    out = cli("readiness", m.name, "--json", "--record", "--config", str(path))
+    assert out.returncode in (0, 9), out.stderr
+    verdict = json.loads(out.stdout)["verdict"]
+    assert (out.returncode == 0) == (verdict == "READY")
+    html = client.get("/eosmirror/", headers=auth).text
+    row = re.search(rf"<tr data-mirror='{re.escape(m.name)}'>(.*?)</tr>", html).group(1)
+    assert f"class='readiness' data-verdict='{verdict}'" in row and f"href='readiness/{m.name}'" in row
+    page = client.get(f"/eosmirror/readiness/{m.name}", headers=auth)
+    assert page.status_code == 200 and f"id='verdict'><span class='status' data-verdict='{verdict}'" in page.text
+    assert "data-reports='1'" in page.text
+    assert client.get("/eosmirror/readiness/no-such-mirror", headers=auth).status_code == 404
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(client.get("/eosmirror/metrics", headers=auth).text)
+               for s in family.samples}
+    assert samples[("eosmirror_readiness_ready", (("mirror", m.name),))] == (1 if verdict == "READY" else 0)

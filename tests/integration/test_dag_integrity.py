@@ -21,7 +21,8 @@ def dagbag():
 
 def test_no_import_errors_and_one_dag_per_mirror(dagbag):
     expected = {dags.mirror_dag_id(n) for n in config.load().names()} | {dags.FENCE_DAG_ID, dags.LAG_DAG_ID,
-                                                                                 dags.MIGRATE_DAG_ID}
+                                                                                 dags.MIGRATE_DAG_ID} | {
+        dags.readiness_dag_id(n) for n in config.load().names()}
     assert set(dagbag.dag_ids) >= expected
 
 
@@ -145,7 +146,27 @@ def test_an_identity_mirror_gets_its_reverse_dag_and_a_paused_reverse_mirror_dag
     resume = built["eosmirror_resume__dr"]
     assert list(resume.task_dict) == ["resume", "verdict"] and resume.max_active_runs == 1 and resume.schedule is None
     assert "disaster-recovery" in resume.tags and resume.params.get_param("check_seconds").value == 3
-    assert list(built["eosmirror_switchover__dr__reverse"].task_dict) == ["switchover", "verdict"]
+    switch_back = built["eosmirror_switchover__dr__reverse"]
+    assert set(switch_back.task_dict) == {"readiness", "switchover", "verdict"}
+    assert switch_back.task_dict["readiness"].downstream_task_ids == {"switchover"}
+
+
+def test_each_mirror_has_a_daily_readiness_dag_and_the_switchover_runs_readiness_first(tmp_path):
+    """#51 item 4: `airflow.readiness_schedule` (default @daily) per mirror; the switchover DAG's first task is
+    the readiness report, which a Param may let the run go past."""
+    path = mirrors_file(tmp_path / "mirrors.yaml", [
+        {"name": "dr", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["orders"]},
+        {"name": "hourly", "source": {"local": "source"}, "target": {"local": "target"}, "topics": ["pay"],
+         "airflow": {"readiness_schedule": "@hourly"}}])
+    built = dags.build_all(str(path))
+    daily, hourly = built["eosmirror_readiness__dr"], built["eosmirror_readiness__hourly"]
+    assert list(daily.task_dict) == ["readiness"] and "readiness" in daily.tags and daily.max_active_runs == 1
+    assert daily.timetable.expression in ("@daily", "0 0 * * *"), daily.timetable.expression
+    assert hourly.timetable.expression in ("@hourly", "0 * * * *"), hourly.timetable.expression
+    switchover = built["eosmirror_switchover__dr"]
+    assert switchover.task_dict["readiness"].downstream_task_ids == {"switchover"}
+    assert switchover.params.get_param("ignore_readiness").value is False
+    assert "ignore_readiness" not in built["eosmirror_promote__dr"].params
 
 
 def test_the_install_pages_own_dag_with_the_operators_loads(tmp_path):

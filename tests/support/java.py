@@ -41,13 +41,25 @@ def console_consumer_reads_to_the_end(conf, group, topic) -> int:
     return len([line for line in done.stdout.splitlines() if line.startswith("Partition:")])
 
 
-def java_end_offsets(conf, topic: str) -> dict[int, int]:
-    """Kafka's GetOffsetShell (`kafka-get-offsets.sh --time -1`): each partition's end (high watermark)."""
-    command = runtime.java_command("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server",
-                                   conf["bootstrap.servers"], "--topic", topic, "--time", "-1",
+def _tool(conf, main_class: str, *args: str) -> str:
+    command = runtime.java_command(main_class, "--bootstrap-server", conf["bootstrap.servers"], *args,
                                    heap="256m", short_lived=True)
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"GetOffsetShell exited {done.returncode}: {done.stderr[-1500:]}"
-    found = re.findall(rf"^{re.escape(topic)}:(\d+):(\d+)$", done.stdout, flags=re.MULTILINE)
-    assert found, done.stdout
+    assert done.returncode == 0, f"{main_class} exited {done.returncode}: {done.stderr[-1500:]}"
+    return done.stdout
+
+
+def java_end_offsets(conf, topic: str) -> dict[int, int]:
+    """Kafka's GetOffsetShell: each partition's latest offset (``--time -1``)."""
+    out = _tool(conf, "org.apache.kafka.tools.GetOffsetShell", "--topic", topic, "--time", "-1")
+    found = re.findall(rf"^{re.escape(topic)}:(\d+):(\d+)$", out, re.MULTILINE)
+    assert found, out
     return {int(p): int(o) for p, o in found}
+
+
+def java_partition_count(conf, topic: str) -> int:
+    """Kafka's TopicCommand --describe: the topic's PartitionCount."""
+    out = _tool(conf, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", topic)
+    found = re.search(r"PartitionCount:\s*(\d+)", out)
+    assert found, f"TopicCommand --describe {topic} printed no PartitionCount: {out[-800:]}"
+    return int(found.group(1))

@@ -9,7 +9,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from eosmirror.airflow import lagrender
-from eosmirror.core import lag
+from eosmirror.core import lag, readiness
 from eosmirror.monitoring import rules_path
 
 IDENT = re.compile(r"\b(eosmirror_[a-z_]+)\b")
@@ -25,7 +25,8 @@ def exported() -> dict[str, set[str]]:
                               last_run=None, last_success_ms=None, last_commit_ms=1_000, max_lag_seconds=60.0,
                               samples_in_window=3, partitions=(partition,),
                               groups=(lag.GroupLag(group="g", state="EMPTY", partitions=1, record_lag=3),))
-    text, _ = lagrender.metrics([status], now_ms=2_000)
+    report = readiness.Report("m", 1_000, (readiness.Check("lag", readiness.OK, "caught up"),))
+    text, _ = lagrender.metrics([status], now_ms=2_000, readiness={"m": report})
     names: dict[str, set[str]] = {}
     for family in text_string_to_metric_families(text.decode()):
         for sample in family.samples:
@@ -65,7 +66,7 @@ def test_every_rule_uses_exported_metrics_labels_and_statuses():
 def test_the_rules_cover_stalled_stopped_failed_runs_slo_and_group_lag():
     exprs = " ".join(r["expr"] for r in rules())
     for needed in ('status="STALLED"', 'status="STOPPED"', 'status="ERROR"', "eosmirror_mirror_slo_breached",
-                   "eosmirror_group_lag_records"):
+                   "eosmirror_group_lag_records", "eosmirror_readiness_ready == 0"):
         assert needed in exprs, needed
     assert all(r["alert"].startswith("EosMirror") and r["labels"]["severity"] in ("warning", "critical")
                for r in rules())

@@ -124,7 +124,8 @@ def test_an_unknown_field_or_value_suggests_the_nearest_known_one(fields, field,
 
 def test_an_unknown_field_lists_the_known_ones_of_its_own_level():
     text = error_of(airflow={"retry": 1})
-    assert "known fields: catchup, owner, retries, run_server, schedule, spark_conn_id, start_date, tags" in text
+    assert ("known fields: catchup, owner, readiness_schedule, retries, run_server, schedule, spark_conn_id, "
+            "start_date, tags") in text
     assert "slots" not in text
 
 

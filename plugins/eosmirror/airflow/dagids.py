@@ -29,3 +29,8 @@ def reverse_dag_id(name: str) -> str:
 def resume_dag_id(name: str) -> str:
     """The DAG of `eosmirror resume <name>` (the switch back itself is ``switchover_dag_id(<name>__reverse)``)."""
     return f"eosmirror_resume__{name}"
+
+
+def readiness_dag_id(name: str) -> str:
+    """The DAG of `eosmirror readiness <name> --record`, daily by default."""
+    return f"eosmirror_readiness__{name}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from eosmirror.airflow import drdags, lagtasks, tasks
+from eosmirror.airflow import drdags, lagtasks, readinesstasks, tasks
 from eosmirror.airflow.compat import cron_data_interval_timetable
 from eosmirror.airflow.dagids import (
     FENCE_DAG_ID,
@@ -19,6 +19,7 @@ from eosmirror.airflow.dagids import (
     groups_dag_id,
     mirror_dag_id,
     promote_dag_id,
+    readiness_dag_id,
     resume_dag_id,
     reverse_dag_id,
     switchover_dag_id,
@@ -223,6 +224,34 @@ def build_lag_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     return dag
 
 
+READINESS_DOC = """### Readiness: could the target take over now?
+
+`eosmirror readiness <mirror> --record`: record and time lag, who but the mirror can write the target topics,
+configuration drift (partitions, synced configs, ACLs), consumer groups the group sync does not cover, a
+switchover dry run (its checks without fencing or recording, and the recovery time it expects). Each report
+is appended to the mirror's lag topic on the target. The task **fails** (no retry) on NOT READY, naming each
+blocking check. docs/disaster-recovery.md, "Readiness".
+"""
+
+
+def build_readiness_dag(m: config.MirrorConfig, config_path: str | None) -> Any:
+    from airflow.sdk import DAG, task
+
+    cron = m.airflow.readiness_schedule
+    with DAG(dag_id=readiness_dag_id(m.name), schedule=cron_data_interval_timetable(cron) if cron else None,
+             start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), catchup=False, max_active_runs=1,
+             tags=sorted({"eosmirror", "kafka", "readiness", *m.airflow.tags}), doc_md=READINESS_DOC,
+             description=f"could {m.name}'s target take over now: lag, writers, drift, groups, switchover dry run",
+             default_args={"owner": m.airflow.owner, "retries": 1, "retry_delay": dt.timedelta(seconds=30)}) as dag:
+
+        @task(task_id="readiness", multiple_outputs=False)
+        def readiness() -> dict[str, Any]:
+            return readinesstasks.assess(m.name, config_path)
+
+        readiness()
+    return dag
+
+
 def build_migrate_dag(mirrors: config.MirrorsFile, config_path: str | None) -> Any:
     from airflow.sdk import DAG, Param, task
 
@@ -280,15 +309,21 @@ def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, con
     """The one factory of the disaster-recovery DAGs: the command's task (``TransitionOperator``), then
     ``verdict``, which fails the run when the command did not end with exit 0 (a promotion that may have
     lost records did promote: its task succeeds and emits the Asset event, the verdict fails the run)."""
-    from airflow.sdk import DAG, task
+    from airflow.sdk import DAG, Param, task
 
     description, doc = drdags.doc_of(spec.name, m)
+    params = transition_params(spec)
+    gated = spec is commands.SWITCHOVER
+    if gated:
+        params["ignore_readiness"] = Param(False, type="boolean", title="Go on when NOT READY",
+                                           description="Switch over even when the readiness report (the first "
+                                                       "task) says NOT READY")
     with DAG(dag_id=TRANSITION_DAG_IDS[spec.name](m.name), schedule=None, start_date=None, max_active_runs=1,
              # A transient fault is retried (every step is idempotent: the retry continues); refusals,
              # bad Params and verdicts never are (fail_without_retry). The mirror's retries, 30 s apart.
              default_args={"owner": m.airflow.owner, "retries": m.airflow.retries,
                            "retry_delay": dt.timedelta(seconds=30)},
-             params=transition_params(spec), tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
+             params=params, tags=sorted({"eosmirror", "kafka", "disaster-recovery", *m.airflow.tags}),
              description=description, doc_md=doc) as dag:
         transition = TransitionOperator(task_id=spec.name, command=spec.name, mirror=m.name, config_path=config_path)
 
@@ -297,6 +332,12 @@ def build_transition_dag(spec: commands.CommandSpec, m: config.MirrorConfig, con
             return drdags.check_verdict(spec.name, m.name, report)
 
         verdict(transition.output)  # type: ignore[arg-type]  # an XComArg: Airflow passes the report
+        if gated:   # the readiness report first: NOT READY fails the run unless ignore_readiness
+            @task(task_id="readiness")
+            def readiness(**context: Any) -> dict[str, Any]:
+                return readinesstasks.before_switchover(m.name, config_path, dict(context["params"]))
+
+            readiness() >> transition
     return dag
 
 
@@ -304,7 +345,7 @@ def build_all(config_path: str | None = None) -> dict[str, Any]:
     """Every eosmirror DAG: one per mirror (sorted), one group DAG per mirror with a `groups` section,
     a switchover and a promotion DAG per mirror, for each identity mirror its reverse DAG, its
     reverse mirror's DAG (paused on creation), the reverse mirror's switchover DAG (the switch back)
-    and its resume DAG, the fencing DAG, the lag DAG and the migration DAG."""
+    and its resume DAG, a readiness DAG per mirror, the fencing DAG, the lag DAG and the migration DAG."""
     mirrors = config.load(config_path)
     dags = {mirror_dag_id(m.name): build_mirror_dag(m, config_path) for m in mirrors.mirrors}
     dags.update({groups_dag_id(m.name): build_groups_dag(m, config_path) for m in mirrors.mirrors if m.groups})
@@ -316,6 +357,7 @@ def build_all(config_path: str | None = None) -> dict[str, Any]:
             dags[mirror_dag_id(m.reverse().name)] = build_mirror_dag(m.reverse(), config_path, paused=True)
             dags[switchover_dag_id(m.reverse().name)] = build_transition_dag(commands.SWITCHOVER, m.reverse(), config_path)
             dags[resume_dag_id(m.name)] = build_transition_dag(commands.RESUME, m, config_path)
+    dags.update({readiness_dag_id(m.name): build_readiness_dag(m, config_path) for m in mirrors.mirrors})
     dags[FENCE_DAG_ID] = build_fence_dag(mirrors, config_path)
     dags[LAG_DAG_ID] = build_lag_dag(mirrors, config_path)
     dags[MIGRATE_DAG_ID] = build_migrate_dag(mirrors, config_path)

@@ -3,7 +3,8 @@
 Every route requires what reading the ``eosmirror_lag`` DAG requires, checked by Airflow's own auth
 manager dependency (``requires_access_dag``): a plugin app is anonymous unless it checks, so an
 anonymous request gets 401 and never data. The figures come from ``driver.lag.report_all``, the
-function behind `eosmirror lag --json`.
+function behind `eosmirror lag --json`; the readiness column, page and metrics from the reports recorded on each
+mirror's lag topic (``driver.readiness``, `eosmirror readiness --record` and its DAG).
 
 ``LAG_APP`` builds the FastAPI app on its first request (the plugin module stays cheap to import in
 every Airflow component that loads plugins).
@@ -18,7 +19,7 @@ from eosmirror.airflow import lagrender
 from eosmirror.airflow.dagids import LAG_DAG_ID
 from eosmirror.core import config, lagview
 from eosmirror.core.errors import ConfigError
-from eosmirror.driver import lag
+from eosmirror.driver import lag, readiness
 from eosmirror.kafka.lagstore import now_ms
 
 URL_PREFIX = "/eosmirror"
@@ -46,7 +47,7 @@ def create_app() -> Any:
     @app.get("/", response_class=HTMLResponse)
     def overview() -> str:
         statuses, now = _statuses()
-        return lagrender.overview(statuses, now)
+        return lagrender.overview(statuses, now, readiness.latest_of(list(config.load().mirrors), now))
 
     @app.get("/mirror/{name}", response_class=HTMLResponse)
     def mirror_page(name: str, range: str = "24h") -> str:  # noqa: A002 - the query parameter's name
@@ -56,6 +57,14 @@ def create_app() -> Any:
         # At least a day: the recovery point's percentiles cover the last hour and day whatever the chart's range.
         samples = lag.history(config.load().get(name), now - max(lagrender.RANGES[window], lagrender.RANGES["24h"]))
         return lagrender.mirror_page(status, samples, window, now)
+
+    @app.get("/readiness/{name}", response_class=HTMLResponse)
+    def readiness_page(name: str) -> str:
+        known(name)
+        now = now_ms()
+        since = now - lagrender.RANGES["7d"]
+        history = readiness.history(config.load().get(name), since)
+        return lagrender.readiness_page(name, history, since, now)
 
     @app.get("/api/lag")
     def figures(mirror: str | None = None) -> JSONResponse:
@@ -67,7 +76,7 @@ def create_app() -> Any:
     @app.get("/metrics")
     def metrics() -> Response:
         statuses, now = _statuses()
-        body, content_type = lagrender.metrics(statuses, now)
+        body, content_type = lagrender.metrics(statuses, now, readiness.latest_of(list(config.load().mirrors), now))
         return Response(content=body, media_type=content_type)
 
     return app

@@ -1,4 +1,5 @@
-"""HTML, SVG and Prometheus text of the "Mirror lag" page. Pure: statuses and samples in, text out.
+"""HTML, SVG and Prometheus text of the "Mirror lag" page and the "Readiness" page. Pure: statuses, samples and
+readiness reports in, text out.
 
 The chart is drawn here, server-side, as inline SVG: the browser fetches nothing, from nowhere.
 """
@@ -6,9 +7,10 @@ The chart is drawn here, server-side, as inline SVG: the browser fetches nothing
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import Any, Mapping
 
 from eosmirror.core import lagview, recoverypoint
+from eosmirror.core import readiness as rules
 from eosmirror.core.lag import SEVERITY, MirrorSample, MirrorStatus
 
 COLOURS = {"OK": "#2e7d32", "LAGGING": "#f9a825", "STALLED": "#ef6c00", "STOPPED": "#c62828", "ERROR": "#6a1b9a",
@@ -38,8 +40,10 @@ def _slo_cell(status: MirrorStatus) -> str:
     return f"<span class='breach'>{text}</span>" if status.breached else text
 
 
-def overview(statuses: list[MirrorStatus], now_ms: int) -> str:
-    """One row per mirror: status, record lag, time lag, last run, last commit, SLO."""
+def overview(statuses: list[MirrorStatus], now_ms: int,
+             readiness: Mapping[str, rules.Report | None] | None = None) -> str:
+    """One row per mirror: status, record lag, time lag, last run, last commit, SLO (and, given the latest
+    readiness reports, each mirror's readiness)."""
     rows = []
     for s in statuses:
         rows.append(
@@ -47,9 +51,12 @@ def overview(statuses: list[MirrorStatus], now_ms: int) -> str:
             f"<td>{badge(s.status)}</td><td class='record-lag'>{s.record_lag}</td>"
             f"<td class='time-lag'>{s.time_lag_seconds:.1f} s</td><td>{escape(lagview.last_run_text(s, now_ms))}</td>"
             f"<td>{escape(lagview.ago(s.last_commit_ms, now_ms))}</td><td>{_slo_cell(s)}</td>"
-            f"<td class='reason'>{escape(s.reason)}{' (cap-limited)' if s.cap and s.cap.limiting else ''}</td></tr>")
+            + (readiness_cell(readiness.get(s.mirror), s.mirror, now_ms) if readiness is not None else "")
+            + f"<td class='reason'>{escape(s.reason)}{' (cap-limited)' if s.cap and s.cap.limiting else ''}</td></tr>")
     table = ("<table id='mirrors'><tr><th>mirror</th><th>status</th><th>record lag</th><th>time lag</th>"
-             "<th>last run</th><th>last commit</th><th>SLO</th><th></th></tr>" + "".join(rows) + "</table>")
+             "<th>last run</th><th>last commit</th><th>SLO</th>" + ("<th>readiness</th>" if readiness is not None
+                                                                     else "") + "<th></th></tr>" + "".join(rows)
+             + "</table>")
     note = (f"<p class='reason'>At {lagview.iso(now_ms)}. Record lag: offsets still to copy (last stable offset - "
             f"progress; markers and aborted records occupy offsets). Time lag: age of the oldest committed source "
             f"record not yet mirrored. Same figures: <code>eosmirror lag --json</code>, <a href='api/lag'>JSON</a>, "
@@ -149,8 +156,10 @@ def _groups(status: MirrorStatus) -> str:
             "<th>partitions</th><th>record lag</th></tr>" + rows + "</table>")
 
 
-def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
-    """Prometheus text: per mirror and partition, record lag, time lag, last commit age, status."""
+def metrics(statuses: list[MirrorStatus], now_ms: int,
+            readiness: Mapping[str, rules.Report | None] | None = None) -> tuple[bytes, str]:
+    """Prometheus text: per mirror and partition, record lag, time lag, last commit age, status; per mirror that
+    copies (not switched over, promoted ...) with a recorded readiness report, its verdict and age."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
     from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -170,9 +179,18 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
                        "last stable offsets (mirrors with a groups section)", ["mirror", "group"], registry=registry),
         "breach": Gauge("eosmirror_mirror_slo_breached", "1 when a partition's time lag exceeds max_lag_seconds",
                         ["mirror"], registry=registry),
+        "ready": Gauge("eosmirror_readiness_ready", "1 when the mirror's latest readiness report says READY, 0 when "
+                       "NOT READY (mirrors with a recorded report)", ["mirror"], registry=registry),
+        "ready_age": Gauge("eosmirror_readiness_age_seconds", "seconds since the mirror's latest readiness report",
+                           ["mirror"], registry=registry),
         "cap": Gauge("eosmirror_cap_limited", "1 when the bandwidth cap, not the source, limits the mirror "
                      "(mirrors with max_bytes_per_second)", ["mirror"], registry=registry),
     }
+    copying = {s.mirror for s in statuses if s.status in SEVERITY}   # a switched-over (...) mirror is not judged
+    for name, report in sorted((readiness or {}).items()):
+        if report is not None and name in copying:
+            g["ready"].labels(name).set(1 if report.ready else 0)
+            g["ready_age"].labels(name).set(max(0, now_ms - report.time_ms) / 1000)
     for s in statuses:
         for status in (*SEVERITY, *(() if s.status in SEVERITY else (s.status,))):   # or its DR state
             g["mirror"].labels(s.mirror, status).set(1 if s.status == status else 0)
@@ -190,3 +208,81 @@ def metrics(statuses: list[MirrorStatus], now_ms: int) -> tuple[bytes, str]:
             for status in SEVERITY:
                 g["status"].labels(*key, status).set(1 if p.status == status else 0)
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+# --- readiness (core/readiness.py): the overview's column, the page, its chart -------------------------
+
+READINESS_COLOURS = {rules.READY_VERDICT: "#2e7d32", rules.NOT_READY_VERDICT: "#c62828",
+           rules.OK: "#2e7d32", rules.WARN: "#f9a825", rules.NOT_READY: "#c62828"}
+
+
+def verdict_badge(text: str) -> str:
+    colour = READINESS_COLOURS.get(text, "#757575")
+    return f"<span class='status' data-verdict='{escape(text)}' style='background:{colour}'>{escape(text.upper())}</span>"
+
+
+def readiness_cell(report: rules.Report | None, mirror: str, now_ms: int) -> str:
+    """The overview's readiness cell: the latest verdict, how old, a link to the page."""
+    if report is None:
+        return f"<td class='readiness' data-verdict=''><a href='readiness/{escape(mirror)}'>no report</a></td>"
+    return (f"<td class='readiness' data-verdict='{escape(report.verdict)}'><a href='readiness/{escape(mirror)}'>"
+            f"{verdict_badge(report.verdict)}</a> {escape(lagview.ago(report.time_ms, now_ms))}</td>")
+
+
+def readiness_chart(history: list[rules.Report], since_ms: int, now_ms: int, width: int = 900, height: int = 180) -> str:
+    """SVG: per report, its blocking checks (a dot, red when NOT READY) and the expected recovery time (blue)."""
+    pad, span = 50, max(1, now_ms - since_ms)
+    blocking = [(r.time_ms, float(len(r.reasons())), r.ready) for r in history]
+    recovery = [(r.time_ms, float(_recovery(r) or 0.0)) for r in history]
+    top_b = max((v for _, v, _ in blocking), default=0.0) or 1.0
+    top_r = max((v for _, v in recovery), default=0.0) or 1.0
+
+    def x(t: int) -> float:
+        return pad + (t - since_ms) / span * (width - 2 * pad)
+
+    def y(v: float, top: float) -> float:
+        return height - pad / 2 - v / top * (height - pad)
+
+    dots = "".join(f"<circle class='report' data-ready='{str(ok).lower()}' cx='{x(t):.1f}' cy='{y(v, top_b):.1f}' "
+                   f"r='3' fill='{READINESS_COLOURS[rules.READY_VERDICT if ok else rules.NOT_READY_VERDICT]}'/>"
+                   for t, v, ok in blocking)
+    line = " ".join(f"{x(t):.1f},{y(v, top_r):.1f}" for t, v in recovery)
+    axis = (f"<line x1='{pad}' y1='{height - pad / 2}' x2='{width - pad}' y2='{height - pad / 2}' stroke='#999'/>"
+            f"<text x='{pad}' y='{height - 4}' font-size='11'>{lagview.iso(since_ms)}</text>"
+            f"<text x='{width - pad}' y='{height - 4}' font-size='11' text-anchor='end'>{lagview.iso(now_ms)}</text>"
+            f"<text x='{pad}' y='14' font-size='12' fill='#c62828'>blocking checks (max {top_b:g})</text>"
+            f"<text x='{width - pad}' y='14' font-size='12' fill='#1565c0' text-anchor='end'>expected recovery "
+            f"time (max {top_r:g} s)</text>")
+    empty = "" if history else f"<text x='{width / 2}' y='{height / 2}' text-anchor='middle'>no reports yet</text>"
+    return (f"<svg id='readiness-chart' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+            f"data-reports='{len(history)}'>{axis}<polyline class='recovery' fill='none' stroke='#1565c0' "
+            f"stroke-width='1.5' points='{line}'/>{dots}{empty}</svg>")
+
+
+def _recovery(report: rules.Report) -> float | None:
+    for c in report.checks:
+        if c.name == "switchover" and "expected_recovery_seconds" in c.figures:
+            return float(c.figures["expected_recovery_seconds"])
+    return None
+
+
+def readiness_page(mirror: str, history: list[rules.Report], since_ms: int, now_ms: int) -> str:
+    """The latest report's checks and the history's chart."""
+    latest = history[-1] if history else None
+    if latest is None:
+        head = (f"<p>No readiness report recorded for {escape(mirror)} since {lagview.iso(since_ms)}: run "
+                f"<code>eosmirror readiness {escape(mirror)} --record</code> or its DAG.</p>")
+        table = ""
+    else:
+        head = (f"<p id='verdict'>{verdict_badge(latest.verdict)} at {lagview.iso(latest.time_ms)} "
+                f"({escape(lagview.ago(latest.time_ms, now_ms))})</p>")
+        rows = "".join(f"<tr data-check='{escape(c.name)}'><td>{escape(c.name)}</td><td>{verdict_badge(c.verdict)}</td>"
+                       f"<td class='reason'>{escape(c.reason)}</td></tr>" for c in latest.checks)
+        table = "<table id='checks'><tr><th>check</th><th>verdict</th><th></th></tr>" + rows + "</table>"
+    body = (f"<nav><a href='../'>all mirrors</a> <a href='../mirror/{escape(mirror)}'>lag</a></nav>" + head + table
+            + "<h2>History</h2>" + readiness_chart(history, since_ms, now_ms)
+            + "<p class='reason'>docs/disaster-recovery.md, \"Readiness\". Same report: "
+              f"<code>eosmirror readiness {escape(mirror)} --json</code>.</p>")
+    return _page(f"Readiness: {mirror}", body)
+
+

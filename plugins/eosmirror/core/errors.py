@@ -16,6 +16,9 @@ Exit codes used by the CLI and the Spark entry point:
      topic (named with the grant that lets them); nothing was copied
   8  a run refused: a mirrored target partition holds records the mirror did not write (foreign writes,
      core/foreign.py); the message names partitions, offsets and producers. Not retried: an operator decides
+  9  `eosmirror readiness`: the report was made and says NOT READY (the target could not take over now; the
+     report names each blocking check; a cluster that does not answer is such a check, naming it). A finding, not
+     an error of the command: 1 stays an unexpected failure, 2 a bad mirror name or file
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ EXIT_MAY_HAVE_LOST = 5
 EXIT_STEP_NOT_RUN = 6
 EXIT_OTHER_WRITERS = 7
 EXIT_FOREIGN = 8
+EXIT_NOT_READY = 9
 
 
 class EosMirrorError(Exception):

@@ -65,6 +65,9 @@ class AirflowSettings:
         Flag(), "the `copy` task sends its run to the worker host's run server (`eosmirror server start`, "
                 "docs/run-server.md) when one answers there, else spark-submits it as usual", False)
     tags: tuple[str, ...] = declare(Strings(), "extra DAG tags (`eosmirror` and `kafka` are always set)", ())
+    readiness_schedule: str | None = declare(
+        Cron(), "when the readiness DAG (`eosmirror_readiness__<mirror>`) reports whether the target could take "
+                "over (UTC); null = only before a switchover", "@daily")
 
 
 # Consumer groups never moved by a group sync (MirrorMaker 2's default groups.exclude, plus eosmirror's

@@ -192,6 +192,11 @@ def _configs(cluster: Cluster, names: list[str], non_default_only: bool) -> dict
     return out
 
 
+def configs_of(cluster: Cluster, names: list[str], non_default_only: bool) -> dict[str, dict[str, str]]:
+    """Each named topic's configs (the non-default ones only, as topic sync copies them, or every value)."""
+    return _configs(cluster, names, non_default_only)
+
+
 def prepare_targets(mirror: MirrorConfig, pairs: list[TopicPair], source: Cluster, target: Cluster,
                  existing: dict[str, TopicState], dry_run: bool = False) -> TopicSyncReport:
     """Create missing target topics, grow short ones, sync allow-listed configs.

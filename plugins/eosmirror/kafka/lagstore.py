@@ -5,8 +5,9 @@ history survives restarts of Airflow and of the brokers' clients, stays bounded 
 job, and lives next to the data it describes (the target cluster), readable without Airflow. A
 window of it is read from the offset ``offsets_for_times`` gives for the window's start.
 
-Two record kinds, by key: ``sample`` (one per mirror and evaluation, see core/lag.MirrorSample)
-and ``run`` (one per mirror run, written by the run itself: its outcome).
+Record kinds, by key: ``sample`` (one per mirror and evaluation, see core/lag.MirrorSample),
+``run`` (one per mirror run, written by the run itself: its outcome), ``observed`` (what a run saw of
+the source) and ``readiness`` (one per readiness report, core/readiness.Report).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from eosmirror.core import naming
 from eosmirror.core.lag import OBSERVED_KEY, RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome, SourceObservation
+from eosmirror.core.readiness import REPORT_KEY, Report
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -122,6 +124,28 @@ def read_since(target: Cluster, mirror: str, since_ms: int, group: str) -> tuple
             log.warning("%s: skipped record %d of %s that is not a lag record (%s)", target.label, record.offset,
                         naming.lag_topic(mirror), exc)
     return samples, runs
+
+
+def read_reports(target: Cluster, mirror: str, since_ms: int, group: str) -> list[Report]:
+    """The readiness reports (core/readiness.Report, key ``readiness``) recorded at or after ``since_ms``."""
+    found = []
+    for record in _records_since(target, mirror, since_ms, group):
+        if record.key == REPORT_KEY and record.value:
+            try:
+                found.append(Report.decode(record.value))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("%s: skipped record %d of %s that is not a readiness report (%s)", target.label,
+                            record.offset, naming.lag_topic(mirror), exc)
+    return found
+
+
+def latest_report(target: Cluster, mirror: str, now_ms: int, group: str) -> Report | None:
+    """The newest readiness report of the last day, else of the last week; None when none was recorded."""
+    for back_ms in (86_400_000, 7 * 86_400_000):
+        found = read_reports(target, mirror, now_ms - back_ms, group)
+        if found:
+            return found[-1]
+    return None
 
 
 def now_ms() -> int:
