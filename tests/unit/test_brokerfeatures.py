@@ -161,8 +161,11 @@ def test_a_group_move_is_judged_on_the_side_it_writes():
 
 
 def test_a_kraft_controller_answer_is_named_as_a_wrong_address_not_an_old_broker():
-    # a KRaft controller listener answers ApiVersions with controller APIs only (Vote, BeginQuorumEpoch, ...)
-    controller = {52: (0, 1), 53: (0, 1), 54: (0, 1), 55: (0, 1), 18: (0, 4), 62: (0, 0), 63: (0, 0)}
+    # the API keys a local Kafka 4.3.1 KRaft controller listener answered (Fetch for the Raft log, no
+    # Produce, no Metadata)
+    keys = [1, 17, 18, 19, 20, 29, 30, 31, 32, 33, 36, 37, 38, 39, 40, 41, 43, 44, 45, 46, 49, 50, 51, 52, 53, 54,
+            55, 56, 57, 58, 59, 60, 62, 63, 64, 67, 70, 73, 80, 81, 82]
+    controller = dict.fromkeys(keys, (0, 1))
     verdict = bf.check(controller, "run", "source", "source cluster (127.0.0.1:9093)")
     assert not verdict.ok
     assert "Is it a KRaft controller port?" in verdict.refusal and "127.0.0.1:9093" in verdict.refusal

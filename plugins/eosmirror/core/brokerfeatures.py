@@ -126,7 +126,7 @@ MARKERS: tuple[tuple[str, int, int], ...] = (
 )
 
 
-PRODUCE, FETCH, METADATA = 0, 1, 3   # API keys every broker's client listener serves
+PRODUCE, METADATA = 0, 3   # API keys every broker's client listener serves
 
 
 def _release_key(release: str) -> tuple[int, ...]:
@@ -171,12 +171,13 @@ class Verdict:
 
 def check(table: ApiTable, command: str, role: str, cluster_label: str, acl_sync: bool = False) -> Verdict:
     """The verdict of one broker answer (``table``) for ``command`` on the ``role`` cluster ``cluster_label``."""
-    if not {PRODUCE, FETCH, METADATA} & table.keys():
-        # A KRaft controller's listener answers ApiVersions with the controller's own APIs only: the
+    if PRODUCE not in table and METADATA not in table:
+        # A KRaft controller's listener answers ApiVersions with the controller's own APIs (Fetch among
+        # them, for the Raft log; never Produce or Metadata, which every broker serves since 0.8): the
         # address is wrong, not the brokers old (a configuration error, like any bootstrap typo).
-        return Verdict(cluster_label, "a KRaft controller (no Produce, Fetch or Metadata API)", refusal=(
+        return Verdict(cluster_label, "a KRaft controller (no Produce or Metadata API)", refusal=(
             f"`eosmirror {command}` refused: the {cluster_label} answers but serves no Kafka client API (its "
-            f"ApiVersions list no Produce, Fetch or Metadata). Is it a KRaft controller port? Point "
+            f"ApiVersions list neither Produce nor Metadata). Is it a KRaft controller port? Point "
             f"bootstrap.servers at the brokers' client listener. Nothing was written."))
     release = release_of(table)
     wanted = needs(command, role, acl_sync)
