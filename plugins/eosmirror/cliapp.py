@@ -32,6 +32,7 @@ import json
 import logging
 import subprocess
 import sys
+import time
 from types import ModuleType
 from typing import Any
 
@@ -182,8 +183,10 @@ def _server(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    checks = verify.verify(cliops.load_mirror(args))
+    mirror = cliops.load_mirror(args)
+    checks = verify.verify(mirror)
     print(verify.format_checks(checks))
+    print(verify.record(mirror, checks, int(time.time() * 1000)))
     return verify.exit_code(checks)
 
 

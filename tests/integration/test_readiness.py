@@ -43,6 +43,10 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     assert ready.verdict == rules.READY_VERDICT, ready.text()
     assert by_name["verify"].verdict == rules.OK and by_name["verify"].figures["records"] == 40, ready.text()
     assert by_name["lag"].figures["record_lag"] == 0 and by_name["drift"].verdict == rules.OK, ready.text()
+    assert by_name["foreign"].verdict == rules.OK, ready.text()
+    # that verify was recorded: a report without --verify judges the last one
+    last = checks(readiness.report(m))["verify"]
+    assert last.verdict == rules.OK and last.figures["records"] == 40 and last.figures["hours_ago"] < 1, last
     assert by_name["switchover"].figures["records_to_copy"] == 0
     assert by_name["switchover"].figures["expected_recovery_seconds"] >= 10.0     # the quiet wait at least
     # The local brokers have no authorizer: every principal can write, which warns (nothing grants it).

@@ -136,3 +136,17 @@ def test_foreign_records_make_the_target_not_ready_and_none_is_ok():
     assert bad.verdict == rules.NOT_READY and bad.figures["partitions"] == ["orders[0]: 1 foreign record(s) at offset(s) 51"]
     good = rules.foreign_check([], "no foreign records (8 checked, 0 read, 0.01 s)")
     assert good.verdict == rules.OK and "no foreign records" in good.reason
+
+
+def test_the_last_recorded_verify_is_judged_by_its_outcome_and_its_age():
+    from eosmirror.core import readiness as rules
+
+    now = 10 * 86_400_000
+    assert rules.last_verify_check(None, now).verdict == rules.WARN
+    fresh = rules.VerifyResult.decode(rules.VerifyResult(now - 3_600_000, 4, 400).encode())
+    assert rules.last_verify_check(fresh, now).verdict == rules.OK and "1.0 h ago" in rules.last_verify_check(fresh, now).reason
+    old = rules.VerifyResult(now - 8 * 86_400_000, 4, 400)
+    assert rules.last_verify_check(old, now).verdict == rules.WARN
+    bad = rules.VerifyResult(now - 60_000, 4, 400, bad=("orders[1]",))
+    judged = rules.last_verify_check(bad, now)
+    assert judged.verdict == rules.NOT_READY and "orders[1]" in judged.reason

@@ -189,8 +189,9 @@ def groups_check(source_groups: Iterable[str], covered: Iterable[str], own: Iter
 
 def verify_check(done: bool, partitions: int = 0, records: int = 0, bad: Iterable[str] = (),
                  incomplete: Iterable[str] = ()) -> Check:
-    """The record-by-record verify (run by the report with ``--verify``; eosmirror records no verify result
-    elsewhere). Not run: a warning. A difference or foreign record: not ready; ranges no longer checkable: warn."""
+    """The record-by-record verify (run by the report with ``--verify``, else the last one recorded:
+    last_verify_check). Not run: a warning. A difference or foreign record: not ready; ranges no longer
+    checkable: warn."""
     bad, incomplete = list(bad), list(incomplete)
     figures = {"ran": done, "partitions": partitions, "records": records, "bad": bad, "incomplete": incomplete}
     if not done:
@@ -202,6 +203,46 @@ def verify_check(done: bool, partitions: int = 0, records: int = 0, bad: Iterabl
         return Check("verify", WARN, f"{len(incomplete)} partition(s) could not be checked whole: "
                      + ", ".join(incomplete[:10]), figures)
     return Check("verify", OK, f"{partitions} partition(s), {records} record(s) compared: equal", figures)
+
+
+VERIFY_KEY = b"verify"         # the last verify's result on the mirror's lag topic (kafka/lagstore.py)
+VERIFY_MAX_AGE_DAYS = 7       # an older verify is a warning: the target has changed since
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What one `eosmirror verify` found, kept on the lag topic so the readiness report can say how the
+    last one ended and when (``verify`` is read only on the mirrored topics; recording it writes only there)."""
+
+    time_ms: int
+    partitions: int
+    records: int
+    bad: tuple[str, ...] = ()
+    incomplete: tuple[str, ...] = ()
+
+    def encode(self) -> bytes:
+        return json.dumps({**asdict(self), "bad": list(self.bad), "incomplete": list(self.incomplete)},
+                          sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "VerifyResult":
+        data = json.loads(raw)
+        return cls(int(data["time_ms"]), int(data["partitions"]), int(data["records"]),
+                   tuple(map(str, data.get("bad", ()))), tuple(map(str, data.get("incomplete", ()))))
+
+
+def last_verify_check(last: VerifyResult | None, now_ms: int) -> Check:
+    """The last recorded verify: none or older than VERIFY_MAX_AGE_DAYS is a warning, a difference not ready."""
+    if last is None:
+        return Check("verify", WARN, f"no verify recorded in the last {VERIFY_MAX_AGE_DAYS} days (`eosmirror verify "
+                     f"<mirror>` records one; `readiness --verify` runs one now)", {"ran": False})
+    hours = max(0.0, (now_ms - last.time_ms) / 3_600_000)
+    check = verify_check(True, last.partitions, last.records, last.bad, last.incomplete)
+    figures = {**check.figures, "time_ms": last.time_ms, "hours_ago": round(hours, 1)}
+    reason = f"last verify {hours:.1f} h ago: {check.reason}"
+    if check.verdict == OK and hours > VERIFY_MAX_AGE_DAYS * 24:
+        return Check("verify", WARN, reason + f" (older than {VERIFY_MAX_AGE_DAYS} days)", figures)
+    return Check("verify", check.verdict, reason, figures)
 
 
 @dataclass(frozen=True)

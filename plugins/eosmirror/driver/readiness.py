@@ -60,7 +60,7 @@ def report(mirror: MirrorConfig, clusters: Clusters | None = None, now_ms: int |
                    guarded("writers", lambda: _writers(target, [p.target for p in pairs])),
                    guarded("drift", lambda: drift(mirror, source, target, pairs))]
     checks += [guarded("groups", lambda: _groups(mirror, source)),
-               guarded("verify", lambda: _verify(mirror) if run_verify else rules.verify_check(False)),
+               guarded("verify", lambda: _verify(mirror) if run_verify else _last_verify(mirror, target, now_ms)),
                guarded("switchover", lambda: rules.dry_run_check(dry_run(mirror, source, target, pairs)))]
     result = rules.Report(mirror.name, now_ms, tuple(checks))
     if record:
@@ -119,8 +119,13 @@ def _groups(mirror: MirrorConfig, source: Cluster) -> rules.Check:
     return rules.groups_check(present, covered, own_groups(mirror), mirror.groups is not None)
 
 
+def _last_verify(mirror: MirrorConfig, target: Cluster, now_ms: int) -> rules.Check:
+    return rules.last_verify_check(lagstore.latest_verify(target, mirror.name, now_ms, mirror.progress_group), now_ms)
+
+
 def _verify(mirror: MirrorConfig) -> rules.Check:
     checks = verify.verify(mirror)
+    verify.record(mirror, checks, lagstore.now_ms())
     return rules.verify_check(True, len(checks), sum(c.records for c in checks),
                               [f"{c.source_topic}[{c.partition}]" for c in checks if not c.ok],
                               [f"{c.source_topic}[{c.partition}]" for c in checks if c.ok and not c.complete])

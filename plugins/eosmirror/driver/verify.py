@@ -1,6 +1,7 @@
 """``eosmirror verify``: compare source and target over the mirrored ranges, record by record, and name every
 target record no offset sync accounts for; reads only. The target's end is read before the offset syncs, so a
-run committing meanwhile is never half-seen. What is checked and why: docs/architecture.md, "What `eosmirror
+run committing meanwhile is never half-seen. The CLI then keeps the result on the mirror's lag topic
+(``record``: the readiness report's "last verify"), the only thing it writes. What is checked and why: docs/architecture.md, "What `eosmirror
 verify` checks". The verdict of one partition: ``partitioncheck``; many partitions' reads at once: ``verifybatch``.
 """
 
@@ -10,12 +11,13 @@ from typing import Any
 
 from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from eosmirror.core.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EosMirrorError
 from eosmirror.core.offsetsync import PartitionSyncs
+from eosmirror.core.readiness import VERIFY_KEY, VerifyResult
 from eosmirror.driver import minimums, topics, verifybatch
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.driver.partitioncheck import PartitionCheck, judge, settled
-from eosmirror.kafka import offsets, readers, state, syncstore
+from eosmirror.kafka import lagstore, offsets, readers, state, syncstore
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.offsets import list_offsets_of
 
@@ -104,6 +106,21 @@ def _report_committed_after(checks: dict[tuple[str, int], PartitionCheck | None]
     check.unchecked.append(
         f"source offsets {late[0].source_start}..{late[-1].source_end - 1} were committed after verify read the "
         f"target's end ({target_end}): not checked (a run was committing; verify again once it has ended)")
+
+
+def record(mirror: MirrorConfig, checks: list[PartitionCheck], now_ms: int) -> str:
+    """Keep the result on the mirror's lag topic (the readiness report's "last verify"); returns the line
+    that says where, or why it could not be kept (the comparison itself stands either way)."""
+    target = Cluster.resolve("target", mirror.target, mirror.name)
+    result = VerifyResult(now_ms, len(checks), sum(c.records for c in checks),
+                          tuple(f"{c.source_topic}[{c.partition}]" for c in checks if not c.ok),
+                          tuple(f"{c.source_topic}[{c.partition}]" for c in checks if c.ok and not c.complete))
+    try:
+        lagstore.ensure_topic(target, mirror.name, mirror.lag.history_days, mirror.target_replication_factor)
+        lagstore.append(target, mirror.name, VERIFY_KEY, [result.encode()])
+    except EosMirrorError as exc:
+        return f"verify result NOT recorded (the readiness report will not see it): {exc}"
+    return f"verify result recorded on {naming.lag_topic(mirror.name)} (the readiness report's last verify)"
 
 
 def exit_code(checks: list[PartitionCheck]) -> int:

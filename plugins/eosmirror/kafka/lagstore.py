@@ -7,7 +7,8 @@ window of it is read from the offset ``offsets_for_times`` gives for the window'
 
 Record kinds, by key: ``sample`` (one per mirror and evaluation, see core/lag.MirrorSample),
 ``run`` (one per mirror run, written by the run itself: its outcome), ``observed`` (what a run saw of
-the source) and ``readiness`` (one per readiness report, core/readiness.Report).
+the source), ``readiness`` (one per readiness report, core/readiness.Report) and ``verify`` (one per
+`eosmirror verify`, core/readiness.VerifyResult).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from eosmirror.core import naming
 from eosmirror.core.lag import OBSERVED_KEY, RUN_KEY, SAMPLE_KEY, MirrorSample, RunOutcome, SourceObservation
-from eosmirror.core.readiness import REPORT_KEY, Report
+from eosmirror.core.readiness import REPORT_KEY, VERIFY_KEY, Report, VerifyResult
 from eosmirror.kafka import calls, clients, readers
 from eosmirror.kafka.cluster import Cluster
 from eosmirror.kafka.retry import retry_until
@@ -146,6 +147,19 @@ def latest_report(target: Cluster, mirror: str, now_ms: int, group: str) -> Repo
         if found:
             return found[-1]
     return None
+
+
+def latest_verify(target: Cluster, mirror: str, now_ms: int, group: str) -> VerifyResult | None:
+    """The newest recorded verify of the last week; None when none was recorded."""
+    found = None
+    for record in _records_since(target, mirror, now_ms - 7 * DAY_MS, group):
+        if record.key == VERIFY_KEY and record.value:
+            try:
+                found = VerifyResult.decode(record.value)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("%s: skipped record %d of %s that is not a verify result (%s)", target.label,
+                            record.offset, naming.lag_topic(mirror), exc)
+    return found
 
 
 def now_ms() -> int:
