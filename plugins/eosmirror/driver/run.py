@@ -165,6 +165,11 @@ class MirrorRun:
                                      {(o.target_topic, o.partition): o.accounting for o in observations},
                                      client_id=f"eosmirror-{m.name}-target-check")
         log.info("mirror %s: target check: %s", m.name, outcome.summary())
+        if outcome.foreign:
+            # A mirror that may not copy (switched over, promoted, retired) is refused for that first: after a
+            # switch its target is written by the producers on purpose (one state read, on this path only).
+            transitions.check_may_copy(state.read_mirror_state(self.target, m.name, m.progress_group), m.name,
+                                       self.options.final_of_switchover)
         foreigncheck.refuse_or_accept(self.target, m, outcome, self.options.accept_foreign)
 
     def complete(self, planned: Planned, plan_only: bool = False) -> Prepared:
