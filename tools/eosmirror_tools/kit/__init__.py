@@ -2,6 +2,7 @@
 
   cluster     the embedded single-node KRaft clusters: started, stopped, killed, restarted
   runtime     Java, the Kafka jars (pom.xml pins the version) and Kafka's own command-line tools
+  link        distance: a broker behind toxiproxy with latency, jitter and bandwidth per direction
   waits       budgets for waiting on a service, scaled by how busy the machine is
   processes   child processes in a session of their own, their memory and CPU, and killing process trees
   mm2         MirrorMaker 2 (dedicated mode) as a child process, and when it has copied everything

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -24,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eosmirror import paths
-from eosmirror_tools.kit import runtime, waits
+from eosmirror_tools.kit import link as links
+from eosmirror_tools.kit import processes, runtime, waits
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,15 @@ class LocalClusterError(RuntimeError):
 @dataclass(frozen=True)
 class LocalCluster:
     """One single-node cluster. With ``sasl_users`` it listens SASL_PLAINTEXT (mechanism PLAIN) and
-    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user."""
+    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user. With ``link`` it also
+    listens behind a proxy that adds that latency and bandwidth cap (link.py): ``far_config()`` reaches
+    it that way, ``client_config()`` stays direct."""
 
     name: str
     port: int
     overrides: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     sasl_users: dict[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+    link: links.Link | None = field(default=None, hash=False, compare=False)
 
     @property
     def controller_port(self) -> int:
@@ -122,6 +125,12 @@ class LocalCluster:
                          "sasl.username": user, "sasl.password": self.sasl_users[user]})
         return conf
 
+    def far_config(self) -> dict[str, str]:
+        """librdkafka settings that reach this cluster through its link's proxy (direct when it has none)."""
+        if self.link is None:
+            return self.client_config()
+        return {**self.client_config(), "bootstrap.servers": links.proxied_bootstrap(self)}
+
     def properties(self) -> dict[str, str]:
         props = dict(BROKER_DEFAULTS)
         props.update({
@@ -130,6 +139,17 @@ class LocalCluster:
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.data_dir),
         })
+        if self.link is not None:
+            if self.sasl_users:
+                raise LocalClusterError(f"{self.name}: a link (latency proxy) is only built for PLAINTEXT clusters")
+            # PLAINTEXT stays first: known_clusters() reads the cluster's port from the first listener.
+            props.update({
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
+                             f"PROXIED://127.0.0.1:{links.listener_port(self)}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                        f"PROXIED://{links.proxied_bootstrap(self)}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT",
+            })
         if self.sasl_users:
             users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
             props.update({
@@ -151,8 +171,9 @@ class LocalCluster:
         return props
 
 
-def local_cluster(name: str) -> LocalCluster:
-    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it."""
+def local_cluster(name: str, link: links.Link | None = None) -> LocalCluster:
+    """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it;
+    with ``link``, also behind its proxy (and ``local: <name>`` then resolves through it)."""
     if name not in DEFAULT_PORTS:
         raise LocalClusterError(f"unknown local cluster {name!r}: expected one of {sorted(DEFAULT_PORTS)}")
     raw = os.environ.get(PORT_ENV[name])
@@ -160,7 +181,7 @@ def local_cluster(name: str) -> LocalCluster:
         port = int(raw) if raw else DEFAULT_PORTS[name]
     except ValueError:
         raise LocalClusterError(f"{PORT_ENV[name]}={raw!r} is not a port number") from None
-    return LocalCluster(name=name, port=port)
+    return LocalCluster(name=name, port=port, link=link)
 
 
 def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 19992) -> LocalCluster:
@@ -275,16 +296,36 @@ def register(cluster: LocalCluster) -> None:
     """Record the cluster's client settings where ``local: <name>`` references are resolved.
 
     The run path never imports this launcher: eosmirror reads the settings back from this file,
-    the same way it reads a resolved-clusters file for Airflow connections.
+    the same way it reads a resolved-clusters file for Airflow connections. A cluster with a link is
+    recorded with its proxy's address: what names it with ``local:`` (a mirror) is the far client.
     """
     from eosmirror.kafka import connections
 
-    connections.record_local_cluster(cluster.name, cluster.client_config())
+    connections.record_local_cluster(cluster.name, cluster.far_config())
 
 
 def launch(cluster: LocalCluster) -> int:
-    """Start the broker process unless it already runs; return its pid without waiting."""
+    """Start the broker process unless it already runs (and its link's proxy, or stop a proxy it no
+    longer has); return the broker's pid without waiting."""
+    if cluster.link is not None:
+        cluster.link.check()
+        links.check_ports(cluster)   # before the broker starts: a proxy that cannot start leaves nothing running
+    was_running = running_pid(cluster) is not None
+    pid = _launch_broker(cluster)
+    if cluster.link is not None:
+        try:
+            links.start(cluster, cluster.link)
+        except links.LinkError:
+            if not was_running:
+                stop(cluster, hard=True)
+            raise
+    else:
+        links.stop(cluster)
     register(cluster)
+    return pid
+
+
+def _launch_broker(cluster: LocalCluster) -> int:
     pid = running_pid(cluster)
     if pid is not None:
         try:
@@ -295,9 +336,10 @@ def launch(cluster: LocalCluster) -> int:
             return pid
         log.info("%s broker runs with an older configuration: restarting it", cluster.name)
         stop(cluster)
-    if _port_in_use(cluster.port) or _port_in_use(cluster.controller_port):
+    ports = [cluster.port, cluster.controller_port] + ([links.listener_port(cluster)] if cluster.link else [])
+    if any(_port_in_use(port) for port in ports):
         raise LocalClusterError(
-            f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
+            f"cannot start {cluster.name}: one of the ports {', '.join(map(str, ports))} is already used by "
             f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
     _write_config(cluster)
     _format_if_needed(cluster)
@@ -351,37 +393,24 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
 
 
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
-    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``). True if one was running."""
+    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``) and its link's proxy. True if a
+    broker was running."""
+    links.stop(cluster)
     pid = running_pid(cluster)
     if pid is None:
         cluster.pid_file.unlink(missing_ok=True)
         return False
-    os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and running_pid(cluster) is not None:
-        _reap(pid)
-        time.sleep(0.2)
-    if running_pid(cluster) is not None:
-        log.warning("%s broker (pid %d) ignored SIGTERM for %.0f s; killing it", cluster.name, pid, timeout)
-        os.kill(pid, signal.SIGKILL)
-        while running_pid(cluster) is not None:
-            _reap(pid)
-            time.sleep(0.2)
+    if processes.stop_own(pid, lambda: running_pid(cluster) is not None, timeout, hard):
+        log.warning("%s broker (pid %d) ignored SIGTERM for %.0f s; killed it", cluster.name, pid, timeout)
     cluster.pid_file.unlink(missing_ok=True)
     return True
 
 
-def _reap(pid: int) -> None:
-    """Collect the exit status if the broker is our child (else it would linger as a zombie)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
 def status(cluster: LocalCluster) -> dict[str, object]:
     pid = running_pid(cluster)
+    far = links.current(cluster)
     return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid,
+            "proxy": None if far is None else {"bootstrap": links.proxied_bootstrap(cluster), "link": far.describe()},
             "running": pid is not None, "reachable": pid is not None and is_reachable(cluster),
             "data": str(cluster.data_dir), "log": str(cluster.log_file)}
 
