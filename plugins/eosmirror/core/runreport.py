@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Mapping, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeVar, Union
 
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import PartitionPlan
@@ -120,6 +120,9 @@ class SlotResult:
     follow_end: FollowEnd | None = None
     attempt_pid: int = 0
     executor: dict[str, str] = field(default_factory=dict)   # slotstate.executor_info() of a slot that ran
+    # Seconds per step, summed over the slot's start and its transactions (copy, flush, target ends, offset
+    # syncs, send progress, commit): where a slot's time goes, e.g. what a long link to the source costs.
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def not_started(cls, slot: int, transactional_id: str, status: SlotStatus, error: str | None = None,
@@ -133,10 +136,17 @@ class SlotResult:
         self.transaction_seconds = round(self.transaction_seconds + elapsed, 3)
         self.max_transaction_seconds = round(max(self.max_transaction_seconds, elapsed), 3)
 
+    def add_steps(self, names: Sequence[str], marks: Sequence[float]) -> None:
+        """Add each step's time (``marks``: the monotonic times that start and end each of ``names``)."""
+        for name, began, ended in zip(names, marks, marks[1:]):
+            self.step_seconds[name] = round(self.step_seconds.get(name, 0.0) + max(0.0, ended - began), 4)
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["status"] = self.status.value
         out["follow_end"] = self.follow_end.value if self.follow_end else None
+        if not self.step_seconds:
+            del out["step_seconds"]    # a slot that timed nothing (and older reports) keeps the keys it had
         return out
 
     @classmethod
@@ -145,7 +155,8 @@ class SlotResult:
         return _known(cls, value, status=SlotStatus(value.get("status", SlotStatus.PENDING.value)),
                       follow_end=FollowEnd(end) if end else None,
                       partitions=[PartitionResult.from_dict(p) for p in value.get("partitions") or []],
-                      executor=dict(value.get("executor") or {}))
+                      executor=dict(value.get("executor") or {}),
+                      step_seconds=dict(value.get("step_seconds") or {}))
 
 
 @dataclass(frozen=True)
