@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,8 @@ def test_bad_links_are_refused_and_a_proxy_that_cannot_start_leaves_nothing_runn
         with pytest.raises(link.LinkError, match=str(link.proxy_port(lonely))):
             cluster.launch(lonely)
         assert cluster.running_pid(lonely) is None and not cluster._port_in_use(lonely.port)
+    # Once the port is free the proxy starts; stopped, it is gone (reaped: no zombie left in this process).
+    link.start(lonely, lonely.link)
+    pid = link.running_pid(lonely)
+    assert pid is not None and link.current(lonely) == lonely.link
+    assert link.stop(lonely) and not Path(f"/proc/{pid}").exists() and link.running_pid(lonely) is None

@@ -407,12 +407,13 @@ def stop_own(pid: int, still_ours: Callable[[], bool], timeout: float, hard: boo
     deadline = time.monotonic() + timeout
     killed = False
     while still_ours():
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
         if not killed and time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             killed = True
         time.sleep(0.05)
+    try:
+        # Its command line is empty once it exits: a child of ours is then a zombie, or about to be one.
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass   # not our child: its own parent reaps it
     return killed
