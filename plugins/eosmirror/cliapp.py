@@ -1,7 +1,7 @@
 """The ``eosmirror`` command line (``eosmirror.cli`` dispatches here; ``run --server`` takes a lean path).
 
-  eosmirror setup                           fetch Kafka jars, migrate the Airflow SQLite home
-  eosmirror local up|down|status|versions   the embedded source and target clusters (up --source-version 2.8 ...)
+  eosmirror setup                           fetch Kafka jars, build toxiproxy, migrate the Airflow SQLite home
+  eosmirror local up|down|status|versions   the embedded clusters (up --source-version 2.8, --source-rtt MS: a region away)
   eosmirror plan <mirror>                   what a run would copy (writes nothing)
   eosmirror run <mirror> [--until TS] ...   one bounded run through spark-submit (local[*] by default)
   eosmirror server start|stop|status        the run server: a long-lived Spark for `run --server`
@@ -65,15 +65,19 @@ def _local(args: argparse.Namespace) -> int:
         print(_tools("local.runtime").available().replace("; ", "\n"))
         return EXIT_OK
     if args.action == "up":
-        try:   # an unknown version or one Maven does not serve: refused before any broker starts
-            wanted = cluster.default_clusters(args.source_version or args.kafka_version,
-                                              args.target_version or args.kafka_version)
+        far = _source_link(args)
+        try:   # an unknown version or one Maven does not serve, a port in use: refused, nothing left half up
+            wanted = [cluster.local_cluster("source", args.source_version or args.kafka_version, far),
+                      cluster.local_cluster("target", args.target_version or args.kafka_version)]
             clusters = cluster.up(wanted)
-        except (cluster.LocalClusterError, _tools("local.runtime").KafkaRuntimeError) as exc:
+        except (cluster.LocalClusterError, _tools("local.runtime").KafkaRuntimeError, _tools("kit.link").LinkError) as exc:
             raise ConfigError(str(exc)) from None
         for c in clusters:
             mode = "ZooKeeper" if c.zookeeper else "KRaft"
             print(f"{c.name:<7} {c.bootstrap:<17} up   (Kafka {c.release} {mode}; data {c.data_dir}, log {c.log_file})")
+            if c.link is not None:
+                print(f"        {c.far_config()['bootstrap.servers']:<17} behind a proxy: {c.link.describe()} "
+                      f"(`local: {c.name}` resolves here; {c.bootstrap} stays direct)")
         return EXIT_OK
     if args.action == "down":
         stopped = cluster.down(cluster.known_clusters() if args.all else None)
@@ -87,14 +91,35 @@ def _local(args: argparse.Namespace) -> int:
         for s in states:
             state = "up" if s["reachable"] else ("starting/unresponsive" if s["running"] else "down")
             pid = f"pid {s['pid']}" if s["pid"] else ""
-            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} Kafka {s['kafka']:<6} {pid}")
+            far = f"  behind {s['proxy']['bootstrap']}: {s['proxy']['link']}" if s.get("proxy") else ""
+            print(f"{s['cluster']:<7} {s['bootstrap']:<17} {state:<6} Kafka {s['kafka']:<6} {pid}{far}")
     return EXIT_OK
+
+
+def _source_link(args: argparse.Namespace) -> Any:
+    """The link (kit/link.py) to put between the clients and the source, or None (``--source-rtt``)."""
+    if args.source_rtt is None:
+        if args.source_jitter or args.source_kbps:
+            raise ConfigError("local up: --source-jitter and --source-kbps need --source-rtt (0 for none)")
+        return None
+    links = _tools("kit.link")
+    try:
+        return links.Link.round_trip(args.source_rtt, args.source_jitter or 0.0, args.source_kbps or 0)
+    except links.LinkError as exc:
+        raise ConfigError(f"local up: {exc}") from None
 
 
 def _setup(args: argparse.Namespace) -> int:
     runtime = _tools("local.runtime")
     lib = runtime.ensure_kafka_lib()
     print(f"kafka {runtime.kafka_version()} jars: {lib}")
+    links = _tools("kit.link")
+    try:
+        proxy = links.ensure_toxiproxy()
+    except links.LinkError as exc:
+        print(f"eosmirror setup: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"toxiproxy {links.TOXIPROXY_VERSION} (latency between the local clusters): {proxy}")
     ran = home.migrate()
     print(f"airflow home: {home.airflow_home()} ({'migrated' if ran else 'up to date'})")
     return _spark_archive(args, missing_only=True)
@@ -230,14 +255,6 @@ def _demo(args: argparse.Namespace) -> int:
     return code
 
 
-
-
-
-
-
-
-
-
 def _local_parser(sub: Any) -> None:
     """`eosmirror local`: the embedded clusters, of the default Kafka version or of those asked for."""
     local = sub.add_parser("local", help="embedded single-node source and target clusters")
@@ -251,6 +268,11 @@ def _local_parser(sub: Any) -> None:
     local.add_argument("--json", action="store_true", help="status as JSON")
     local.add_argument("--all", action="store_true",
                        help="down: also every other cluster the project started under var/kafka (tests, benchmarks)")
+    local.add_argument("--source-rtt", type=float, metavar="MS",
+                       help="up: put the source behind a proxy (toxiproxy) with this round trip in ms, as if it "
+                            "were a region away; `local: source` resolves through it, port+4 (direct stays on port)")
+    local.add_argument("--source-jitter", type=float, metavar="MS", help="up: jitter of that round trip (ms)")
+    local.add_argument("--source-kbps", type=int, metavar="KB/s", help="up: bandwidth cap each way (KB/s)")
     local.set_defaults(func=_local)
 
 

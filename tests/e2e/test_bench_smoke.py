@@ -1,7 +1,8 @@
 """`make bench` at smoke size: every configuration kind runs and verifies, and the report has its shape.
 
 Runs ``python -m eosmirror_tools.bench --quick`` (20,000 records of 200 B, every configuration kind, no slot
-sweep; the scale kind on its own, ``--quick --only scale``, beside it) as subprocesses, into temporary
+sweep; the scale kind on its own, ``--quick --only scale``, beside it; then the distance kind alone at 100 ms,
+``--quick --only distance --rtts 100``) as subprocesses, into temporary
 folders so that the real build/bench report is never overwritten.
 Timings are reported by the bench, never asserted here: only shapes and exact counts are.
 
@@ -33,12 +34,12 @@ class BenchRun:
     """``python -m eosmirror_tools.bench --quick --only <kinds> --out <folder>`` started in the background,
     its output in files (two at once through pipes could block on a full one)."""
 
-    def __init__(self, out: Path, kinds: str):
+    def __init__(self, out: Path, kinds: str, *extra: str):
         self.out = out
         self.stdout, self.stderr = out / "stdout.txt", out / "stderr.txt"
         self.proc = subprocess.Popen([sys.executable, "-m", "eosmirror_tools.bench", "--quick", "--only", kinds,
-                                      "--out", str(out)], stdout=self.stdout.open("w"), stderr=self.stderr.open("w"),
-                                     text=True)
+                                      "--out", str(out), *extra], stdout=self.stdout.open("w"),
+                                     stderr=self.stderr.open("w"), text=True)
 
     def result(self, timeout: float) -> subprocess.CompletedProcess:
         try:
@@ -59,7 +60,8 @@ def benches(clusters, tmp_path_factory):
     tests/e2e/test_bench_storm_smoke.py). They share the brokers, never a topic, mirror or folder (each has its run id);
     side by side they take about the longer one (each waits on JVM and Spark starts much of its time).
     Their timings are reported, never asserted, so running beside each other changes no outcome."""
-    runs = {"kinds": BenchRun(tmp_path_factory.mktemp("bench"), ",".join(k for k in KINDS if k not in ("scale", "cap", "storm"))),
+    runs = {"kinds": BenchRun(tmp_path_factory.mktemp("bench"),
+                              ",".join(k for k in KINDS if k not in ("scale", "cap", "storm", "distance"))),
             "scale": BenchRun(tmp_path_factory.mktemp("scale"), "scale")}
     yield runs
     for run in runs.values():
@@ -189,3 +191,39 @@ def test_quick_scale_bench_verifies_every_shape_and_writes_its_rows(benches):
     assert report["scale"]["rows"] == rows and report["all_verified"] is True
     assert "## Scale: many partitions of few records" in (tmp_path / "report.md").read_text()
     assert "| topics | partitions | empty run (s) |" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def distance_bench(benches, tmp_path_factory):
+    """`--quick --only distance --rtts 100`, after the other two (it starts a broker of its own and a proxy)."""
+    for run in benches.values():
+        run.result(timeout=480)
+    run = BenchRun(tmp_path_factory.mktemp("distance"), "distance", "--rtts", "100")
+    yield run
+    if run.proc.poll() is None:
+        run.proc.kill()
+        run.proc.wait(30)
+
+
+@pytest.mark.timeout(900)
+def test_quick_distance_bench_runs_every_system_through_the_proxy_and_verifies(distance_bench):
+    """Issue #52: eosmirror (spark-submit, run server), tuned MM2 exactly-once and the JVM copier, the source
+    100 ms away behind the kit's link; every copy verified, the measured round trip at least the link's, the
+    section and its table in the report, eosmirror's slot steps in it, and the far broker stopped after."""
+    from eosmirror_tools.bench import distance
+    from eosmirror_tools.kit import cluster, link
+
+    done, out = distance_bench.result(timeout=840), distance_bench.out
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    rows = report["configurations"]
+    assert sorted(r["kind"] for r in rows) == sorted(f"distance-{s}" for s in distance.SYSTEMS)
+    for r in rows:
+        assert r["verified"] is True and r["target_count"] == r["expected_count"] == 20_000, (r["key"], r["error"])
+        assert r["details"]["rtt_ms"] == 100 and r["details"]["measured_rtt_ms"] >= 100, r["details"]
+    (section_row,) = report["distance"]["rows"]
+    assert set(section_row["end_to_end_records_per_second"]) == set(distance.SYSTEMS)
+    assert section_row["eosmirror_slot_steps"]["eosmirror"]["copy"] > 0
+    assert "## Across distance" in (out / "report.md").read_text()
+    far = cluster.LocalCluster(distance.FAR_NAME, cluster.local_cluster("source").port + distance.FAR_PORT_OFFSET)
+    assert cluster.running_pid(far) is None and link.running_pid(far) is None

@@ -25,17 +25,27 @@ def json_tail(out: str) -> dict:
 
 
 @contextlib.contextmanager
-def killable_cluster(name: str, port: int):
-    """A broker of this test's own on a fixed port, started fresh, so a test can SIGKILL and restart it."""
-    source = cluster.LocalCluster(name, port)
+def killable_cluster(name: str, port: int, link=None):
+    """A broker of this test's own on a fixed port, started fresh, so a test can SIGKILL and restart it;
+    with ``link`` (kit/link.py) also behind its proxy (``far_config()``), stopped with it."""
+    source = cluster.LocalCluster(name, port, link=link)
     cluster.stop(source, hard=True)
     shutil.rmtree(source.dir, ignore_errors=True)
-    cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
     try:
+        cluster.start(source, timeout=waits.service_budget(90, cap_seconds=240))
         yield source
     finally:
         cluster.stop(source, hard=True)
         shutil.rmtree(source.dir, ignore_errors=True)
+
+
+def own_port(offset: int) -> int:
+    """A base port of this test's own broker in this worker's range (conftest's source port + ``offset``):
+    the broker takes it and the next four (controller, and with a link its proxied listener, the proxy's
+    API and the proxy)."""
+    import os
+
+    return int(os.environ["EOSMIRROR_SOURCE_PORT"]) + offset
 
 
 def mirror_from_killable(source, unique, tmp_path):

@@ -302,6 +302,29 @@ def test_a_slot_of_many_topics_asks_the_whole_metadata_once_not_topic_by_topic(c
     assert producer.metadata == [None]                          # the target cluster's whole metadata, once
 
 
+def test_a_few_topics_metadata_is_asked_at_once_not_one_round_trip_after_the_other(clock, monkeypatch):
+    """Each metadata request is a round trip to its cluster: with the source 100 ms away, ten topics one by one
+    made a slot's first assign wait a second. Every request must be in flight together: the barrier lets none
+    return before all arrived (one by one, the first waits in vain and breaks it)."""
+    import threading
+
+    few = {(f"t{n:02d}", 0): (0, 5) for n in range(4)}
+    for key in few:
+        monkeypatch.setitem(TARGET, key, key[0])
+    task, states, faults = slot(few)
+    in_flight = threading.Barrier(len(few), timeout=5)
+
+    class FarConsumer(ScriptedConsumer):
+        def list_topics(self, topic=None, timeout=None):
+            in_flight.wait()
+            super().list_topics(topic, timeout)
+
+    consumer = FarConsumer(clock, [])
+    RecordLoop(task, consumer, RecordingProducer(), faults).assign(states)
+    assert sorted(c[1][0][0] for c in consumer.calls if c[0] == "metadata") == sorted(t for t, _ in few)
+    assert not in_flight.broken
+
+
 def test_a_chunk_of_topics_not_asked_yet_asks_their_metadata_and_a_message_of_another_chunk_is_skipped(clock):
     """A slot committing in chunks assigns one chunk at a time: a chunk's new topics are asked before its
     assign (as a slot's first assign), topics already asked are not; a record of a partition outside the

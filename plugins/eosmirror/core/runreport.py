@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Mapping, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeVar, Union
 
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.planning import PartitionPlan
@@ -129,6 +129,9 @@ class SlotResult:
     throttled_seconds: float = 0.0
     catch_up_seconds: float = 0.0
     cap_cut_transactions: int = 0
+    # Seconds per step, summed over the slot's start and its transactions (copy, flush, target ends, offset
+    # syncs, send progress, commit): where a slot's time goes, e.g. what a long link to the source costs.
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def not_started(cls, slot: int, transactional_id: str, status: SlotStatus, error: str | None = None,
@@ -142,6 +145,11 @@ class SlotResult:
         self.transaction_seconds = round(self.transaction_seconds + elapsed, 3)
         self.max_transaction_seconds = round(max(self.max_transaction_seconds, elapsed), 3)
 
+    def add_steps(self, names: Sequence[str], marks: Sequence[float]) -> None:
+        """Add each step's time (``marks``: the monotonic times that start and end each of ``names``)."""
+        for name, began, ended in zip(names, marks, marks[1:]):
+            self.step_seconds[name] = round(self.step_seconds.get(name, 0.0) + max(0.0, ended - began), 4)
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["status"] = self.status.value
@@ -149,6 +157,8 @@ class SlotResult:
         if self.cap_bytes_per_second is None and self.catch_up_bytes_per_second is None:
             for key in CAP_SLOT_KEYS:   # uncapped: the keys of reports before the cap, key for key
                 del out[key]
+        if not self.step_seconds:
+            del out["step_seconds"]    # a slot that timed nothing (and older reports) keeps the keys it had
         return out
 
     @classmethod
@@ -157,7 +167,8 @@ class SlotResult:
         return _known(cls, value, status=SlotStatus(value.get("status", SlotStatus.PENDING.value)),
                       follow_end=FollowEnd(end) if end else None,
                       partitions=[PartitionResult.from_dict(p) for p in value.get("partitions") or []],
-                      executor=dict(value.get("executor") or {}))
+                      executor=dict(value.get("executor") or {}),
+                      step_seconds=dict(value.get("step_seconds") or {}))
 
 
 CAP_SLOT_KEYS = ("cap_bytes_per_second", "catch_up_bytes_per_second", "throttled_seconds", "catch_up_seconds",

@@ -9,8 +9,9 @@ re-triggered and continues:
   1. Record ``promoting`` (before the fence: a run or slot that starts after it refuses).
   2. Fence every transactional id of the mirror and wait until no partition is held by an open
      transaction: from here on nothing more is copied, so what the target holds is final.
-  3. Ask the source once whether it answers (half the source budget, at most 5 s), then the final group
-     sync (failover direction, when the mirror has ``groups``), within the source budget. Optional by
+  3. Ask the source once whether it answers (half the source budget, at most 5 s), measuring its round
+     trip, then the final group sync (failover direction, when the mirror has ``groups``), within three
+     source budgets or the round trips its groups need on a long link (core/budgets.py). Optional by
      design (the source may be gone): when it cannot run, the outcome lists it as failed and the exit
      code says so (6, or 5 when records may be lost as well).
   2b. Foreign records (optional by design): every target partition is judged against what the mirror's
@@ -18,7 +19,7 @@ re-triggered and continues:
      beside the loss report, with the producers DescribeProducers names. They are on the promoted
      target and its consumers read them; only the operator knows whether they belong there.
   4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
-     read of the source's stable ends when it answers within the budget).
+     read of the source's stable ends when it answers within the budget, at least its round trips).
   5. Write rights (with ``sync_topic_acls``; core/writerights.py): grant on the target the source's write
      grants of the mirrored topics (read from the source when it answered). Optional by design: without
      the source's ACLs or the right to change the target's, the outcome names the ACLs to add by hand and
@@ -34,7 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror.core import naming
+from eosmirror.core import budgets, naming
 from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
@@ -44,7 +45,8 @@ from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, foreigncheck, groups, topics
 from eosmirror.driver.transition import Transition, within
 from eosmirror.driver.writerights import Rights
-from eosmirror.kafka import calls, lagstore, offsets, progress, state
+from eosmirror.kafka import calls, lagstore, offsets, progress, roundtrip, state
+from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class PromotionOutcome:
     recovery_seconds: float | None = None
     rights: Rights | None = None
     foreign: Check | None = None       # step 2b; None: it did not run (the steps say why)
+    source_round_trip_ms: float | None = None   # measured when the source answered (its waits' budgets)
 
     @property
     def exit_code(self) -> int:
@@ -92,7 +95,8 @@ class PromotionOutcome:
                                 "may_be_lost": p.known_missing} for p in self.loss.points],
                 "groups": self.groups, "steps": self.run.as_list(), "not_run": [s.name for s in self.run.not_run],
                 "write_rights": self.rights.as_dict() if self.rights else None,
-                "recovery_seconds": self.recovery_seconds, "exit_code": self.exit_code,
+                "recovery_seconds": self.recovery_seconds, "source_round_trip_ms": self.source_round_trip_ms,
+                "exit_code": self.exit_code,
                 "verdict": self.verdict(), "loss_report": self.loss.lines(),
                 "foreign_records": self.foreign.as_dict() if self.foreign is not None else None,
                 "foreign_report": self.foreign_lines()}
@@ -137,16 +141,17 @@ def _source_ends(mirror: MirrorConfig, source_tps: list[tuple[str, int]]) -> dic
     return offsets.list_offsets_of(source, {tp: OffsetSpec.latest() for tp in source_tps}, read_committed=True)
 
 
-def source_silence(mirror: MirrorConfig, budget_s: float) -> str | None:
-    """Asked once, up front: None when the source answers a metadata request within ``budget_s``, else
-    why not. A source that does not answer is not asked again (its group sync and fresh read would each
-    wait out their own budget for nothing)."""
+def source_silence(mirror: MirrorConfig, budget_s: float) -> tuple[str | None, float | None]:
+    """Asked once, up front: (None, the measured round trip in seconds) when the source answers a metadata
+    request within ``budget_s``, else (why not, None). A source that does not answer is not asked again (its
+    group sync and fresh read would each wait out their own budget for nothing); one that answers gives the
+    later steps their budgets in round trips (core/budgets.py)."""
     try:
-        within(lambda: Cluster.resolve("source", mirror.source, mirror.name).admin.list_topics(timeout=budget_s),
-               budget_s + 1, f"the source of {mirror.name}")
+        rtt = within(lambda: roundtrip.measure(Cluster.resolve("source", mirror.source, mirror.name), None, budget_s),
+                     budget_s + 1, f"the source of {mirror.name}")
     except Exception as exc:  # noqa: BLE001 - the source is allowed to be gone: the outcome says it did not answer
-        return calls.error_text(exc)
-    return None
+        return calls.error_text(exc), None
+    return None, rtt
 
 
 def promotion_points(mirror: MirrorConfig, target: Cluster, fresh: Callable[[list[tuple[str, int]]], Any],
@@ -199,17 +204,22 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
                              f"Clear each, then promote again:\n" + "\n".join(f"  {line}" for line in blocked))
     checked = run.step("foreign records", lambda: foreign_records(mirror, target),                   # 2b
                        optional="the promotion goes on without it; `eosmirror verify` counts foreign records")
-    silent = run.step("source answers", lambda: source_silence(mirror, min(5.0, source_budget_s / 2)))   # 3
+    silent, rtt = run.step("source answers", lambda: source_silence(                                 # 3
+        mirror, min(5.0, source_budget_s / 2))) or (None, None)
+    if rtt is not None:
+        say(f"promote {mirror.name}: the source answers, {rtt * 1000:.1f} ms round trip: its waits get at least "
+            f"{budgets.SLACK} x their round trips (core/budgets.py)")
     moved = None
     if mirror.groups is None:
         run.skip("final group sync", "the mirror has no `groups` section: consumer groups are not moved")
     else:
-        moved = run.step("final group sync", lambda: _final_group_sync(mirror, silent, source_budget_s),
+        moved = run.step("final group sync", lambda: _final_group_sync(mirror, silent, source_budget_s, rtt),
             optional="the promotion goes on without it: the groups stay where the last group sync left them "
                      "on the target; run `eosmirror groups <mirror> --direction failover` if the source answers again")
     now_ms = int(time.time() * 1000)
     points, answered = run.step("promotion points", lambda: promotion_points(                  # 4
-        mirror, target, lambda tps: None if silent else _source_ends_or_none(mirror, tps, source_budget_s, say),
+        mirror, target, lambda tps: None if silent else _source_ends_or_none(
+            mirror, tps, budgets.stretched(source_budget_s, rtt, budgets.source_ends_round_trips()), say),
         now_ms)) or ([], False)
     note = ("source answered: its ends were read at the promotion" if answered else
             "source did not answer: the ends are the last ones the mirror observed")
@@ -222,7 +232,8 @@ def promote(mirror: MirrorConfig, by: str | None = None, source_budget_s: float 
                  optional=f"the promotion goes on without it: {rules.CANNOT_WRITE_YET}")
     promoted = run.record(Phase.PROMOTED, points, note, rights.changes)                         # 6
     return PromotionOutcome(mirror.name, promoted, LossReport(promoted.points, promoted.since_ms), answered, moved,
-                            run, recovery_seconds=run.elapsed(), rights=rights, foreign=checked)
+                            run, recovery_seconds=run.elapsed(), rights=rights, foreign=checked,
+                            source_round_trip_ms=None if rtt is None else round(rtt * 1000, 1))
 
 
 def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], silent: str | None, budget_s: float,
@@ -247,12 +258,20 @@ def foreign_records(mirror: MirrorConfig, target: Cluster) -> Check:
     return foreigncheck.named(target, mirror, outcome)
 
 
-def _final_group_sync(mirror: MirrorConfig, silent: str | None, budget_s: float) -> dict[str, Any]:
-    """Step 3's group sync (failover direction), bounded by the source budget; it cannot run when the
-    source did not answer (raised: the runner lists the optional step as not run)."""
+def _final_group_sync(mirror: MirrorConfig, silent: str | None, budget_s: float, rtt_s: float | None) -> dict[str, Any]:
+    """Step 3's group sync (failover direction), bounded by three source budgets or, on a long link, by the
+    round trips reading the source's groups takes (``budgets.group_sync_round_trips``: the groups are
+    counted first); it cannot run when the source did not answer (raised: the runner lists the optional
+    step as not run)."""
     if silent:
         raise ClusterUnreachableError(f"the source did not answer ({silent})")
-    return within(lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), budget_s * 3,
+    bound = budget_s * 3
+    if rtt_s is not None:
+        source = Cluster.resolve("source", mirror.source, mirror.name)
+        count = len(within(lambda: kafka_groups.list_groups(source), budgets.stretched(budget_s, rtt_s, budgets.ASK),
+                           f"the source's groups of {mirror.name}"))
+        bound = budgets.stretched(bound, rtt_s, budgets.group_sync_round_trips(count, groups.READ_PARALLELISM))
+    return within(lambda: groups.move_groups(mirror, groups.GroupMoveOptions()), bound,
                   f"the final group sync of {mirror.name}")
 
 

@@ -40,20 +40,21 @@ from typing import Any, Callable
 
 from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig, ReverseMirrorConfig
-from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from eosmirror.core.errors import EXIT_FAILED, EXIT_OK, ClusterUnreachableError, ConfigError
 from eosmirror.core.mirrorstate import MirrorState, PartitionPoint, Phase
 from eosmirror.core.runreport import RunFailure, RunReport, RunStatus
 from eosmirror.core.transitions import Command, Mode
 from eosmirror.driver import fencing, groups, topics, verify
 from eosmirror.driver.transition import Transition
 from eosmirror.driver.writerights import Rights
-from eosmirror.kafka import offsets, progress, state
+from eosmirror.kafka import offsets, progress, roundtrip, state
 from eosmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 SAFE = "zero loss: safe to switch"
 RIGHTS_OPTIONAL = ("the switch is recorded without it; once the mirror may change ACLs, `eosmirror switchover "
                    "<mirror>` again makes the changes still missing")
+MEASURE_BUDGET_S = 10.0    # the round trip's first answer (a source that does not answer is step 1's to report)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class SwitchoverOutcome:
     final_run: RunReport | RunFailure | None = None
     state: str = Phase.MIRRORING.value        # the mirror's phase when the command ended
     rights: Rights = field(default_factory=Rights)
+    source_round_trip_ms: float | None = None   # measured before step 1 (what distance adds to each source read)
 
     @property
     def exit_code(self) -> int:
@@ -94,7 +96,8 @@ class SwitchoverOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"mirror": self.mirror, "kind": "switchover", "safe": self.safe, "verdict": self.verdict(),
                 "state": self.state, "stopped_at": self.stopped_at, "blocking": self.blocking,
-                "steps": self.run.as_list(), "recovery_seconds": self.recovery_seconds, "groups": self.groups,
+                "steps": self.run.as_list(), "recovery_seconds": self.recovery_seconds,
+                "source_round_trip_ms": self.source_round_trip_ms, "groups": self.groups,
                 "verify": self.verify_summary, "already_switched_over": self.already,
                 "final_run": self.final_run.to_dict() if self.final_run else None,
                 "write_rights": self.rights.as_dict(), "not_run": [x.name for x in self.run.not_run],
@@ -167,6 +170,7 @@ def switchover(mirror: MirrorConfig, run_once: Callable[[], RunReport | RunFailu
         return out
     pairs = topics.resolve(mirror, source)
     source_tps = [(p.source, k) for p in pairs for k in range(p.partitions)]
+    out.source_round_trip_ms = _round_trip_ms(source, pairs[0].source if pairs else None, say, mirror.name)
     ends, moving = run.step("wait for a quiet source", lambda: wait_quiet(                       # 1
         lambda: source_ends(source, source_tps), options, say)) or (None, [])
     if ends is None:
@@ -212,6 +216,18 @@ def _move_rights(mirror: MirrorConfig, source: Cluster, target: Cluster, out: Sw
         run.step(name, lambda: rights.regrant(target, recorded), optional=optional)
     else:
         run.step(name, lambda: rights.grant_on_target(source, target, target_of or {}), optional=optional)
+
+
+def _round_trip_ms(source: Cluster, topic: str | None, say: Callable[[str], None], name: str) -> float | None:
+    """The source's round trip in ms (kafka/roundtrip.py), said and published in the outcome; None when it does
+    not answer in time (step 1 then says what is wrong). Every source read of the steps costs some of these."""
+    try:
+        rtt = roundtrip.measure(source, topic, MEASURE_BUDGET_S)
+    except ClusterUnreachableError as exc:
+        say(f"switchover {name}: the source's round trip could not be measured ({exc})")
+        return None
+    say(f"switchover {name}: the source is {rtt * 1000:.1f} ms away (round trip)")
+    return round(rtt * 1000, 1)
 
 
 CANCELLED = "switchover cancelled: mirroring again"

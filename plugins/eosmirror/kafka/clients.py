@@ -32,6 +32,7 @@ from eosmirror.core.clientrules import (
     PRODUCER_ONLY_PREFIXES,
     RANGE_READER_DEFAULTS,
     READER_CONSUMER_DEFAULTS,
+    SOURCE_CONSUMER_DEFAULTS,
     SOURCE_CONSUMER_FORCED,
     TRANSACTIONAL_PRODUCER_FORCED,
     drop_foreign,
@@ -118,7 +119,7 @@ def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, 
                            defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The settings ``source_consumer`` builds its consumer with (the forced ones win, or refuse)."""
     conf = {**READER_CONSUMER_DEFAULTS, **(FOLLOW_READER_DEFAULTS if follow else RANGE_READER_DEFAULTS),
-            **(defaults or {}), **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
+            **SOURCE_CONSUMER_DEFAULTS, **(defaults or {}), **drop_foreign(settings, PRODUCER_ONLY_PREFIXES)}
     conf.update(overrides)
     conf = merge_forced("source consumer", conf, SOURCE_CONSUMER_FORCED, where)
     conf["group.id"] = group_id

@@ -106,7 +106,9 @@ class SlotCopier:
             if follows and not self._budget_spent():
                 self._follow()                                                    # F
             self.result.status = SlotStatus.FOLLOW_BOUND if self.result.follow_end else SlotStatus.COMMITTED
+            publishing = time.monotonic()
             self._publish_to_source()                                             # 5
+            self.result.add_steps(("publish to source",), [publishing, time.monotonic()])
         except FencedError as exc:
             self.result.status, self.result.error, self.result.error_type = SlotStatus.FENCED, str(exc), "FencedError"
             self._handed_over()
@@ -148,6 +150,7 @@ class SlotCopier:
         self._record_loop().assign(self._active())
         marks.append(time.monotonic())
         steps = ("fence", "generation", "progress, target check") if self.exactly_once else ("progress",)
+        self.result.add_steps(steps, marks)
         log.info("slot %d: started in %.2f s (%s)", self.task.slot, marks[-1] - marks[0], steps_text(steps, marks))
 
     def _follow(self) -> None:
@@ -366,6 +369,7 @@ class SlotCopier:
         self._committed(marks[-1] - started, states)
         self._cut_by_cap(states)
         self.last_marks = marks
+        self.result.add_steps(follow.TRANSACTION_STEPS, marks)
         self.faults.hit("after_commit", t.slot)
         if self.following:
             follow.warn_if_slow(t, marks)

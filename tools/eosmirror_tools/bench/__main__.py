@@ -3,7 +3,7 @@
   --records N      records of the 200 B class (default $BENCH_RECORDS or 2,000,000; 2 KB class: N/10)
   --quick          smoke size: 20,000 records, 200 B class only, no slot sweep (every configuration
                    kind still runs and verifies; the 2 KB class differs only in the value size)
-  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale,cap,storm;
+  --only KINDS     comma-separated subset of ceiling,raw,jvmcopier,eosmirror,served,mm2,translation,rereads,scale,cap,storm,distance;
                    jvmcopier: a lean JVM exactly-once copier (bench/java/TxCopier.java), the ceiling of
                    consume + produce + commit on these brokers; served: eosmirror through the run
                    server (`eosmirror run --server`; the server is started first and not timed);
@@ -19,6 +19,9 @@
                    storm: 5,000 partitions (--storm-partitions; --quick: 50) of an hour-old backlog caught up by
                    one 4-slot run, no cap / max_bytes_per_second / catch_up_bytes_per_second: a target
                    producer's and a source consumer's latency (baseline -> storm), in build/bench/storm.json
+                   distance: eosmirror (spark-submit and run server), tuned MM2 exactly-once and the JVM copier
+                   with the source --rtts ms away behind a proxy (toxiproxy), the mirror beside the target
+  --rtts LIST      the distance section's round trips to the source in ms (default 0,25,100)
   --sizes S        comma-separated subset of 200B,2KB
   --slots LIST     slot sweep of eosmirror exactly_once (default 1,2,4)
   --mm2-defaults   MirrorMaker 2 also at its defaults (always, except with --quick); its rows
@@ -63,6 +66,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
                         help="slot sweep (default 1,2,4; quick: none)")
     parser.add_argument("--mm2-property", action="append", default=[], metavar="KEY=VALUE",
                         help="extra MirrorMaker 2 setting; {source}/{target} stand for the aliases")
+    parser.add_argument("--rtts", type=lambda s: tuple(int(x) for x in _csv(s)), default=None,
+                        help="distance: round trips to the source in ms (default 0,25,100)")
     parser.add_argument("--keep-topics", action="store_true", help="leave the topics for inspection")
     parser.add_argument("--profile", action="store_true", help="also write pyinstrument profiles")
     parser.add_argument("--profile-only", action="store_true", help="only the profiles")
@@ -74,6 +79,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
         parser.error(f"--only: unknown kind {unknown[0]!r}; known: {', '.join(KINDS)}")
     if args.storm_partitions is not None and args.storm_partitions < 1:
         parser.error("--storm-partitions: use at least 1 partition")
+    if args.rtts is not None and any(rtt < 0 for rtt in args.rtts):
+        parser.error("--rtts: a round trip cannot be negative")
     if args.records is not None and args.records < 100:
         parser.error("--records: use at least 100 records")
     records = args.records or records_from_env(QUICK_RECORDS if args.quick else DEFAULT_RECORDS)
@@ -89,7 +96,8 @@ def parse(argv: list[str] | None) -> BenchSettings:
                              quick=args.quick, keep_topics=args.keep_topics, profile=args.profile or args.profile_only,
                              mm2_properties=extra, mm2_defaults_too=(not args.quick or args.mm2_defaults) and not args.mm2_tuned_only,
                              slot_sweep=args.slots if args.slots is not None else (() if args.quick else (1, 2, 4)),
-                             storm_partitions=args.storm_partitions)
+                             storm_partitions=args.storm_partitions,
+                             rtts=args.rtts if args.rtts is not None else BenchSettings.rtts)
     if args.out:
         settings.out_dir = args.out.resolve()
     try:

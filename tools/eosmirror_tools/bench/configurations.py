@@ -27,10 +27,22 @@ class Context:
     source_conf: dict[str, Any]
     target_conf: dict[str, Any]
     say: Callable[[str], None]        # one progress line, indented under the configuration's header
+    # How the mirror (not the loader, nor the verdict) reaches the source: through a link's proxy in the
+    # distance section (distance.py); None: directly, like everything else.
+    far_source_conf: dict[str, Any] | None = None
 
     @property
     def source(self) -> str:
         return self.source_conf["bootstrap.servers"]
+
+    @property
+    def mirror_source(self) -> str:
+        """The source's address as the system under test reaches it."""
+        return (self.far_source_conf or self.source_conf)["bootstrap.servers"]
+
+    def mirror_source_ref(self) -> dict[str, Any]:
+        """The source as an eosmirror mirror definition names it."""
+        return {"local": "source"} if self.far_source_conf is None else {"config": dict(self.far_source_conf)}
 
     @property
     def target(self) -> str:
@@ -177,7 +189,7 @@ def run_jvm_copier(ctx: Context, size: SizeClass, slots: int) -> ConfigResult:
         topics.create_topics(ctx.target_conf, [topic], PARTITIONS, "target")
         ends = end_offsets(ctx.source_conf, topic, PARTITIONS, "source", True)
         with TargetWatcher(ctx, topic, size.records):
-            done = jvmcopier.run(ctx.source, ctx.target, topic, PARTITIONS, slots, int(seconds * 1000), ends,
+            done = jvmcopier.run(ctx.mirror_source, ctx.target, topic, PARTITIONS, slots, int(seconds * 1000), ends,
                                  ctx.settings.work_dir, ctx.settings.copy_timeout(size.records))
         result.wall_seconds, result.peak_rss, result.cpu = done.wall_seconds, done.peak.as_dict(), done.cpu
         result.steady_seconds = done.result.get("seconds")
@@ -206,8 +218,10 @@ def _fill_mirror(result: ConfigResult, done: mirror_runs.MirrorRunResult) -> Non
     result.details.update({
         "exit_code": done.exit_code, "status": report.get("status"), "run_records": report.get("records"),
         "driver_seconds": report.get("seconds"), "in_slot_records_per_second": report.get("records_per_second"),
-        "slots_detail": [{k: s.get(k) for k in ("slot", "status", "records", "seconds", "transactions", "aborts")}
+        "slots_detail": [{k: s.get(k) for k in ("slot", "status", "records", "seconds", "transactions", "aborts",
+                                                "step_seconds")}
                          for s in report.get("slots", [])],
+        "run_steps": report.get("steps"),
         "log": str(done.log_path), "errors": report.get("errors") or report.get("error")})
 
 
@@ -232,7 +246,7 @@ def run_eosmirror(ctx: Context, size: SizeClass, delivery: str, slots: int,
 
     def body() -> None:
         _load(ctx, topic, size)
-        mirror_runs.write_definition(config_path, name, [topic], slots, delivery)
+        mirror_runs.write_definition(config_path, name, [topic], slots, delivery, ctx.mirror_source_ref())
         ctx.say(f"eosmirror run {name} --master {master}")
         with TargetWatcher(ctx, topic, size.records):
             done = mirror_runs.run(name, config_path, master, work, ctx.settings.copy_timeout(size.records), slug + "-" + size.slug)
@@ -295,7 +309,7 @@ def run_mm2(ctx: Context, size: SizeClass, exactly_once: bool, tuned: bool = Tru
 
     def body() -> None:
         _load(ctx, topic, size)
-        props = mm2.properties(source_alias, target_alias, ctx.source, ctx.target, topic, exactly_once,
+        props = mm2.properties(source_alias, target_alias, ctx.mirror_source, ctx.target, topic, exactly_once,
                                mm2.free_port(), tasks=tasks, extra=extra)
         ctx.say(f"MirrorMaker 2 ({source_alias}->{target_alias}), properties in {folder / 'mm2.properties'}")
         done = mm2.run(props, folder, ctx.target_conf, topic, PARTITIONS, size.records,

@@ -182,6 +182,12 @@ def _errors(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _distance(doc: dict[str, Any]) -> str:
+    from eosmirror_tools.bench import distance
+
+    return distance.table(doc)
+
+
 def render(doc: dict[str, Any]) -> str:
     m, data = doc["machine"], doc["data_set"]
     sizes = "; ".join(f"{s['name']}: {s['records']:,} records of {s['value_bytes']} B values "
@@ -236,6 +242,12 @@ def render(doc: dict[str, Any]) -> str:
         if doc.get("scale") else "",
         "## Catch-up storm: other clients' latency while a backlog is caught up" if doc.get("storm") else "",
         storm_table(doc),
+        "## Across distance: the source a round trip away" if doc.get("distance") else "",
+        _distance(doc),
+        ("The mirror beside the target, the source behind a proxy (toxiproxy, half the round trip each way); "
+         "every system reaches the source only through it, loading and the verdict go direct. End to end: N / "
+         "wall time from process start. Measured round trip: the best of five metadata requests of a warm "
+         "client through the proxy.") if doc.get("distance") else "",
         "## Ratios (same run)",
         _ratios(doc),
         "## Targets",

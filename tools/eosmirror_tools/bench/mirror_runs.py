@@ -31,11 +31,13 @@ class MirrorRunResult:
         return self.exit_code == 0 and self.report.get("status") == "ok"
 
 
-def write_definition(path: Path, name: str, topics: list[str], slots: int, delivery: str) -> Path:
-    """A mirrors file holding one mirror of exactly ``topics`` (identity names, local clusters)."""
+def write_definition(path: Path, name: str, topics: list[str], slots: int, delivery: str,
+                     source: dict[str, Any] | None = None) -> Path:
+    """A mirrors file holding one mirror of exactly ``topics`` (identity names, local clusters; ``source``:
+    another way to the source, e.g. ``{"config": {...}}`` through a link's proxy)."""
     import yaml
 
-    mirror = {"name": name, "source": {"local": "source"}, "target": {"local": "target"},
+    mirror = {"name": name, "source": source or {"local": "source"}, "target": {"local": "target"},
               "topics": [re.escape(t) for t in topics], "slots": slots, "delivery": delivery,
               "target_replication_factor": 1}
     path.parent.mkdir(parents=True, exist_ok=True)

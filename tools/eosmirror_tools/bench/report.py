@@ -151,12 +151,14 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
           profiles: dict[str, Any] | None = None, translation: dict[str, Any] | None = None,
           rereads: dict[str, Any] | None = None, scale: dict[str, Any] | None = None,
           storm: dict[str, Any] | None = None, cap: dict[str, Any] | None = None) -> dict[str, Any]:
+    from eosmirror_tools.bench import distance
     from eosmirror_tools.bench.rereads import targets as rereads_targets
     from eosmirror_tools.bench.rereads import verified as rereads_verified
     from eosmirror_tools.bench.scale import targets as scale_targets
 
     rows = [r.as_dict() for r in results]
     by_key = {r["key"]: r for r in rows}
+    distance_section = distance.section(rows)
     ratio_table = ratios(settings, by_key)
     empty = next((r for r in rows if r["kind"] == "eosmirror-empty"), None)
     first = settings.sizes[0] if settings.sizes else None
@@ -182,7 +184,8 @@ def build(settings: BenchSettings, results: list[ConfigResult], machine: dict[st
         # every row says how busy the machine was (None where the step does not measure it)
         "targets": [{"others_cpu_share": None, **row} for row in
                     targets(settings, ratio_table, empty, by_key) + (translation or {}).get("targets", [])
-                    + rereads_targets(rereads) + scale_targets(scale)],
+                    + rereads_targets(rereads) + scale_targets(scale) + distance.targets(distance_section)],
+        "distance": distance_section,
         "translation": translation,
         "rereads": rereads,
         "scale": scale,
@@ -226,8 +229,9 @@ def write_all(document: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def console_summary(document: dict[str, Any]) -> str:
-    from eosmirror_tools.bench import markdown
+    from eosmirror_tools.bench import distance, markdown
 
     return (markdown.results_table(document) + "\n\n" + markdown.translation_table(document) + "\n\n"
             + markdown.rereads_table(document) + "\n\n" + markdown.scale_table(document) + "\n\n"
+            + distance.table(document) + "\n\n"
             + markdown.targets_table(document))

@@ -89,7 +89,7 @@ def run_eosmirror_served(ctx: Context, size: SizeClass, slots: int, then_empty_r
 
     def body() -> None:
         _load(ctx, topic, size)
-        mirror_runs.write_definition(config_path, name, [topic], slots, delivery)
+        mirror_runs.write_definition(config_path, name, [topic], slots, delivery, ctx.mirror_source_ref())
         server, started_here[0] = _ensure_server(ctx)
         time.sleep(1)   # the server's own start (class loading, warm workers) settles before the clock runs
         ctx.say(f"eosmirror run {name} --server")

@@ -18,7 +18,8 @@ KEY_BYTES = 16
 HEADER = ("bench", b"1")   # one header per record, as the data set asks
 
 # The configuration kinds, in the order they run. Tests and --only use these names.
-KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap", "storm")
+KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap", "storm",
+         "distance")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class BenchSettings:
     mm2_defaults_too: bool = True                    # MM2 also at its defaults, beside the tuned rows
     transaction_duration_ms: int = 3000              # ProducerPerformance's default transaction length
     mirror_transaction_seconds: float = 30.0         # eosmirror's max_transaction_seconds default; the JVM copier's too
+    rtts: tuple[int, ...] = (0, 25, 100)             # the distance section's round trips to the source (ms)
     out_dir: Path = field(default_factory=lambda: paths.build_dir("bench"))
     run_id: str = field(default_factory=_run_id)
     storm_partitions: int | None = None              # --only storm: the partitions (default 5,000; quick 50)

@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable
 
 from eosmirror_tools.bench import configurations as configs
-from eosmirror_tools.bench import served
+from eosmirror_tools.bench import distance, served
 from eosmirror_tools.bench.results import ConfigResult
 from eosmirror_tools.bench.settings import BenchSettings
 from eosmirror_tools.kit import machine
@@ -63,6 +63,9 @@ def plan(settings: BenchSettings) -> list[Step]:
             if slots != settings.main_slots:
                 steps.append((f"{sizes[0].name} eosmirror exactly_once, {slots} slots (slot sweep)",
                               lambda c, n=slots: configs.run_eosmirror(c, sizes[0], "exactly_once", n)))
+    if "distance" in settings.kinds:
+        # Last: its own source broker (behind the proxy) runs only while its rows are measured.
+        steps += distance.plan(settings)
     return steps
 
 
@@ -99,16 +102,20 @@ def run(settings: BenchSettings, out: Callable[[str], None] | None = None) -> di
              f"other work on this machine will make the numbers noisy (see load_average_1m per configuration)")
     steps = plan(settings)
     results: list[ConfigResult] = []
-    for number, (title, step) in enumerate(steps, 1):
-        emit(f"[{number}/{len(steps)}] {title}  ({time.monotonic() - started:.0f} s since start)")
-        ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
-        load_before = os.getloadavg()[0]
-        produced = step(ctx)
-        # Other work on the machine shows up here: a configuration measured under load is suspect.
-        for result in produced:
-            result.details["load_average_1m"] = {"before": round(load_before, 2),
-                                                 "after": round(os.getloadavg()[0], 2)}
-        results.extend(produced)
+    try:
+        for number, (title, step) in enumerate(steps, 1):
+            emit(f"[{number}/{len(steps)}] {title}  ({time.monotonic() - started:.0f} s since start)")
+            ctx = configs.Context(settings, source_conf, target_conf, lambda text: emit("      " + text))
+            load_before = os.getloadavg()[0]
+            produced = step(ctx)
+            # Other work on the machine shows up here: a configuration measured under load is suspect.
+            for result in produced:
+                result.details["load_average_1m"] = {"before": round(load_before, 2),
+                                                     "after": round(os.getloadavg()[0], 2)}
+            results.extend(produced)
+    finally:
+        if "distance" in settings.kinds:
+            distance.stop_far_source()
     translation_costs = None
     if "translation" in settings.kinds:
         from eosmirror_tools.bench import translation

@@ -5,6 +5,7 @@
   runtime     Java, the Kafka jars (pom.xml pins the default version; others by request) and Kafka's own
               command-line tools
   console     each Kafka version's own ConsoleConsumer and kafka-transactions as judges
+  link        distance: a broker behind toxiproxy with latency, jitter and bandwidth per direction
   waits       budgets for waiting on a service, scaled by how busy the machine is
   processes   child processes in a session of their own, their memory and CPU, and killing process trees
   mm2         MirrorMaker 2 (dedicated mode) as a child process, and when it has copied everything

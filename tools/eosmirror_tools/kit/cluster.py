@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from eosmirror import paths
+from eosmirror_tools.kit import link as links
 from eosmirror_tools.kit import runtime, waits
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,9 @@ class LocalClusterError(RuntimeError):
 @dataclass(frozen=True)
 class LocalCluster:
     """One single-node cluster. With ``sasl_users`` it listens SASL_PLAINTEXT (mechanism PLAIN) and
-    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user."""
+    enforces ACLs with KRaft's StandardAuthorizer; ``admin`` is its super user. With ``link`` it also
+    listens behind a proxy that adds that latency and bandwidth cap (link.py): ``far_config()`` reaches
+    it that way, ``client_config()`` stays direct."""
 
     name: str
     port: int
@@ -111,6 +114,7 @@ class LocalCluster:
     def zookeeper(self) -> bool:
         """True when this cluster's release keeps its metadata in ZooKeeper (before 3.3)."""
         return runtime.uses_zookeeper(self.release)
+    link: links.Link | None = field(default=None, hash=False, compare=False)
 
     @property
     def controller_port(self) -> int:
@@ -166,6 +170,12 @@ class LocalCluster:
                          "sasl.username": user, "sasl.password": self.sasl_users[user]})
         return conf
 
+    def far_config(self) -> dict[str, str]:
+        """librdkafka settings that reach this cluster through its link's proxy (direct when it has none)."""
+        if self.link is None:
+            return self.client_config()
+        return {**self.client_config(), "bootstrap.servers": links.proxied_bootstrap(self)}
+
     def properties(self) -> dict[str, str]:
         props = dict(BROKER_DEFAULTS)
         if self.zookeeper:
@@ -180,6 +190,18 @@ class LocalCluster:
         })
         if self.sasl_users and not self.default_release:
             raise LocalClusterError(f"a SASL cluster runs Kafka {runtime.kafka_version()} only (asked: {self.release})")
+        if self.link is not None:
+            if self.sasl_users or not self.default_release:
+                raise LocalClusterError(f"{self.name}: a link (latency proxy) is only built for PLAINTEXT clusters "
+                                        f"of Kafka {runtime.kafka_version()}")
+            # PLAINTEXT stays first: known_clusters() reads the cluster's port from the first listener.
+            props.update({
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
+                             f"PROXIED://127.0.0.1:{links.listener_port(self)}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                        f"PROXIED://{links.proxied_bootstrap(self)}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT",
+            })
         if self.sasl_users:
             users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
             props.update({
@@ -225,10 +247,10 @@ class LocalCluster:
                 "tickTime": "2000"}
 
 
-def local_cluster(name: str, version: str | None = None) -> LocalCluster:
+def local_cluster(name: str, version: str | None = None, link: links.Link | None = None) -> LocalCluster:
     """The ``source`` or ``target`` cluster, at its default port unless the environment overrides it, running
     ``version`` (a line such as "3.9" or a release; default: the pom's; unknown ones are refused naming
-    the available ones)."""
+    the available ones); with ``link``, also behind its proxy (and ``local: <name>`` then resolves through it)."""
     if name not in DEFAULT_PORTS:
         raise LocalClusterError(f"unknown local cluster {name!r}: expected one of {sorted(DEFAULT_PORTS)}")
     raw = os.environ.get(PORT_ENV[name])
@@ -240,7 +262,7 @@ def local_cluster(name: str, version: str | None = None) -> LocalCluster:
         release = runtime.resolve_version(version)
     except runtime.KafkaRuntimeError as exc:
         raise LocalClusterError(f"the {name} cluster: {exc}") from None
-    return LocalCluster(name=name, port=port, version="" if release == runtime.kafka_version() else release)
+    return LocalCluster(name=name, port=port, version="" if release == runtime.kafka_version() else release, link=link)
 
 
 def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 19992) -> LocalCluster:
@@ -377,16 +399,36 @@ def register(cluster: LocalCluster) -> None:
     """Record the cluster's client settings where ``local: <name>`` references are resolved.
 
     The run path never imports this launcher: eosmirror reads the settings back from this file,
-    the same way it reads a resolved-clusters file for Airflow connections.
+    the same way it reads a resolved-clusters file for Airflow connections. A cluster with a link is
+    recorded with its proxy's address: what names it with ``local:`` (a mirror) is the far client.
     """
     from eosmirror.kafka import connections
 
-    connections.record_local_cluster(cluster.name, cluster.client_config())
+    connections.record_local_cluster(cluster.name, cluster.far_config())
 
 
 def launch(cluster: LocalCluster) -> int:
-    """Start the broker process unless it already runs; return its pid without waiting."""
+    """Start the broker process unless it already runs (and its link's proxy, or stop a proxy it no
+    longer has); return the broker's pid without waiting."""
+    if cluster.link is not None:
+        cluster.link.check()
+        links.check_ports(cluster)   # before the broker starts: a proxy that cannot start leaves nothing running
+    was_running = running_pid(cluster) is not None
+    pid = _launch_broker(cluster)
+    if cluster.link is not None:
+        try:
+            links.start(cluster, cluster.link)
+        except links.LinkError:
+            if not was_running:
+                stop(cluster, hard=True)
+            raise
+    else:
+        links.stop(cluster)
     register(cluster)
+    return pid
+
+
+def _launch_broker(cluster: LocalCluster) -> int:
     pid = running_pid(cluster)
     if pid is not None:
         try:
@@ -400,9 +442,11 @@ def launch(cluster: LocalCluster) -> int:
     zookeeper = cluster.zookeeper and _zookeeper_current(cluster)
     if not zookeeper:
         _stop_zookeeper(cluster)     # one of an older configuration (or of a ZooKeeper-mode past)
-    if _port_in_use(cluster.port) or (not zookeeper and _port_in_use(cluster.controller_port)):
+    ports = ([cluster.port] + ([] if zookeeper else [cluster.controller_port])
+             + ([links.listener_port(cluster)] if cluster.link else []))
+    if any(_port_in_use(port) for port in ports):
         raise LocalClusterError(
-            f"cannot start {cluster.name}: port {cluster.port} or {cluster.controller_port} is already used by "
+            f"cannot start {cluster.name}: one of the ports {', '.join(map(str, ports))} is already used by "
             f"another process; stop it or choose other ports with {PORT_ENV.get(cluster.name, 'the port setting')}")
     _write_config(cluster)
     if cluster.zookeeper:
@@ -506,8 +550,10 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
 
 
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
-    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``), then its ZooKeeper if it has one
-    running (whatever version the cluster is described with). True if a broker was running."""
+    """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``), its link's proxy, then its ZooKeeper if
+    it has one running (whatever version the cluster is described with). True if a broker was running."""
+    links.stop(cluster)
+
     def alive() -> int | None:
         return running_pid(cluster) or _live_child(cluster.config_file)
 
@@ -543,8 +589,10 @@ def _reap(pid: int) -> None:
 
 def status(cluster: LocalCluster) -> dict[str, object]:
     pid = running_pid(cluster)
+    far = links.current(cluster)
     return {"cluster": cluster.name, "bootstrap": cluster.bootstrap, "pid": pid, "kafka": cluster.release,
             "metadata": "zookeeper" if cluster.zookeeper else "kraft",
+            "proxy": None if far is None else {"bootstrap": links.proxied_bootstrap(cluster), "link": far.describe()},
             "running": pid is not None, "reachable": pid is not None and is_reachable(cluster),
             "data": str(cluster.data_dir), "log": str(cluster.log_file)}
 

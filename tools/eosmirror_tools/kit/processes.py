@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SAMPLE_SECONDS = 0.2
 
@@ -215,10 +215,14 @@ class TreeSampler:
 
 
 def broker_pids() -> list[int]:
-    """The local brokers' pids (from their pid files; only read, never signalled)."""
-    from eosmirror_tools.kit import cluster
+    """The local brokers' pids, every cluster under this home's var/kafka (the bench's far source too), with
+    their links' proxies (from their pid files; only read, never signalled)."""
+    from eosmirror_tools.kit import cluster, link
 
-    return [pid for pid in (cluster.running_pid(c) for c in cluster.default_clusters()) if pid]
+    found = []
+    for c in cluster.known_clusters():
+        found += [pid for pid in (cluster.running_pid(c), link.running_pid(c)) if pid]
+    return found
 
 
 @dataclass
@@ -393,3 +397,23 @@ def kill_tree(root: int, grace: float = 10.0) -> None:
     while time.time() < deadline and any(alive(p) for p in tree):
         time.sleep(0.2)
     signal_all([p for p in tree if alive(p)], signal.SIGKILL)
+
+
+def stop_own(pid: int, still_ours: Callable[[], bool], timeout: float, hard: bool = False) -> bool:
+    """Stop a process this kit started and recorded (a broker, a proxy): SIGTERM (SIGKILL when ``hard``),
+    SIGKILL once ``timeout`` passed; reaped when it is our child (else it lingers as a zombie). ``still_ours``
+    says whether it still runs (its pid file and command line). True when it ignored SIGTERM."""
+    os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    killed = False
+    while still_ours():
+        if not killed and time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
+    try:
+        # Its command line is empty once it exits: a child of ours is then a zombie, or about to be one.
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass   # not our child: its own parent reaps it
+    return killed
