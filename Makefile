@@ -66,7 +66,8 @@ broker-cell: setup
 	$(BIN)/pytest -m brokers tests/integration/test_broker_versions.py
 
 # Every broker-version cell (2.8 ZooKeeper -> 4.4, 3.9 -> 4.4, 4.4 -> 3.9, 4.3 -> 4.3), each: a mirror under
-# production, group failover, switchover, promote/reverse/switch back/resume (build/brokers/matrix.md;
+# production, group failover, switchover, promote/reverse/switch back/resume, and (3.5+ sources) the take-over
+# from exactly-once MirrorMaker 2 of the source's version (build/brokers/matrix.md;
 # BROKER_CELLS=2.8 selects cells, BROKER_PARTS=a,b parts; docs/versions.md). Clusters at the base ports + 20.
 broker-matrix: setup
 	$(BIN)/python -m eosmirror_tools.brokers

@@ -95,3 +95,12 @@ def test_local_up_refuses_an_unknown_version_before_starting_anything(capsys, mo
     err = capsys.readouterr().err
     assert "the source cluster: unknown Kafka version '2.7'" in err and "available: 2.8 (2.8.2, ZooKeeper)" in err
     assert started == []
+
+
+def test_mirrormaker_2_of_another_version_has_its_own_folder_the_default_keeps_its_own():
+    default = runtime.kafka_version()
+    assert runtime.lib_dir(default, mm2=True) == runtime.lib_dir(default)   # the default path is unchanged
+    assert runtime.lib_dir("3.9.2", mm2=True).name == "3.9.2+mm2"           # the broker folder stays broker-only
+    assert runtime.lib_dir("3.9.2").name == "3.9.2"
+    assert [v for v in ("2.8.2", "3.4.1", "3.5.0", "3.9.2", "4.3.1") if runtime.has_exactly_once_mm2(v)] == [
+        "3.5.0", "3.9.2", "4.3.1"]

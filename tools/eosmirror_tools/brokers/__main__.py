@@ -19,7 +19,7 @@ from eosmirror_tools.brokers import cells
 
 REPO = Path(__file__).resolve().parents[3]
 WHAT = {"a": "mirror under production, aborted txns", "b": "group failover", "c": "switchover",
-        "d": "promote/reverse/switch back/resume"}
+        "d": "promote/reverse/switch back/resume", "e": "take-over from exactly-once MM2 of the source's version"}
 
 
 def commit() -> str:
@@ -41,7 +41,7 @@ def table(rows: list[dict[str, Any]], sha: str, date: str, java: str) -> str:
             lines.append(head + f"| - | start | FAILED: {_cell_text(row['error'])} | {row['seconds']} |")
             continue
         for part, found in row["parts"].items():
-            result = "pass" if found["ok"] else f"FAILED: {_cell_text(found['error'])}"
+            result = ("not run" if found.get("not_run") else "pass") if found["ok"] else f"FAILED: {_cell_text(found['error'])}"
             lines.append(head + f"| {part} | {WHAT[part]} | {result}{_detail(part, found)} | {found['seconds']} |")
     return "\n".join(lines) + "\n"
 
@@ -56,6 +56,13 @@ def _detail(part: str, found: dict[str, Any]) -> str:
         return f": first records on the target = next on the source, {len(found['first_on_target'])} partitions"
     if part == "c":
         return f": {found['switchover']}"
+    if part == "e":
+        if found.get("not_run"):
+            return f": {found['not_run']}"
+        return (f": MM2 {found['mm2_version']} (exactly-once) copied {found['mm2_records']} committed records in "
+                f"{found['mm2_seconds']} s, stopped; migrate --from mm2 seeded {found['seeded']}; eosmirror copied "
+                f"{found['eosmirror_records']} more; {found['target_console']} on the target = the source's "
+                f"{found['source_console']}, each once, in order; LSO = HW")
     return ": both logs equal, in order"
 
 

@@ -16,6 +16,13 @@ Parts, in the order a cell runs them (each needs the one before):
   d  drill      promote (source up), producers on the target, reverse, the reverse mirror's run (new ->
                 old), its switchover (switch back), resume, producers on the source, a forward run: both
                 logs then hold the same records in the same order (each version's ConsoleConsumer)
+  e  take-over  (sources 3.5+: exactly-once MirrorMaker 2, KIP-618) MirrorMaker 2 of the SOURCE's version,
+                exactly-once, copies a topic of its own (plain records, committed and aborted transactions),
+                is stopped; `eosmirror migrate --from mm2:<alias>` seeds the mirror from MM2's offsets; more
+                records; one eosmirror run. Judged by the source version's ConsoleConsumer against the target
+                version's (read_committed): every committed source record on the target exactly once, in order
+                (none twice at the seam), LSO == HW. Not run where the source has no exactly-once MM2 (before
+                3.5) or its connect-mirror is not on Maven Central (4.4.0)
 
 Clusters: ``brokers-source`` and ``brokers-target`` at $EOSMIRROR_SOURCE_PORT/TARGET_PORT + 20 (each cluster
 also uses its port + 1: KRaft's controller or the ZooKeeper), fresh for every cell and stopped after it.
@@ -32,11 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.kit import cluster, console, counting, oracle, runtime, waits, workload
+from eosmirror_tools.kit import cluster, console, counting, mm2, oracle, runtime, waits, workload
 
 PARTITIONS = 3
 PORT_SHIFT = 20            # from the base ports: the session's own source/target clusters may run there
-PARTS = ("a", "b", "c", "d")
+PARTS = ("a", "b", "c", "d", "e")
+# Releases whose connect-mirror is not on Maven Central (checked with Maven 2026-11-28): no MM2 to take over from
+NO_MM2_ON_CENTRAL = ("4.4.0",)
+MM2_STOP_GRACE = 120.0     # a SIGKILLed MM2 leaves RUNNING in its status topic, and migrate refuses
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ class CellRun:
         for c in (self.source, self.target):
             cluster.stop(c)
 
-    def make_mirror(self) -> None:
+    def make_mirror(self, source_alias: str | None = None) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         from eosmirror.core import config
@@ -134,6 +144,8 @@ class CellRun:
         raw = {"name": f"bm{tag}", "source": {"config": self.source.client_config()},
                "target": {"config": self.target.client_config()}, "topics": [self.topic.replace(".", "\\.")],
                "slots": 2, "max_transaction_seconds": 10, "groups": {}}
+        if source_alias:
+            raw["source_alias"] = source_alias    # MM2's name for the source: migrate reads its offsets by it
         self.mirror = config.parse({"mirrors": [raw]}, self.work / "mirrors.yaml").mirrors[0]
 
     def run_once(self, mirror: Any = None, final: bool = False) -> Any:
@@ -286,6 +298,50 @@ class CellRun:
         found.update(self.no_hanging())
         return found
 
+    def part_e(self) -> dict[str, Any]:
+        from eosmirror.driver import takeover
+
+        release = self.source.release
+        if not runtime.has_exactly_once_mm2(release):
+            return {"not_run": f"Kafka {release} has no exactly-once MirrorMaker 2 (KIP-618 is 3.5+)"}
+        if release in NO_MM2_ON_CENTRAL:
+            return {"not_run": f"Kafka {release}'s connect-mirror is not on Maven Central"}
+        alias, target_alias = f"mm{uuid.uuid4().hex[:6]}", f"tg{uuid.uuid4().hex[:6]}"
+        self.make_mirror(source_alias=alias)
+        load = workload.Workload(self.source_conf, self.topic, PARTITIONS, seed=55, txn_id=f"bm-e-{uuid.uuid4().hex[:6]}")
+        load.seed(20)                                    # plain records, committed and aborted transactions
+        load.write_transaction(4, abort=True)            # MM2's last records: an aborted transaction, then a
+        load.write_transaction(6, abort=False)           # committed one whose marker lies at the seam
+        props = mm2.properties(alias, target_alias, self.source.bootstrap, self.target.bootstrap,
+                               self.topic.replace(".", "\\."), exactly_once=True, rest_port=mm2.free_port())
+        before = load.committed
+        ran = mm2.run(props, self.work / f"mm2-{alias}", self.target_conf, self.topic, PARTITIONS, before,
+                      timeout=300, progress=_say, version=release, grace=MM2_STOP_GRACE)
+        check(ran.error is None, f"Kafka {release}'s MirrorMaker 2: {ran.error}")
+        check(bool(ran.evidence["exactly_once_source_tasks"]) and not ran.evidence["plain_source_tasks"],
+              f"Kafka {release}'s MirrorMaker 2 did not run exactly-once source tasks: {ran.evidence}")
+        check(f"Kafka version: {release}" in Path(ran.evidence["log"]).read_text(errors="replace"),
+              f"{ran.evidence['log']} does not say Kafka version: {release}")
+        check(ran.final_count == before, f"after MM2 stopped the target holds {ran.final_count} committed records, "
+                                         f"the source {before}")
+        outcome = takeover.take_over(self.mirror, f"mm2:{alias}", who="broker-matrix")
+        seeded = {f"{c['source_topic']}[{c['partition']}]": c["new"] for c in outcome["partitions"]}
+        load.write_transaction(5, abort=True)            # the continuation, after the seam
+        load.write_transaction(7, abort=False)
+        load.write_plain(3)
+        copied = self.run_ok()
+        check(copied == load.committed - before, f"eosmirror's run after the take-over copied {copied} records; "
+                                                 f"{load.committed - before} were committed after MM2's")
+        found: dict[str, Any] = {"mm2_version": release, "mm2_records": ran.final_count,
+                                 "mm2_seconds": round(ran.start_to_done, 1), "seeded": seeded,
+                                 "eosmirror_records": copied, "committed": load.committed}
+        found.update(self.java_logs(load.committed))
+        dst = console.console_read(self.target.release, self.target.bootstrap, self.topic)
+        twice = {p: len(dst.values(p)) - len(set(dst.values(p))) for p in range(PARTITIONS)}
+        check(not any(twice.values()), f"records twice on the target per partition: {twice}")
+        found.update(self.no_hanging())
+        return found
+
 
 def produce(conf: dict[str, Any], topic: str, tag: str, per_partition: int = 20) -> None:
     """``per_partition`` records ``<tag>:<p>-<n>`` to every partition (idempotent producer)."""
@@ -303,7 +359,8 @@ def _say(line: str) -> None:
 
 
 PART_FUNCS: dict[str, Callable[[CellRun], dict[str, Any]]] = {
-    "a": CellRun.part_a, "b": CellRun.part_b, "c": CellRun.part_c, "d": CellRun.part_d}
+    "a": CellRun.part_a, "b": CellRun.part_b, "c": CellRun.part_c, "d": CellRun.part_d,
+    "e": CellRun.part_e}
 
 
 def run_cell(cell: Cell, parts: tuple[str, ...], work: Path) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``), from the
-connect-mirror jars already in ``var/kafka-lib``, exactly-once or at-least-once.
+connect-mirror jars already in ``var/kafka-lib``, exactly-once or at-least-once. By default at the pom's
+Kafka version; ``version=`` runs another release's MirrorMaker 2 (fetched once into
+``var/kafka-lib/<version>+mm2``, runtime.ensure_kafka_lib; exactly-once needs 3.5+).
 
 Each configuration gets fresh cluster aliases. MM2 names its internal topics and its worker group
 after the aliases (``mm2-offsets.<source alias>.internal``, group ``<source alias>-mm2``, ...), so a
@@ -153,19 +155,29 @@ class Mm2Run:
     error: str | None = None
 
 
+def command(props_path: Path, log4j_path: Path, version: str | None = None) -> list[str]:
+    """MM2's command line: the default version's jars, or ``version``'s MirrorMaker 2 (before 4.0 it logs
+    through log4j 1, configured by runtime.java_command)."""
+    if version == runtime.kafka_version():
+        version = None   # the default path: its folder already holds connect-mirror
+    return runtime.java_command(MAIN_CLASS, str(props_path), extra_jvm=(f"-Dlog4j2.configurationFile={log4j_path}",),
+                                version=version, mm2=version is not None)
+
+
 def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic: str, partitions: int,
-        expected: int, timeout: float, progress: Callable[[str], None]) -> Mm2Run:
-    """Start MM2, wait until ``expected`` records are committed on the target, stop it, count again."""
+        expected: int, timeout: float, progress: Callable[[str], None], version: str | None = None,
+        grace: float = 20.0) -> Mm2Run:
+    """Start MM2 (of ``version``; default: the pom's), wait until ``expected`` records are committed on the
+    target, stop it (SIGTERM, SIGKILL after ``grace`` s), count again."""
     props_path, log4j_path = write_files(folder, props)
     log_path = folder / "mm2.log"
     log_path.unlink(missing_ok=True)
-    cmd = runtime.java_command(MAIN_CLASS, str(props_path),
-                               extra_jvm=(f"-Dlog4j2.configurationFile={log4j_path}",))
+    cmd = command(props_path, log4j_path, version)
     out = Mm2Run()
     counter = CommittedCounter(target_conf, topic, partitions)
     admin = offsets_admin(target_conf)
     wall_started = dt.datetime.now()
-    child = ChildProcess(cmd, log_path, cwd=folder)
+    child = ChildProcess(cmd, log_path, cwd=folder, grace=grace)
     completion = Completion(counter, expected)
     try:
         with child:

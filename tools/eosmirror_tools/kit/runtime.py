@@ -94,11 +94,23 @@ def resolve_version(asked: str | None) -> str:
     raise KafkaRuntimeError(f"unknown Kafka version {asked!r} for a local cluster; {available()}")
 
 
-def lib_dir(version: str | None = None) -> Path:
+MM2_FROM = (3, 5)        # exactly-once MirrorMaker 2 (KIP-618's exactly-once source connectors)
+MM2_SUFFIX = "+mm2"      # the folder of another version's broker, tools and MirrorMaker 2 (connect-mirror)
+
+
+def has_exactly_once_mm2(version: str) -> bool:
+    return line_of(version) >= MM2_FROM
+
+
+def lib_dir(version: str | None = None, mm2: bool = False) -> Path:
     """The jar cache. In a checkout it is ``var/kafka-lib`` whatever ``EOSMIRROR_HOME`` says: the
-    jars are a download cache, not state, and the test suite's own home must not fetch them again."""
+    jars are a download cache, not state, and the test suite's own home must not fetch them again.
+    ``mm2``: another version's MirrorMaker 2 lives in ``<version>+mm2`` (its broker folder stays broker-only);
+    the default version's folder already holds it."""
     root = paths.checkout_root()
-    return (root / "var" if root else paths.home()) / "kafka-lib" / (version or kafka_version())
+    version = version or kafka_version()
+    name = version + MM2_SUFFIX if mm2 and version != kafka_version() else version
+    return (root / "var" if root else paths.home()) / "kafka-lib" / name
 
 
 def java_binary() -> str:
@@ -111,12 +123,12 @@ def java_binary() -> str:
     return found
 
 
-def ensure_kafka_lib(version: str | None = None) -> Path:
-    """Return the folder holding the jars of ``version`` (default: the pom's), fetching them with Maven
-    on first use. A failed fetch leaves nothing a later start would trust: the jars land in a staging
+def ensure_kafka_lib(version: str | None = None, mm2: bool = False) -> Path:
+    """Return the folder holding the jars of ``version`` (default: the pom's), with MirrorMaker 2 when
+    ``mm2``, fetching them with Maven on first use. A failed fetch leaves nothing a later start would trust: the jars land in a staging
     folder that becomes the real one, stamped, only once Maven copied everything."""
     version = version or kafka_version()
-    target = lib_dir(version)
+    target = lib_dir(version, mm2)
     if (target / _STAMP).exists():
         return target
     mvn = shutil.which("mvn")
@@ -129,16 +141,18 @@ def ensure_kafka_lib(version: str | None = None) -> Path:
     cmd = [mvn, "-B", "-q", "-f", str(POM), DEPENDENCY_PLUGIN,
            "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
     if version != kafka_version():
-        # A broker and its tools: MirrorMaker 2 runs at the default version only (pom.xml's comment)
-        cmd += [f"-Dkafka.version={version}", "-Dkafka.brokeronly=true"] + (
+        # A broker and its tools; with MirrorMaker 2 (connect-mirror of that version) only when asked
+        cmd += [f"-Dkafka.version={version}"] + ([] if mm2 else ["-Dkafka.brokeronly=true"]) + (
             ["-Dkafka.logging=log4j1"] if log4j1(version) else [])
     done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0 or not (staging / f"kafka_2.13-{version}.jar").exists():
+    wanted = [f"kafka_2.13-{version}.jar"] + ([f"connect-mirror-{version}.jar"] if mm2 else [])
+    if done.returncode != 0 or not all((staging / jar).exists() for jar in wanted):
         shutil.rmtree(staging, ignore_errors=True)
         output = (done.stdout + done.stderr).strip().splitlines()
         missing = [line for line in output if "Could not find artifact" in line or "could not be resolved" in line]
         tail = "\n".join((missing or output)[-15:])
-        raise KafkaRuntimeError(f"Maven could not fetch the Kafka {version} jars (exit {done.returncode}); "
+        raise KafkaRuntimeError(f"Maven could not fetch the Kafka {version} jars{' with MirrorMaker 2' if mm2 else ''} "
+                                f"(exit {done.returncode}); "
                                 f"{available()}\n{tail}")
     (staging / _STAMP).write_text(version + "\n")
     shutil.rmtree(target, ignore_errors=True)
@@ -146,8 +160,8 @@ def ensure_kafka_lib(version: str | None = None) -> Path:
     return target
 
 
-def classpath(version: str | None = None) -> str:
-    return str(ensure_kafka_lib(version) / "*")  # the JVM expands the wildcard itself
+def classpath(version: str | None = None, mm2: bool = False) -> str:
+    return str(ensure_kafka_lib(version, mm2) / "*")  # the JVM expands the wildcard itself
 
 
 _CONSOLE = [
@@ -206,14 +220,14 @@ def log4j1_config() -> Path:
 
 
 def java_command(main_class: str, *args: str, heap: str = "1g", extra_jvm: tuple[str, ...] = (),
-                 short_lived: bool = False, version: str | None = None) -> list[str]:
+                 short_lived: bool = False, version: str | None = None, mm2: bool = False) -> list[str]:
     """The command line that runs a Kafka main class on the fetched classpath (of ``version``; default:
-    the pom's). ``short_lived`` with quick_start(): QUICK_START_FLAGS instead of G1 and the full JIT."""
+    the pom's; ``mm2``: with that version's MirrorMaker 2). ``short_lived`` with quick_start(): QUICK_START_FLAGS instead of G1 and the full JIT."""
     tuning = QUICK_START_FLAGS if short_lived and quick_start() else ("-XX:+UseG1GC",)
     old_logging = (f"-Dlog4j.configuration=file:{log4j1_config()}",) if version and log4j1(version) else ()
     return [java_binary(), f"-Xmx{heap}", *tuning, "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j_config()}", *old_logging, *extra_jvm,
-            "-cp", classpath(version), main_class, *args]
+            "-cp", classpath(version, mm2), main_class, *args]
 
 
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
