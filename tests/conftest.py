@@ -125,7 +125,7 @@ LONGEST_FIRST = (   # per-file seconds in make test at 698bab3 (junit, 3 workers
     "tests/integration/test_switchover_promote.py",   # 105
     "tests/integration/test_mirror_safety.py",  # 99 over 16 tests
     "tests/e2e/test_dr_drill.py",               # 86: A restarts beside the steps on B
-    "tests/e2e/test_chaos.py",                  # 249 -> ~85: the broker restarts; process faults in lab-smoke
+    "tests/e2e/test_chaos.py",                  # 249 -> 2 hard broker restarts; the other rounds in lab-smoke
     "tests/integration/test_switch_ways_out.py",      # 84 -> ~65: the phase-only checks once, not per step
     "tests/integration/test_security.py",       # 84 over 29 tests
     "tests/integration/test_resume.py",         # 80

@@ -2,7 +2,8 @@
 
 A NOT READY report fails the task without retry (a finding, not a transient fault; the next scheduled report
 checks again) naming each blocking check; the report is in XCom and on the mirror's history all the same.
-Before a switchover the Param ``ignore_readiness`` lets the run go on with a NOT READY report (logged). A mirror
+Before a switchover lag does not block (the switchover's final run copies it, or refuses), and the Param
+``ignore_readiness`` lets the run go on with a NOT READY report (logged). A mirror
 that does not copy (a stopped switchover that continues, a switched-over or promoted mirror) is not judged, nor is
 a cancel.
 """
@@ -15,6 +16,7 @@ from typing import Any
 from eosmirror.airflow.compat import fail_exception
 from eosmirror.airflow.tasks import fail_without_retry
 from eosmirror.core import config
+from eosmirror.core import readiness as rules
 from eosmirror.core.errors import ConfigError
 from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import readiness
@@ -24,9 +26,12 @@ from eosmirror.kafka import state
 log = logging.getLogger(__name__)
 
 
-def assess(mirror_name: str, config_path: str | None = None, go_on: bool = False) -> dict[str, Any]:
+def assess(mirror_name: str, config_path: str | None = None, go_on: bool = False,
+           lag_blocks: bool = True) -> dict[str, Any]:
     """Make and record the report; fail (no retry) when NOT READY unless ``go_on``. A mirror that does not copy
-    (switching over, switched over, promoted ...) is not judged: the task says so and succeeds."""
+    (switching over, switched over, promoted ...) is not judged: the task says so and succeeds. With
+    ``lag_blocks`` False (the switchover's gate) the lag check does not block: the switchover's own final run
+    copies what is behind, and refuses when it cannot (the report still shows it)."""
     try:
         mirror = config.load(config_path).get(mirror_name)
     except ConfigError as exc:
@@ -40,8 +45,9 @@ def assess(mirror_name: str, config_path: str | None = None, go_on: bool = False
     found = readiness.report(mirror, record=True)
     log.info("readiness of %s:\n%s", mirror_name, found.text())
     document = found.as_dict()
-    if not found.ready:
-        said = f"mirror {mirror_name}: NOT READY: " + "; ".join(found.reasons())
+    blocking = [c for c in found.checks if c.verdict == rules.NOT_READY and (lag_blocks or c.name != "lag")]
+    if blocking:
+        said = f"mirror {mirror_name}: NOT READY: " + "; ".join(f"{c.name}: {c.reason}" for c in blocking)
         if not go_on:
             raise fail_exception()(said)
         log.warning("%s (ignore_readiness: going on)", said)
@@ -53,4 +59,4 @@ def before_switchover(mirror_name: str, config_path: str | None, params: dict[st
     stopped switchover that continues)."""
     if params.get("cancel"):
         return {"skipped": "a cancel is not judged by readiness"}
-    return assess(mirror_name, config_path, go_on=bool(params.get("ignore_readiness")))
+    return assess(mirror_name, config_path, go_on=bool(params.get("ignore_readiness")), lag_blocks=False)
