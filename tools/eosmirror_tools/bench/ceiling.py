@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.kit import runtime
-from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
+from eosmirror_tools.kit import measured, runtime
+from eosmirror_tools.kit.processes import TreeUsage
 
 PRODUCER_PROPS = {"acks": "all", "linger.ms": "20", "batch.size": "1000000"}
 
@@ -46,7 +46,7 @@ def command(bootstrap: str, topic: str, records: int, value_bytes: int, transact
 def run(bootstrap: str, topic: str, records: int, value_bytes: int, log_path: Path, timeout: float,
         transactional_id: str | None = None, transaction_duration_ms: int = 3000) -> CeilingRun:
     cmd = command(bootstrap, topic, records, value_bytes, transactional_id, transaction_duration_ms)
-    with ChildProcess(cmd, log_path) as child:
+    with measured.child(cmd, log_path) as child:
         code = child.wait(timeout)
     text = log_path.read_text(errors="replace")
     found = _SUMMARY.findall(text)

@@ -152,7 +152,7 @@ def section(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def targets(distance: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The issue's goals at GOAL_RTT_MS (reported, never asserted); no verdict on a busy machine."""
-    from eosmirror_tools.bench.report import QUIET_SHARE
+    from eosmirror_tools.bench.settings import QUIET_SHARE
 
     out: list[dict[str, Any]] = []
     for row in (distance or {}).get("rows", []):
@@ -169,7 +169,8 @@ def targets(distance: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def table(doc: dict[str, Any]) -> str:
     """report.md's distance section."""
-    from eosmirror_tools.bench.markdown import _n, _table
+    from eosmirror_tools.bench.mdtable import n as _n
+    from eosmirror_tools.bench.mdtable import table as _table
 
     distance = doc.get("distance")
     if not distance:

@@ -55,12 +55,13 @@ def command(classes: Path, source: str, target: str, topic: str, partitions: int
 
 def run(source: str, target: str, topic: str, partitions: int, slots: int, transaction_ms: int,
         ends: dict[int, int], work: Path, timeout: float) -> ChildRun:
-    from eosmirror_tools.kit.processes import ChildProcess, ChildRun
+    from eosmirror_tools.kit import measured
+    from eosmirror_tools.kit.processes import ChildRun
 
     classes = compiled(work)
     result_json = work / f"{topic}.jvmcopier.json"
     result_json.unlink(missing_ok=True)
-    with ChildProcess(command(classes, source, target, topic, partitions, slots, transaction_ms, ends, result_json),
+    with measured.child(command(classes, source, target, topic, partitions, slots, transaction_ms, ends, result_json),
                       work / "logs" / f"{topic}.jvmcopier.log") as child:
         code = child.wait(timeout)
     result = json.loads(result_json.read_text()) if result_json.exists() else {}

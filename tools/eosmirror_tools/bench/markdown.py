@@ -4,23 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _n(value: Any, digits: int = 0) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "NO"
-    if isinstance(value, (int, float)):
-        return f"{value:,.{digits}f}"
-    return str(value)
-
-
-def _table(headers: list[str], rows: list[list[str]], align: str) -> str:
-    """A GitHub table; ``align`` has one character per column: l(eft) or r(ight)."""
-    marks = [":--" if a == "l" else "--:" for a in align]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(marks) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+from eosmirror_tools.bench.mdtable import n as _n
+from eosmirror_tools.bench.mdtable import table as _table
 
 
 def results_table(doc: dict[str, Any]) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
+from eosmirror_tools.kit import measured
+from eosmirror_tools.kit.processes import TreeUsage
 
 
 @dataclass
@@ -53,7 +54,7 @@ def run(name: str, config_path: Path, master: str | None, work: Path, timeout: f
     log_path = work / "logs" / f"{label}.log"
     cmd = [sys.executable, "-m", "eosmirror.cli", "run", name, "--config", str(config_path),
            *(["--master", master] if master else ["--server"]), "--result-json", str(result_json)]
-    with ChildProcess(cmd, log_path) as child:
+    with measured.child(cmd, log_path) as child:
         code = child.wait(timeout)
     report = json.loads(result_json.read_text()) if result_json.exists() else {}
     return MirrorRunResult(exit_code=code, wall_seconds=child.seconds, report=report, peak=child.peak,

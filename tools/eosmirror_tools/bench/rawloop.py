@@ -101,10 +101,11 @@ def command(source: str, target: str, topic: str, partitions: int, ends: dict[in
 
 def run(source: str, target: str, topic: str, partitions: int, ends: dict[int, int], work: Path,
         timeout: float) -> ChildRun:
-    from eosmirror_tools.kit.processes import ChildProcess, ChildRun
+    from eosmirror_tools.kit import measured
+    from eosmirror_tools.kit.processes import ChildRun
 
     result_json = work / f"{topic}.raw.json"
-    with ChildProcess(command(source, target, topic, partitions, ends, result_json),
+    with measured.child(command(source, target, topic, partitions, ends, result_json),
                       work / "logs" / f"{topic}.raw.log") as child:
         code = child.wait(timeout)
     result = json.loads(result_json.read_text()) if result_json.exists() else {}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror_tools.bench.results import ConfigResult
-from eosmirror_tools.bench.settings import HEADER, KEY_BYTES, PARTITIONS, BenchSettings
+from eosmirror_tools.bench.settings import HEADER, KEY_BYTES, PARTITIONS, QUIET_SHARE, BenchSettings
 from eosmirror_tools.kit import mm2
 
 SCHEMA_VERSION = 2
@@ -34,7 +34,6 @@ GOALS = {
 CPU_PER_MILLION_GOAL = 4.0          # CPU s per million records copied, exactly_once, whole process tree
 CPU_VS_MM2_GOAL = 0.6               # eosmirror's CPU per record / tuned MM2 exactly-once's
 EMPTY_RUN_GOAL_SECONDS = 2.0        # an empty CLI run (nothing to copy), process start to exit
-QUIET_SHARE = 0.05                  # others' CPU above this: the run is not quiet, no verdict is given
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

@@ -233,9 +233,8 @@ def _wait_groups(target_conf: dict[str, Any], remote: str, groups: list[str], ch
 def run_mm2(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, prefix: str, groups: list[str],
             expected: int, folder: Path, say: Callable[[str], None]) -> dict[str, Any]:
     """MM2 until the copy is complete on the target and its group offsets settle (or a budget runs out)."""
-    from eosmirror_tools.kit import mm2, runtime
+    from eosmirror_tools.kit import measured, mm2, runtime
     from eosmirror_tools.kit.counting import offset_sum
-    from eosmirror_tools.kit.processes import ChildProcess
 
     uid = uuid.uuid4().hex[:6]
     aliases = (f"src{uid}", f"tgt{uid}")
@@ -243,7 +242,7 @@ def run_mm2(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str
     props_path, log4j_path = mm2.write_files(folder, _mm2_props(source_conf, target_conf, topic, prefix, aliases))
     cmd = runtime.java_command(mm2.MAIN_CLASS, str(props_path), extra_jvm=(f"-Dlog4j2.configurationFile={log4j_path}",))
     out: dict[str, Any] = {"aliases": list(aliases), "target_topic": remote, "log": str(folder / "mm2.log")}
-    with ChildProcess(cmd, folder / "mm2.log", cwd=folder) as child:
+    with measured.child(cmd, folder / "mm2.log", cwd=folder) as child:
         copied = None
         while time.monotonic() - child.started < MM2_COPY_BUDGET and child.running():
             try:

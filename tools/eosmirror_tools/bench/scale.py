@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.kit import topics
-from eosmirror_tools.kit.processes import ChildProcess
+from eosmirror_tools.kit import measured, topics
 
 RECORDS = 200                 # per partition
 VALUE_BYTES = 200
@@ -127,7 +126,7 @@ def _definition(path: Path, name: str, prefix: str) -> Path:
 
 def _step(work: Path, label: str, args: list[str], timeout: float) -> dict[str, Any]:
     log_path = work / "logs" / f"{label}.log"
-    with ChildProcess([sys.executable, "-m", "eosmirror.cli", *args], log_path) as child:
+    with measured.child([sys.executable, "-m", "eosmirror.cli", *args], log_path) as child:
         code = child.wait(timeout)
     lines = log_path.read_text(errors="replace")
     # Per process, not summed per role: forked slot workers share their parent's pages.

@@ -18,6 +18,8 @@ KEY_BYTES = 16
 HEADER = ("bench", b"1")   # one header per record, as the issue's data set asks
 
 # The configuration kinds, in the order they run. Tests and --only use these names.
+QUIET_SHARE = 0.05                  # others' CPU above this: the run is not quiet, no verdict is given
+
 KINDS = ("ceiling", "raw", "jvmcopier", "eosmirror", "served", "mm2", "translation", "rereads", "scale", "cap", "storm",
          "distance")
 

@@ -8,6 +8,7 @@
   link        distance: a broker behind toxiproxy with latency, jitter and bandwidth per direction
   waits       budgets for waiting on a service, scaled by how busy the machine is
   processes   child processes in a session of their own, their memory and CPU, and killing process trees
+  measured    a measured child program that counts the local brokers' CPU apart (processes meets cluster here)
   mm2         MirrorMaker 2 (dedicated mode) as a child process, and when it has copied everything
   machine     the machine a figure came from
   topics      topics and groups a run creates and clears

@@ -272,6 +272,15 @@ def secure_cluster(passwords: dict[str, str], name: str = "secure", port: int = 
     return LocalCluster(name=name, port=port, sasl_users=dict(passwords))
 
 
+def broker_pids() -> list[int]:
+    """The local brokers' pids, every cluster under this home's var/kafka (the bench's far source too), with
+    their links' proxies (from their pid files; only read, never signalled)."""
+    found = []
+    for c in known_clusters():
+        found += [pid for pid in (running_pid(c), links.running_pid(c)) if pid]
+    return found
+
+
 def default_clusters(source_version: str | None = None, target_version: str | None = None) -> list[LocalCluster]:
     return [local_cluster("source", source_version), local_cluster("target", target_version)]
 

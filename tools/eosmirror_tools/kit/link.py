@@ -30,14 +30,24 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from eosmirror import paths
 
-if TYPE_CHECKING:
-    from eosmirror_tools.kit.cluster import LocalCluster
-
 log = logging.getLogger(__name__)
+
+
+class LocalCluster(Protocol):
+    """What a link needs of a broker (cluster.LocalCluster has it): this module imports no cluster module."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def dir(self) -> Path: ...
 
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"

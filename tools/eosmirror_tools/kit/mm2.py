@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from eosmirror_tools.kit import runtime
+from eosmirror_tools.kit import measured, runtime
 from eosmirror_tools.kit.counting import CommittedCounter, end_offsets, offsets_admin, wait_until_stable
-from eosmirror_tools.kit.processes import ChildProcess, TreeUsage
+from eosmirror_tools.kit.processes import TreeUsage
 
 POLL_SECONDS = 0.25
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -177,7 +177,7 @@ def run(props: dict[str, str], folder: Path, target_conf: dict[str, Any], topic:
     counter = CommittedCounter(target_conf, topic, partitions)
     admin = offsets_admin(target_conf)
     wall_started = dt.datetime.now()
-    child = ChildProcess(cmd, log_path, cwd=folder, grace=grace)
+    child = measured.child(cmd, log_path, cwd=folder, grace=grace)
     completion = Completion(counter, expected)
     try:
         with child:

@@ -214,17 +214,6 @@ class TreeSampler:
         return self.peak
 
 
-def broker_pids() -> list[int]:
-    """The local brokers' pids, every cluster under this home's var/kafka (the bench's far source too), with
-    their links' proxies (from their pid files; only read, never signalled)."""
-    from eosmirror_tools.kit import cluster, link
-
-    found = []
-    for c in cluster.known_clusters():
-        found += [pid for pid in (cluster.running_pid(c), link.running_pid(c)) if pid]
-    return found
-
-
 @dataclass
 class ChildRun:
     """What a benchmark child process left: its exit code, its result JSON, and its measured costs."""
@@ -244,8 +233,11 @@ class ChildProcess:
     """
 
     def __init__(self, cmd: list[str], log_path: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None, grace: float = 20.0):
+                 cwd: Path | None = None, grace: float = 20.0,
+                 brokers: Callable[[], list[int]] = lambda: []):
+        # ``brokers``: the local brokers' pids (cluster.broker_pids), whose CPU the measurement counts apart
         self.cmd, self.log_path, self.env, self.cwd, self.grace = cmd, log_path, env, cwd, grace
+        self.brokers = brokers
         self.proc: subprocess.Popen | None = None
         self.sampler: TreeSampler | None = None
         self.started = self.ended = 0.0
@@ -260,7 +252,7 @@ class ChildProcess:
             self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=self.env, cwd=self.cwd, start_new_session=True)
         self.sampler = TreeSampler(self.proc.pid).start()
-        self.window = CpuWindow(broker_pids())
+        self.window = CpuWindow(self.brokers())
         return self
 
     @property
@@ -333,7 +325,7 @@ class ChildProcess:
                 self.window.stop()
                 # Someone else restarted a broker meanwhile (the clusters are shared): the copy may
                 # still be right, but its timing is not a measurement of this configuration.
-                self.brokers_restarted = sorted(broker_pids()) != sorted(self.window.pids)
+                self.brokers_restarted = sorted(self.brokers()) != sorted(self.window.pids)
 
     def cpu(self) -> dict[str, Any]:
         """CPU seconds during this program's life: its own tree, the brokers, the bench, the machine;

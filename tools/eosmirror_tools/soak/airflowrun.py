@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from eosmirror_tools.kit import waits
+from eosmirror_tools.kit import measured, waits
 from eosmirror_tools.kit.processes import ChildProcess
 
 VENV_BIN = Path(sys.executable).parent
@@ -36,7 +36,7 @@ def standalone_env(config_file: Path, api_port: int) -> dict[str, str]:
 
 def start(config_file: Path, api_port: int, log_path: Path) -> ChildProcess:
     env = standalone_env(config_file, api_port)
-    child = ChildProcess([str(VENV_BIN / "eosmirror"), "airflow", "standalone"], log_path, env=env, grace=45.0)
+    child = measured.child([str(VENV_BIN / "eosmirror"), "airflow", "standalone"], log_path, env=env, grace=45.0)
     child.__enter__()
     return child
 

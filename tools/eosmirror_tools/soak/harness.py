@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from eosmirror_tools.kit import machine, mm2, runtime, topics, workload
-from eosmirror_tools.kit.processes import ChildProcess, CpuWindow, broker_pids
+from eosmirror_tools.kit import cluster, machine, measured, mm2, runtime, topics, workload
+from eosmirror_tools.kit.processes import ChildProcess, CpuWindow
 from eosmirror_tools.kit.sampler import Sampler
 from eosmirror_tools.soak import airflowrun
 
@@ -95,7 +95,7 @@ def start_mm2(source: str, target: str, topic: str, work: Path) -> ChildProcess:
                                   "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"})
     props_path, log4j = mm2.write_files(work / "mm2", props)
     cmd = runtime.java_command(mm2.MAIN_CLASS, str(props_path), extra_jvm=(f"-Dlog4j2.configurationFile={log4j}",))
-    child = ChildProcess(cmd, work / "mm2" / "mm2.log", cwd=work / "mm2")
+    child = measured.child(cmd, work / "mm2" / "mm2.log", cwd=work / "mm2")
     child.__enter__()
     return child
 
@@ -212,7 +212,7 @@ def run(source: str, target: str, airflow_home: Path, work: Path, s: SoakSetting
     start_iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 3600))
     dag_ids = mirrors_yaml(config_file, topic, run_id, s, start_iso)
     sampler = Sampler(source, target, topic, targets=targets).start()
-    window = CpuWindow(broker_pids())
+    window = CpuWindow(cluster.broker_pids())
     db_before = airflowrun.database_bytes(airflow_home)
     internal_before = internal_bytes(target_data_dir, ("eosmirror-",))
     mm2_child = start_mm2(source, target, topic, work) if "mm2" in s.configs else None       # step 2
