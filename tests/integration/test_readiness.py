@@ -112,9 +112,15 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     page = lagrender.readiness_page(m.name, recorded, ready.time_ms - 60_000, lagstore.now_ms())
     assert "data-verdict='NOT READY'" in page and "<tr data-check='drift'>" in page and "data-reports='1'" in page
 
-    # The switchover DAG's first task: NOT READY fails it (no retry), unless ignore_readiness.
+    # The switchover DAG's first task: drift alone does not fail it (the switchover's final run syncs topics and
+    # configs); a record the mirror did not write does (no retry), unless ignore_readiness.
     mirrors_yaml = str(write_mirror_file(tmp_path / "mirrors.yaml", m, max_lag_seconds=60))
-    with pytest.raises(Exception, match="NOT READY: .*drift") as failed:
+    assert readinesstasks.before_switchover(m.name, mirrors_yaml, {})["verdict"] == "NOT READY"   # drift: logged
+    assert run(m)["status"] == "ok"
+    intruder = producer(target_conf, **{"enable.idempotence": True})
+    intruder.produce(topic, value=b"not the mirror's", partition=0)
+    assert intruder.flush(30) == 0
+    with pytest.raises(Exception, match="NOT READY: foreign") as failed:
         readinesstasks.before_switchover(m.name, mirrors_yaml, {})
     assert type(failed.value).__name__ == "AirflowFailException"
     assert readinesstasks.before_switchover(m.name, mirrors_yaml, {"ignore_readiness": True})["verdict"] == "NOT READY"
@@ -124,5 +130,5 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     done = cli("readiness", m.name, "--config", mirrors_yaml, "--json")
     assert done.returncode == 9, done.stderr[-2000:]
     document = json.loads(done.stdout)
-    assert document["verdict"] == "NOT READY" and any(c["name"] == "drift" and c["verdict"] == "not ready"
+    assert document["verdict"] == "NOT READY" and any(c["name"] == "foreign" and c["verdict"] == "not ready"
                                                       for c in document["checks"])
