@@ -251,10 +251,13 @@ def guard(mirror: Any, target: Cluster, topics: list[str]) -> list[str]:
     found = target_writers(target, topics)
     lines = found.lines()
     if lines and mirror.target_guard == "refuse":
+        fixes = (["remove those grants (kafka-acls.sh --remove)"] if found.writers else []) + (
+            ["enable an authorizer on the target's brokers and set allow.everyone.if.no.acl.found=false"]
+            if found.everyone else []) + (["grant the mirror's principal Describe on the cluster"] if found.unknown else [])
         raise TargetGuardError(
             f"mirror {mirror.name!r}: target_guard: refuse, and the mirror cannot show that only it writes its target "
-            f"topics: {'; '.join(lines)}. Nothing was copied. Remove those grants (kafka-acls.sh --remove), or set "
-            f"target_guard: report to copy and only report them")
+            f"topics: {'; '.join(lines)}. Nothing was copied. To copy: {', '.join(fixes)}; or set target_guard: "
+            f"report to copy and only report them")
     for line in lines:
         log.warning("mirror %s: target_guard: %s", mirror.name, line)
     return lines
