@@ -117,11 +117,11 @@ def _dags_after(spec: commands.CommandSpec, mirror: config.MirrorConfig, outcome
     """After the verdict, best effort: Airflow 3 gives a task no metadata-database access, so a DAG can pause
     no other DAG; the lines say so and the state refuses those runs meanwhile."""
     if spec is commands.REVERSE:
-        return runonce.unpause_reverse_dag(mirror.name)
+        return runonce.unpause_reverse_dag(mirror.name, in_task=True)
     if spec is commands.RESUME:
-        return runonce.resume_dags(mirror.name, mirror.groups is not None)
+        return runonce.resume_dags(mirror.name, mirror.groups is not None, in_task=True)
     if spec is commands.PROMOTE or getattr(outcome, "safe", False):
-        return runonce.pause_dags(mirror.name)
+        return runonce.pause_dags(mirror.name, in_task=True)
     return []
 
 
