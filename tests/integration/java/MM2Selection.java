@@ -18,28 +18,46 @@ import org.apache.kafka.common.utils.Utils;
  * config.property.filter.class), and MirrorCheckpointConfig's group.filter.class. In this package
  * because those methods are package-private.
  *
- * Arguments: file source-alias target-alias. Standard input: lines "topic NAME", "group NAME",
- * "config NAME". Output: "KIND NAME true|false" per line.
+ * Standard input, one request per line: "flow FILE<TAB>SOURCE<TAB>TARGET" loads a flow; then lines
+ * "topic NAME", "group NAME", "config NAME" are answered "KIND NAME true|false"; "end" is answered "end"
+ * (the caller's cue that a flow's answers are complete). One JVM answers every flow of a test session.
  */
 public class MM2Selection {
-    public static void main(String[] args) throws Exception {
-        Map<String, String> raw = Utils.propsToStringMap(Utils.loadProps(args[0]));
+    private MirrorSourceConnector connector;
+    private GroupFilter groups;
+
+    private void load(String file, String sourceAlias, String targetAlias) throws Exception {
+        Map<String, String> raw = Utils.propsToStringMap(Utils.loadProps(file));
         MirrorMakerConfig mm2 = new MirrorMakerConfig(raw);
-        SourceAndTarget flow = new SourceAndTarget(args[1], args[2]);
+        SourceAndTarget flow = new SourceAndTarget(sourceAlias, targetAlias);
         MirrorSourceConfig source = new MirrorSourceConfig(mm2.connectorBaseConfig(flow, MirrorSourceConnector.class));
         MirrorCheckpointConfig checkpoint =
             new MirrorCheckpointConfig(mm2.connectorBaseConfig(flow, MirrorCheckpointConnector.class));
-        MirrorSourceConnector connector = new MirrorSourceConnector(flow, source.replicationPolicy(),
-            source.topicFilter(), source.configPropertyFilter());
-        GroupFilter groups = checkpoint.groupFilter();
+        connector = new MirrorSourceConnector(flow, source.replicationPolicy(), source.topicFilter(),
+            source.configPropertyFilter());
+        groups = checkpoint.groupFilter();
+    }
+
+    public static void main(String[] args) throws Exception {
+        MM2Selection selection = new MM2Selection();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
             if (line.isEmpty()) continue;
             String[] parts = line.split(" ", 2);
+            if (parts[0].equals("flow")) {
+                String[] flow = parts[1].split("\t");
+                selection.load(flow[0], flow[1], flow[2]);
+                continue;
+            }
+            if (parts[0].equals("end")) {
+                System.out.println("end");
+                System.out.flush();
+                continue;
+            }
             boolean chosen = switch (parts[0]) {
-                case "topic" -> connector.shouldReplicateTopic(parts[1]);
-                case "group" -> groups.shouldReplicateGroup(parts[1]);
-                case "config" -> connector.shouldReplicateTopicConfigurationProperty(parts[1]);
+                case "topic" -> selection.connector.shouldReplicateTopic(parts[1]);
+                case "group" -> selection.groups.shouldReplicateGroup(parts[1]);
+                case "config" -> selection.connector.shouldReplicateTopicConfigurationProperty(parts[1]);
                 default -> throw new IllegalArgumentException("unknown kind: " + line);
             };
             System.out.println(parts[0] + " " + parts[1] + " " + chosen);
