@@ -1,5 +1,6 @@
-"""The Spark class archive (spark/classarchive.py): the one `eosmirror setup` built is really mapped
-into a spark-submit JVM, and a run without it loads nothing from it.
+"""The Spark class archive (spark/classarchive.py) and the Kafka one (the kit's jvmarchive.py): each one
+`eosmirror setup` built is really mapped into a spark-submit JVM / a Kafka tool's JVM, and a JVM without
+it loads nothing from it.
 
 The JVM's own class-load log says where each class came from: "shared objects file (top)" is the
 dynamic archive. No Kafka is needed: the archive's training job is the application."""
@@ -50,3 +51,30 @@ def test_no_archive_for_another_spark_or_jdk_means_no_option(tmp_path, monkeypat
     monkeypatch.setenv("EOSMIRROR_CACHE_DIR", str(tmp_path / "empty-cache"))
     conf = submit.base_conf("no-archive")
     assert submit.with_class_archive(conf) == conf
+
+
+def test_setup_built_the_kafka_archive_and_a_kafka_tool_maps_the_brokers_classes_from_it(tmp_path):
+    """The Kafka class archive (tools' kit/jvmarchive.py): a tool's JVM as the kit starts it loads the
+    broker's and the client's classes from it; the same JVM without the option reads them from the jars."""
+    from eosmirror_tools.kit import jvmarchive, runtime
+
+    lib = runtime.ensure_kafka_lib()
+    path = jvmarchive.archive_path(lib)
+    assert path is not None and path.exists(), f"`eosmirror setup` (make setup) should have built {path}"
+    cmd = runtime.java_command("kafka.Kafka", "--version", heap="256m", short_lived=True)
+    assert f"-XX:SharedArchiveFile={path}" in cmd, cmd
+
+    def sources(command: list[str]) -> list[str]:
+        log = tmp_path / "class-load.log"
+        log.unlink(missing_ok=True)
+        done = subprocess.run([command[0], f"-Xlog:class+load=info:file={log}", *command[1:]], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and runtime.kafka_version() in done.stdout, done.stdout + done.stderr
+        lines = [line for line in log.read_text().splitlines()
+                 if " kafka.Kafka " in line or " org.apache.kafka.common.utils.AppInfoParser " in line]
+        assert len(lines) == 2, lines
+        return lines
+
+    assert all("shared objects file (top)" in line for line in sources(cmd))
+    without = [arg for arg in cmd if not arg.startswith("-XX:SharedArchiveFile=")]
+    assert not any("shared objects file" in line for line in sources(without))

@@ -52,16 +52,21 @@ def java_binary() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def archive_key(spark_home: str) -> str | None:
-    """What the archive depends on, hashed (invariant 2); None when there is no java."""
+def jvm_key(jar_dir: Path) -> str | None:
+    """What a class archive of the jars in ``jar_dir`` depends on, hashed (invariant 2): the java
+    binary, libjvm's size and mtime, each jar's name, size and mtime. None when there is no java."""
     java = java_binary()
     if java is None:
         return None
     libjvm = java.parent.parent / "lib" / "server" / "libjvm.so"
     jvm_stat = libjvm.stat() if libjvm.exists() else None
-    jars = sorted((p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in (Path(spark_home) / "jars").glob("*.jar"))
+    jars = sorted((p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in jar_dir.glob("*.jar"))
     identity = [str(java), (jvm_stat.st_size, int(jvm_stat.st_mtime)) if jvm_stat else None, jars]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
+
+
+def archive_key(spark_home: str) -> str | None:
+    return jvm_key(Path(spark_home) / "jars")
 
 
 def archive_path(spark_home: str) -> Path | None:

@@ -558,6 +558,13 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
     wait_ready(cluster, timeout)
 
 
+def boot(cluster: LocalCluster, timeout: float = 90.0) -> None:
+    """Start a broker nothing will name (no link, no ``local:`` record) and wait until it answers: the
+    class archive's training broker (jvmarchive.py)."""
+    _launch_broker(cluster)
+    wait_ready(cluster, timeout)
+
+
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:
     """Stop this cluster's broker (SIGTERM, or SIGKILL when ``hard``), its link's proxy, then its ZooKeeper if
     it has one running (whatever version the cluster is described with). True if a broker was running."""

@@ -222,12 +222,16 @@ def log4j1_config() -> Path:
 def java_command(main_class: str, *args: str, heap: str = "1g", extra_jvm: tuple[str, ...] = (),
                  short_lived: bool = False, version: str | None = None, mm2: bool = False) -> list[str]:
     """The command line that runs a Kafka main class on the fetched classpath (of ``version``; default:
-    the pom's; ``mm2``: with that version's MirrorMaker 2). ``short_lived`` with quick_start(): QUICK_START_FLAGS instead of G1 and the full JIT."""
+    the pom's; ``mm2``: with that version's MirrorMaker 2). ``short_lived`` with quick_start(): QUICK_START_FLAGS instead of G1 and the full JIT.
+    The Kafka class archive (jvmarchive.py) is mapped when ``make setup`` built it."""
+    from eosmirror_tools.kit import jvmarchive
+
     tuning = QUICK_START_FLAGS if short_lived and quick_start() else ("-XX:+UseG1GC",)
     old_logging = (f"-Dlog4j.configuration=file:{log4j1_config()}",) if version and log4j1(version) else ()
-    return [java_binary(), f"-Xmx{heap}", *tuning, "-Djava.awt.headless=true",
+    lib = ensure_kafka_lib(version, mm2)
+    return [java_binary(), f"-Xmx{heap}", *tuning, *jvmarchive.java_options(lib, main_class), "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j_config()}", *old_logging, *extra_jvm,
-            "-cp", classpath(version, mm2), main_class, *args]
+            "-cp", str(lib / "*"), main_class, *args]
 
 
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
