@@ -376,30 +376,28 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
                 got = [r.value.decode() for r in read_all(target_conf, topic, k)]
                 assert got == [f"i{i}-{k}-{n}" for i in range(3) for n in range(3 + i)]   # "now" records not copied
 
-        # re-running a finished interval (clearing its tasks) copies nothing. (A cleared run of a backfill
-        # that is already complete is not picked up again by Airflow 3.3's scheduler, so the scheduled
-        # DAG's run is the one re-run here.)
-        middle = sorted(api.runs(sched_id), key=lambda r: r["logical_date"])[1]
-        before = result_of(sched_id, middle["dag_run_id"]).run_id
-        airflow_cli(state["env"], "tasks", "clear", sched_id, "--start-date", middle["logical_date"], "--end-date",
-                    middle["logical_date"], "--yes")
-        wait_for(lambda: getattr(reports.run_report(sched_id, middle["dag_run_id"]), "run_id", before) != before and
-                 any(r["dag_run_id"] == middle["dag_run_id"] and r["state"] == "success" for r in api.runs(sched_id)),
-                 240, "the cleared interval to run again", state, budget, seen=states)
-        again = result_of(sched_id, middle["dag_run_id"])
-        assert again.records == 0 and again.ok
-
-        # Disaster recovery through the REST API: the manual mirror's switchover DAG proves zero loss (its
-        # producers are idle); the mirror's next run and its promotion DAG are then refused, not retried.
-        # First the stopper's switchover, which stops right after its fence (an injected fault): no Asset event.
+        # Two mirrors' steps side by side (each waits mostly on the scheduler and a spark-submit):
+        # - re-running a finished interval (clearing its tasks) copies nothing. (A cleared run of a backfill
+        #   that is already complete is not picked up again by Airflow 3.3's scheduler, so the scheduled
+        #   DAG's run is the one re-run here.)
+        # - the stopper's switchover stops right after its fence (an injected fault): no Asset event;
+        # - the manual mirror's switchover DAG proves zero loss (its producers are idle) and its Asset event
+        #   runs the team's DAG; the mirror's next run and its promotion DAG are then refused, not retried.
         switch_id, promote_id = f"eosmirror_switchover__{manual}", f"eosmirror_promote__{manual}"
         stop_id = f"eosmirror_switchover__{af.stopper}"
         for dag_id in (switch_id, promote_id, stop_id, *af.repoint.values()):
             api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-        def run_state(dag_id, run_id):
-            return next((r["state"] for r in api.runs(dag_id) if r["dag_run_id"] == run_id), None)
+        def run_of(dag_id, run_id):
+            return next((r for r in api.runs(dag_id) if r["dag_run_id"] == run_id), {})
 
+        def run_state(dag_id, run_id):
+            return run_of(dag_id, run_id).get("state")
+
+        middle = sorted(api.runs(sched_id), key=lambda r: r["logical_date"])[1]
+        before = result_of(sched_id, middle["dag_run_id"]).run_id
+        airflow_cli(state["env"], "tasks", "clear", sched_id, "--start-date", middle["logical_date"], "--end-date",
+                    middle["logical_date"], "--yes")
         stopped = api.call("POST", f"/api/v2/dags/{stop_id}/dagRuns",
                            {"logical_date": None, "conf": {"quiet_seconds": 1, "wait_seconds": 30}})["dag_run_id"]
         wait_for(lambda: run_state(stop_id, stopped) in ("success", "failed"), 240, "the stopping switchover", state,
@@ -407,8 +405,22 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         stop_log = json.dumps(api.call("GET", f"/api/v2/dags/{stop_id}/dagRuns/{stopped}/taskInstances/switchover/logs/1"))
         assert run_state(stop_id, stopped) == "failed" and "injected fault after the step 'fence'" in stop_log, (
             stop_log[-2000:])
+        # after the stopper's end: an Asset event it had emitted would come before the manual mirror's
         switched = api.call("POST", f"/api/v2/dags/{switch_id}/dagRuns",
                             {"logical_date": None, "conf": {"quiet_seconds": 2, "wait_seconds": 60}})["dag_run_id"]
+
+        wait_for(lambda: getattr(reports.run_report(sched_id, middle["dag_run_id"]), "run_id", before) != before and
+                 any(r["dag_run_id"] == middle["dag_run_id"] and r["state"] == "success" for r in api.runs(sched_id)),
+                 240, "the cleared interval to run again", state, budget, seen=states)
+        again = result_of(sched_id, middle["dag_run_id"])
+        assert again.records == 0 and again.ok
+
+        # An unplanned promotion of the scheduled mirror (its re-run is done): its source answers, and the
+        # current hour's records ("now", one per partition) were never copied. Promoted, but the run fails,
+        # once, and says so. Started now; judged at the end.
+        lossy_id = f"eosmirror_promote__{scheduled}"
+        api.call("PATCH", f"/api/v2/dags/{lossy_id}", {"is_paused": False})
+        lossy = api.call("POST", f"/api/v2/dags/{lossy_id}/dagRuns", {"logical_date": None})["dag_run_id"]
 
         wait_for(lambda: run_state(switch_id, switched) in ("success", "failed"), 240, "the switchover DAG run", state,
                  budget, seen=lambda: run_state(switch_id, switched))
@@ -416,9 +428,16 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         outcome = report["value"] if isinstance(report["value"], dict) else json.loads(report["value"])
         assert run_state(switch_id, switched) == "success", outcome
         assert outcome["verdict"] == "zero loss: safe to switch" and outcome["recovery_seconds"] > 0, outcome
-        # The team's DAG scheduled on the Asset event runs once, handed the verdict; the stopper's never ran
-        # (the scheduler handled the later event, so an earlier one would have been handled too).
+        # The team's DAG scheduled on the Asset event runs once, handed the verdict; the stopper's never ran:
+        # the stopper's run ended before the manual one started, so the scheduler, which handled the later
+        # event, would have handled an earlier one too.
+        assert run_of(stop_id, stopped)["end_date"] < run_of(switch_id, switched)["end_date"], (
+            run_of(stop_id, stopped), run_of(switch_id, switched))
         repoint = af.repoint[manual]
+        # An Airflow 3 task cannot pause another DAG: the state refuses the mirror's next run at preflight, at
+        # once, and its promotion DAG (both triggered now, side by side with the hand-off DAG's run).
+        after = api.call("POST", f"/api/v2/dags/{manual_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+        refused = api.call("POST", f"/api/v2/dags/{promote_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         wait_for(lambda: [r["state"] for r in api.runs(repoint)] == ["success"], 180, "the hand-off DAG's run", state,
                  budget, seen=lambda: [(r["run_type"], r["state"]) for r in api.runs(repoint)])
         run = api.runs(repoint)[0]
@@ -429,15 +448,12 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
             f"eosmirror://{manual}/switched-over"], (run, events)
         assert (events[0]["extra"]["verdict"], events[0]["extra"]["mirror"]) == ("zero loss: safe to switch", manual)
         assert api.runs(af.repoint[af.stopper]) == [], "a switchover that stopped emitted its Asset event"
-        # An Airflow 3 task cannot pause another DAG: the state refuses the mirror's next run at preflight, at once.
-        after = api.call("POST", f"/api/v2/dags/{manual_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         wait_for(lambda: run_state(manual_id, after) in ("success", "failed"), 120, "the refused mirror run", state,
                  budget, seen=lambda: run_state(manual_id, after))
         pre = api.call("GET", f"/api/v2/dags/{manual_id}/dagRuns/{after}/taskInstances/preflight")
         assert (run_state(manual_id, after), pre["state"], pre["try_number"]) == ("failed", "failed", 1), pre
         pre_log = json.dumps(api.call("GET", f"/api/v2/dags/{manual_id}/dagRuns/{after}/taskInstances/preflight/logs/1"))
         assert "switched-over since" in pre_log and "refused" in pre_log, pre_log[-2000:]
-        refused = api.call("POST", f"/api/v2/dags/{promote_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         wait_for(lambda: run_state(promote_id, refused) in ("success", "failed"), 120, "the refused promotion", state,
                  budget, seen=lambda: run_state(promote_id, refused))
         ti = api.call("GET", f"/api/v2/dags/{promote_id}/dagRuns/{refused}/taskInstances/promote")
@@ -445,11 +461,6 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
         log_text = json.dumps(api.call("GET", f"/api/v2/dags/{promote_id}/dagRuns/{refused}/taskInstances/promote/logs/1"))
         assert "already switched-over" in log_text, log_text[-2000:]
 
-        # An unplanned promotion of the scheduled mirror: its source answers, and the current hour's records
-        # ("now", one per partition) were never copied. Promoted, but the run fails, once, and says so.
-        lossy_id = f"eosmirror_promote__{scheduled}"
-        api.call("PATCH", f"/api/v2/dags/{lossy_id}", {"is_paused": False})
-        lossy = api.call("POST", f"/api/v2/dags/{lossy_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         wait_for(lambda: run_state(lossy_id, lossy) in ("success", "failed"), 180, "the promotion DAG run", state,
                  budget, seen=lambda: run_state(lossy_id, lossy))
         ti = api.call("GET", f"/api/v2/dags/{lossy_id}/dagRuns/{lossy}/taskInstances/promote")
