@@ -4,6 +4,9 @@ librdkafka producer authenticated as the application principal ``User:app`` (iss
 - while mirrored, ``app`` may write the source topic and is refused on its target copy (ACL sync drops ALLOW
   WRITE); the run lists a planted wildcard grant among the target's writers, and ``target_guard: refuse``
   stops the run before it copies (exit 7);
+- ``eosmirror readiness`` names a LITERAL write grant of another principal on the mirrored target topic and a
+  READ ACL the source holds and the target lacks, each planted by the test: NOT READY, exit 9 (what the brokers
+  hold judged by Kafka's own AclCommand);
 - a switchover by a mirror without Alter on the target cluster completes with exit 6, naming the exact ACL
   to add and "producers cannot write yet"; once Alter is granted, the switchover again grants it and ``app``
   writes on the target;
@@ -20,6 +23,8 @@ Own secure clusters on ports 17520/27520 (+1 for their controllers)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -27,7 +32,8 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AclPermissionTyp
 
 from eosmirror import driver
 from eosmirror.core import writerights as rules
-from eosmirror.core.errors import EXIT_OTHER_WRITERS, EXIT_STEP_NOT_RUN
+from eosmirror.core.aclcopy import TopicAcl
+from eosmirror.core.errors import EXIT_NOT_READY, EXIT_OTHER_WRITERS, EXIT_STEP_NOT_RUN
 from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import promote, resume, reverse, switchover
 from eosmirror.driver.writerights import TargetGuardError
@@ -35,7 +41,19 @@ from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
 from tests import helpers
 from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, read_all
-from tests.support.security import GROUP, LITERAL, PREFIXED, TOPIC, TXN, Op, fresh_mirror, grant, run, secure_pair
+from tests.support.security import (
+    GROUP,
+    LITERAL,
+    PREFIXED,
+    TOPIC,
+    TXN,
+    Op,
+    fresh_mirror,
+    grant,
+    java_topic_acls,
+    run,
+    secure_pair,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -97,6 +115,51 @@ def app_write_acls(secure, side: str, topic: str) -> list:
     return sorted((b.operation.name, b.permission_type.name) for b in found)
 
 
+def readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path) -> None:
+    """`eosmirror readiness` on these brokers (issue #51 item 5): a LITERAL ALLOW WRITE of another principal on the
+    mirrored target topic and a READ ACL the source holds and the target lacks, each planted here (after the run
+    whose ACL sync would have copied the READ), make it NOT READY (exit 9), naming both; Kafka's AclCommand says
+    what the brokers hold. Both are taken away again."""
+    other = AclBinding(ResourceType.TOPIC, topic, LITERAL, "User:other", "*", Op.WRITE, AclPermissionType.ALLOW)
+    reader = AclBinding(ResourceType.TOPIC, topic, LITERAL, "User:reader", "*", Op.READ, AclPermissionType.ALLOW)
+    began = time.monotonic()
+    planted = {"target": other, "source": reader}
+    admins = {side: AdminClient(secure[side].client_config()) for side in planted}
+    for side, binding in planted.items():
+        for future in admins[side].create_acls([binding]).values():
+            future.result(30)
+    for side, binding in planted.items():
+        wait_for(f"the planted {binding.principal} grant to be listed on the {side}", lambda: (
+            bool(seen := admins[side].describe_acls(_filter(binding)).result(30)), seen), 15)
+    done = cli("readiness", name, "--config", str(mirrors_file(tmp_path / "mirrors.yaml", [raw])), "--json",
+               timeout=120)
+    held = java_topic_acls(secure, {"source": topic, "target": topic})
+    assert done.returncode == EXIT_NOT_READY, done.stdout[-3000:] + done.stderr[-3000:]
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert not [c for c in checks.values() if "could not be checked" in c["reason"]], checks
+    named = [w for w in checks["writers"]["figures"]["writers"] if w.startswith(f"User:other from host * can write "
+                                                                                 f"{topic} ")]
+    assert checks["writers"]["verdict"] == "not ready" and named, checks["writers"]
+    read_acl = TopicAcl(topic, "LITERAL", "User:reader", "*", "READ", "ALLOW")
+    assert checks["drift"]["verdict"] == "not ready", checks["drift"]
+    assert checks["drift"]["figures"]["missing_acls"] == [rules.shown(read_acl)], checks["drift"]
+    # what the brokers hold, as Kafka's own tool lists it
+    assert ("User:reader", "*", "READ", "ALLOW") in held["source"]
+    assert not [b for b in held["target"] if b[0] == "User:reader"], held["target"]
+    assert ("User:other", "*", "WRITE", "ALLOW") in held["target"]
+    assert not [b for b in held["source"] if b[0] == "User:other"], held["source"]
+    for side, binding in planted.items():
+        for future in admins[side].delete_acls([_filter(binding)]).values():
+            future.result(30)
+    print(f"readiness on SASL brokers (plant, the CLI, AclCommand on both sides, clean up): "
+          f"{time.monotonic() - began:.1f} s")
+
+
+def _filter(b: AclBinding) -> AclBindingFilter:
+    return AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                            b.permission_type)
+
+
 def final_run(m):
     def once():
         mirror_run = driver.MirrorRun(m, driver.RunOptions(final_of_switchover=True))
@@ -108,8 +171,8 @@ def steps(outcome) -> dict[str, tuple[str, float]]:
     return {s.name: (s.status, s.seconds) for s in outcome.run.steps}
 
 
-def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeypatch):
-    name, topic, m, _ = fresh_mirror(secure, monkeypatch, sync_topic_acls=True)
+def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeypatch, tmp_path):
+    name, topic, m, raw = fresh_mirror(secure, monkeypatch, sync_topic_acls=True)
     source_admin, target_admin = (AdminClient(secure[s].client_config()) for s in ("source", "target"))
     intruder = AclBinding(ResourceType.TOPIC, "*", LITERAL, "User:intruder", "*", Op.WRITE, AclPermissionType.ALLOW)
     for admin, binding in ((source_admin, app_acl(topic)), (target_admin, intruder)):
@@ -128,6 +191,7 @@ def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeyp
     assert not [w for w in first["writers"] if "User:app" in w or "User:mirror" in w], first["writers"]
     assert write_as_app(secure, "source", topic) == "written"
     assert write_as_app(secure, "target", topic) == "TOPIC_AUTHORIZATION_FAILED"
+    readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path)
     with pytest.raises(TargetGuardError, match="User:intruder") as refused:
         run(dataclasses.replace(m, target_guard="refuse"))
     assert refused.value.exit_code == EXIT_OTHER_WRITERS and "Nothing was copied" in str(refused.value)
