@@ -15,6 +15,8 @@ librdkafka producer authenticated as the application principal ``User:app`` (iss
   grant from the target (refused there again);
 - a promotion of a prefix-named mirror turns a PREFIXED source grant into a LITERAL write on the renamed
   target topic, and nothing broader;
+- a promotion whose source does not answer (its address a closed port) grants what the latest recorded readiness
+  report staged (the report's age said), and ``app`` writes on the target;
 - on brokers without an authorizer (the default test clusters) the run says every principal can write, and
   ``target_guard: refuse`` refuses the run (exit 7) before it copies.
 
@@ -31,11 +33,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AclBinding, AclBindingFilter, AclPermissionType, AdminClient, ResourceType
 
 from eosmirror import driver
+from eosmirror.core import readiness as readiness_rules
 from eosmirror.core import writerights as rules
 from eosmirror.core.aclcopy import TopicAcl
-from eosmirror.core.errors import EXIT_NOT_READY, EXIT_OTHER_WRITERS, EXIT_STEP_NOT_RUN
+from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_NOT_READY, EXIT_OTHER_WRITERS, EXIT_STEP_NOT_RUN
 from eosmirror.core.mirrorstate import Phase
-from eosmirror.driver import promote, resume, reverse, switchover
+from eosmirror.driver import promote, readiness, resume, reverse, switchover
 from eosmirror.driver.writerights import TargetGuardError
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
@@ -290,6 +293,49 @@ def test_a_promotion_grants_a_prefixed_source_grant_as_literal_writes_on_the_ren
         ResourceType.TOPIC, None, PREFIXED, "User:app", None, Op.ANY, AclPermissionType.ANY)).result(30)
     assert found == []
     assert [c.acl.topic for c in promoted.state.rights] == [renamed]
+
+
+def test_a_promotion_with_the_source_gone_grants_what_the_latest_readiness_report_staged(secure, monkeypatch):
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch, sync_topic_acls=True)
+    grant(secure, mirror_rights(alter_on_target=True))
+    source_admin = AdminClient(secure["source"].client_config())
+    for future in source_admin.create_acls([app_acl(topic)]).values():
+        future.result(30)
+    assert run(m)["status"] == "ok"
+    recorded = readiness.report(m, record=True)         # the readiness DAG's daily report, while the source answers
+    staged = {c.name: c for c in recorded.checks}["drift"].figures[readiness_rules.STAGED_FIGURE]
+    assert staged == [rules.acl_dict(TopicAcl(topic, "LITERAL", "User:app", "*", "WRITE", "ALLOW"))], staged
+    assert write_as_app(secure, "target", topic) == "TOPIC_AUTHORIZATION_FAILED"
+
+    # The source gone for the promotion: its address a closed port (the same path as a dead broker: the
+    # promotion's one question to the source is refused, and nothing more is asked of it).
+    closed = closed_port()
+    gone = dataclasses.replace(m, source=dataclasses.replace(m.source, config={
+        **dict(m.source.config or {}), "bootstrap.servers": f"127.0.0.1:{closed}"}))
+    promoted = promote.promote(gone, source_budget_s=4)
+    assert not promoted.source_answered and promoted.state.phase is Phase.PROMOTED, promoted.as_dict()
+    # every step ran (the write rights too); 5 only says the source's ends were never observed (no lag sample)
+    assert promoted.as_dict()["not_run"] == [] and steps(promoted)[rules.GRANT_STEP][0] == "ran", promoted.as_dict()
+    assert promoted.exit_code == (EXIT_MAY_HAVE_LOST if promoted.loss.unobserved else 0), promoted.as_dict()
+    assert promoted.rights is not None
+    said, added = promoted.rights.lines
+    assert said.startswith("the source did not answer: granting the 1 WRITE ACL(s) the readiness report of "), said
+    assert added == (f"added: principal User:app, host *, operation WRITE, permission ALLOW, resource TOPIC "
+                     f"'{topic}', pattern LITERAL"), promoted.rights.lines
+    print(f"promote with the source gone: write-rights step {steps(promoted)[rules.GRANT_STEP][1]} s, promotion "
+          f"{promoted.recovery_seconds} s")
+    may_write(secure, "target", topic)
+    assert [(c.action, c.acl.principal, c.acl.topic) for c in promoted.state.rights] == [
+        (rules.GRANTED, "User:app", topic)]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: one the kernel just gave out, closed again unlistened."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_without_an_authorizer_a_run_says_everyone_can_write_and_target_guard_refuse_refuses(

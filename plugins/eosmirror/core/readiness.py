@@ -13,11 +13,13 @@ from typing import Any, Iterable, Mapping
 
 from eosmirror.core import lag
 from eosmirror.core.aclcopy import TopicAcl
-from eosmirror.core.writerights import shown
+from eosmirror.core.writerights import acl_dict, shown
 
 OK, WARN, NOT_READY = "ok", "warn", "not ready"
 READY_VERDICT, NOT_READY_VERDICT = "READY", "NOT READY"
 REPORT_KEY = b"readiness"     # its records' key on the mirror's lag topic (kafka/lagstore.py)
+STAGED_FIGURE = "staged_write_grants"   # the drift check's grants as ACL fields: a promotion whose source is gone
+#                                         grants them (core/stagedrights.py)
 FORMAT_VERSION = 1
 
 
@@ -125,11 +127,12 @@ class TopicDrift:
 
 
 def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicAcl] = (),
-                staged_writes: Iterable[TopicAcl] = (), acl_note: str = "") -> Check:
+                staged_writes: Iterable[TopicAcl] | None = None, acl_note: str = "") -> Check:
     """Configuration drift between source and target: a target topic missing or with fewer partitions, a
     synced config that differs, a READ (or other non-WRITE) ACL the topic ACL sync would copy that the target
     lacks: not ready (the producers or consumers that move would find another topic). More target partitions
-    than source ones warn (they stay unused). The WRITE grants the switch will make are listed (figures)."""
+    than source ones warn (they stay unused). The WRITE grants the switch will make are listed (figures; as
+    ACL fields too, ``STAGED_FIGURE``, when the source's ACLs were read: None = not read)."""
     problems: list[str] = []
     notes: list[str] = []
     figures: dict[str, Any] = {"topics": 0, "partitions": {}, "configs": {}}
@@ -148,8 +151,10 @@ def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicA
             problems.append(f"{t.target}: " + ", ".join(f"{k} {s} on the source, {d} on the target"
                                                         for k, (s, d) in sorted(t.configs.items())))
     missing = [shown(a) for a in missing_read_acls]
-    staged = [shown(a) for a in staged_writes]
+    staged = [shown(a) for a in staged_writes or ()]
     figures["missing_acls"], figures["staged_write_acls"] = missing, staged
+    if staged_writes is not None:
+        figures[STAGED_FIGURE] = [acl_dict(a) for a in staged_writes]
     if missing:
         problems.append(f"{len(missing)} ACL(s) of the source missing on the target: " + "; ".join(missing))
     if acl_note:

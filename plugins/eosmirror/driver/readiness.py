@@ -94,7 +94,7 @@ def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[An
                               if p.target in existing else {})
              for p in pairs]
     missing: list[TopicAcl] = []
-    staged: list[TopicAcl] = []
+    staged: list[TopicAcl] | None = None
     note = ""
     if mirror.sync_topic_acls:
         try:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 from eosmirror.core import writerights as rules
 from eosmirror.core.aclcopy import TopicAcl
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, TargetGuardError
+from eosmirror.core.stagedrights import Staged
 from eosmirror.core.writerights import CANNOT_WRITE_YET, RightsChange
 from eosmirror.driver import acls
 from eosmirror.driver.acls import NoAuthorizerError
@@ -47,9 +48,10 @@ class Rights:
     def as_dict(self) -> dict[str, Any]:
         return {"lines": self.lines, "changes": [c.as_dict() for c in self.changes]}
 
-    def grant_on_target(self, source: Cluster, target: Cluster, target_of: dict[str, str]) -> None:
+    def grant_on_target(self, source: Cluster, target: Cluster, target_of: dict[str, str],
+                        own: Iterable[str] = ()) -> None:
         """Switchover and promote: every principal that can write a mirrored topic on the source gets ALLOW WRITE
-        on its target copy."""
+        on its target copy (``own``: the mirror's principals, default those of its SASL usernames)."""
         target_acls = self._acls_or_none(target)
         if target_acls is None:
             self.lines.append(f"the target ({target.label}) has no authorizer: every principal can write its "
@@ -63,7 +65,19 @@ class Rights:
                 f"the target has one: {CANNOT_WRITE_YET}. Grant each producer principal ALLOW WRITE (host *, "
                 f"pattern LITERAL) on the target topics {', '.join(sorted(target_of.values()))}") from None
         self._readable(source, source_acls)
-        wanted = rules.grants(source_acls, target_of, _own(source, target))
+        self._grant(target, target_acls, rules.grants(source_acls, target_of, own or _own(source, target)))
+
+    def grant_staged(self, target: Cluster, staged: Staged) -> None:
+        """Promote with a silent source: the grants the latest readiness report staged (core/stagedrights.py)."""
+        target_acls = self._acls_or_none(target)
+        if target_acls is None:
+            self.lines.append(f"the target ({target.label}) has no authorizer: every principal can write its "
+                              f"topics; no write right to move")
+            return
+        self.lines.append(staged.said())
+        self._grant(target, target_acls, list(staged.acls))
+
+    def _grant(self, target: Cluster, target_acls: list[TopicAcl], wanted: list[TopicAcl]) -> None:
         self.changes = [RightsChange(rules.NEW_PRIMARY, rules.GRANTED, a) for a in wanted]
         if not wanted:
             self.lines.append("no principal but the mirror can write the mirrored topics on the source: nothing to "
