@@ -7,6 +7,8 @@ librdkafka producer authenticated as the application principal ``User:app`` (iss
 - ``eosmirror readiness`` names a LITERAL write grant of another principal on the mirrored target topic and a
   READ ACL the source holds and the target lacks, each planted by the test: NOT READY, exit 9 (what the brokers
   hold judged by Kafka's own AclCommand);
+- with DescribeConfigs on the target cluster, the brokers' ``super.users`` are listed as writers no ACL stops
+  (Kafka hides its value: said so), and ``target_guard: refuse`` copies all the same;
 - a switchover by a mirror without Alter on the target cluster completes with exit 6, naming the exact ACL
   to add and "producers cannot write yet"; once Alter is granted, the switchover again grants it and ``app``
   writes on the target;
@@ -118,11 +120,13 @@ def app_write_acls(secure, side: str, topic: str) -> list:
     return sorted((b.operation.name, b.permission_type.name) for b in found)
 
 
-def readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path) -> None:
+def readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path) -> str:
     """`eosmirror readiness` on these brokers (issue #51 item 5): a LITERAL ALLOW WRITE of another principal on the
     mirrored target topic and a READ ACL the source holds and the target lacks, each planted here (after the run
     whose ACL sync would have copied the READ), make it NOT READY (exit 9), naming both; Kafka's AclCommand says
-    what the brokers hold. Both are taken away again."""
+    what the brokers hold. Both are taken away again. With DescribeConfigs on the target cluster (granted here,
+    kept), the brokers' super users are named too, as writers no ACL stops: that line is returned."""
+    grant(secure, [("target", CLUSTER, "kafka-cluster", LITERAL, Op.DESCRIBE_CONFIGS, "")])
     other = AclBinding(ResourceType.TOPIC, topic, LITERAL, "User:other", "*", Op.WRITE, AclPermissionType.ALLOW)
     reader = AclBinding(ResourceType.TOPIC, topic, LITERAL, "User:reader", "*", Op.READ, AclPermissionType.ALLOW)
     began = time.monotonic()
@@ -143,6 +147,10 @@ def readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, to
     named = [w for w in checks["writers"]["figures"]["writers"] if w.startswith(f"User:other from host * can write "
                                                                                  f"{topic} ")]
     assert checks["writers"]["verdict"] == "not ready" and named, checks["writers"]
+    # Kafka 4.3 reports super.users (set: User:admin;User:ANONYMOUS) with its value hidden: said so
+    (supers,) = checks["writers"]["figures"]["super_users"]
+    assert supers.startswith("the super users of super.users on broker(s) 1 (set, its value hidden") and \
+        "ACLs cannot stop them" in supers, checks["writers"]
     read_acl = TopicAcl(topic, "LITERAL", "User:reader", "*", "READ", "ALLOW")
     assert checks["drift"]["verdict"] == "not ready", checks["drift"]
     assert checks["drift"]["figures"]["missing_acls"] == [rules.shown(read_acl)], checks["drift"]
@@ -156,6 +164,7 @@ def readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, to
             future.result(30)
     print(f"readiness on SASL brokers (plant, the CLI, AclCommand on both sides, clean up): "
           f"{time.monotonic() - began:.1f} s")
+    return supers
 
 
 def _filter(b: AclBinding) -> AclBindingFilter:
@@ -194,15 +203,20 @@ def test_write_rights_move_with_the_switch_and_others_are_listed(secure, monkeyp
     assert not [w for w in first["writers"] if "User:app" in w or "User:mirror" in w], first["writers"]
     assert write_as_app(secure, "source", topic) == "written"
     assert write_as_app(secure, "target", topic) == "TOPIC_AUTHORIZATION_FAILED"
-    readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path)
+    supers = readiness_names_the_planted_writer_and_the_missing_read_acl(secure, name, topic, raw, tmp_path)
     with pytest.raises(TargetGuardError, match="User:intruder") as refused:
         run(dataclasses.replace(m, target_guard="refuse"))
     assert refused.value.exit_code == EXIT_OTHER_WRITERS and "Nothing was copied" in str(refused.value)
+    assert "super user" not in str(refused.value)
     target_admin.delete_acls([AclBindingFilter(intruder.restype, intruder.name, intruder.resource_pattern_type,
                                                intruder.principal, intruder.host, intruder.operation,
                                                intruder.permission_type)])
     wait_for("the intruder's grant to be gone from the run's writers", lambda: (
-        not (seen := driver.MirrorRun(m).plan().writers), seen), 20)
+        not (seen := [w for w in driver.MirrorRun(m).plan().writers if "intruder" in w]), seen), 20)
+    # Only the super users are left: listed, never refused (target_guard: refuse copies).
+    calm = run(dataclasses.replace(m, target_guard="refuse"))
+    assert calm["status"] == "ok" and calm["writers"] == [supers], calm
+    print(f"target guard step with ACLs and super.users read: {calm['steps']['target guard']} s")
 
     # A switchover without Alter on the target cluster: zero loss, but no bare "safe": exit 6 and the ACL to add.
     wrote = write_as_app(secure, "source", topic)     # the last application record before the switch

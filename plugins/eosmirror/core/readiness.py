@@ -101,17 +101,23 @@ def foreign_check(lines: list[str], summary: str) -> Check:
     return Check("foreign", OK, summary)
 
 
-def writers_check(writers: list[str], everyone: list[str], unknown: str) -> Check:
+def writers_check(writers: list[str], everyone: list[str], unknown: str, super_users: Iterable[str] = (),
+                  super_unknown: str = "") -> Check:
     """Who but the mirror can write its target topics (driver/writerights.target_writers). A named grant to
     another principal is a split brain waiting to happen: not ready. Brokers without an authorizer (or
     ``allow.everyone.if.no.acl.found``) let anyone write, and nothing grants it: a warning, as is a listing
-    that could not be read."""
-    figures = {"writers": writers, "everyone": everyone, "unknown": unknown}
+    that could not be read. Super users (``super.users``) can write whatever the ACLs say: a warning naming
+    them (operators hold them; they are listed so that nobody takes the ACLs for the whole answer)."""
+    supers = list(super_users)
+    figures = {"writers": writers, "everyone": everyone, "unknown": unknown, "super_users": supers,
+               "super_users_unknown": super_unknown}
+    others = supers + ([f"super users not listed: {super_unknown}"] if super_unknown else [])
     if writers:
         return Check("writers", NOT_READY, f"{len(writers)} grant(s) let others write the mirrored target topics: "
-                     + "; ".join(writers), figures)
-    if everyone or unknown:
-        return Check("writers", WARN, "; ".join(everyone + ([f"cannot tell: {unknown}"] if unknown else [])), figures)
+                     + "; ".join(writers + others), figures)
+    if everyone or unknown or others:
+        return Check("writers", WARN, "; ".join(everyone + ([f"cannot tell: {unknown}"] if unknown else []) + others),
+                     figures)
     return Check("writers", OK, "only the mirror can write the mirrored target topics", figures)
 
 

@@ -253,7 +253,7 @@ def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], 
         within(lambda: rights.grant_staged(target, found), budget_s * 3, f"the write rights of {mirror.name}")
         return
     source = Cluster.resolve("source", mirror.source, mirror.name)
-    within(lambda: rights.grant_on_target(source, target, target_of), budget_s * 3,
+    within(lambda: rights.grant_on_target(source, target, target_of, mirror.mirror_principals), budget_s * 3,
            f"the write rights of {mirror.name}")
 
 

@@ -57,7 +57,7 @@ def report(mirror: MirrorConfig, clusters: Clusters | None = None, now_ms: int |
               guarded("lag", lambda: rules.lag_check(lag_driver.report(mirror, now_ms, clusters=clusters)))]
     if pairs:
         checks += [guarded("foreign", lambda: _foreign(mirror, target)),
-                   guarded("writers", lambda: _writers(target, [p.target for p in pairs])),
+                   guarded("writers", lambda: _writers(mirror, target, [p.target for p in pairs])),
                    guarded("drift", lambda: drift(mirror, source, target, pairs))]
     checks += [guarded("groups", lambda: _groups(mirror, source)),
                guarded("verify", lambda: _verify(mirror) if run_verify else _last_verify(mirror, target, now_ms)),
@@ -76,9 +76,10 @@ def _foreign(mirror: MirrorConfig, target: Cluster) -> rules.Check:
     return rules.foreign_check([r.line() for r in found.foreign], found.summary())
 
 
-def _writers(target: Cluster, target_topics: list[str]) -> rules.Check:
-    found = writerights.target_writers(target, target_topics)
-    return rules.writers_check([w.line() for w in found.writers], found.everyone, found.unknown)
+def _writers(mirror: MirrorConfig, target: Cluster, target_topics: list[str]) -> rules.Check:
+    found = writerights.target_writers(target, target_topics, mirror.mirror_principals)
+    return rules.writers_check([w.line() for w in found.writers], found.everyone, found.unknown, found.super_users,
+                               found.super_unknown)
 
 
 def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[Any]) -> rules.Check:
@@ -103,7 +104,7 @@ def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[An
             target_of = {p.source: p.target for p in pairs}
             wanted, _ = to_target(source_acls, target_of)
             missing = [a for a in wanted if a not in target_acls]
-            own = [p for p in (rights_rules.principal_of(c.settings) for c in (source, target)) if p]
+            own = rights_rules.own_principals(mirror.mirror_principals, source.settings, target.settings)
             staged = rights_rules.grants(source_acls, target_of, own)
         except acls.NoAuthorizerError as exc:
             note = f"topic ACLs not compared: {exc}"
