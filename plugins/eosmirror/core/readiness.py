@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from eosmirror.core import lag
+from eosmirror.core import groupfailover, lag
 from eosmirror.core.aclcopy import TopicAcl
 from eosmirror.core.writerights import acl_dict, shown
 
@@ -198,6 +198,44 @@ def groups_check(source_groups: Iterable[str], covered: Iterable[str], own: Iter
     return Check("groups", OK, f"{len(moved)} source group(s), all covered by the group sync", figures)
 
 
+def groups_behind(planned: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """From the group sync's plan (dry run, failover direction: ``driver/groups.move_groups``), per covered group
+    whose target commit is behind what its source commit translates to through the offset map: the partitions
+    behind, by how many target offsets (records and transaction markers), and the partitions with no commit on
+    the target at all. A group active on the target, a commit ahead (rewind) or one that cannot be translated
+    exactly is not counted here (the dry run's ``left`` names those)."""
+    out: dict[str, dict[str, int]] = {}
+    for g in planned:
+        if g.get("skipped"):
+            continue
+        behind = offsets = missing = 0
+        for p in g.get("partitions", ()):
+            if p.get("outcome") != groupfailover.EXACT or p.get("decision") != groupfailover.WRITE:
+                continue
+            if p.get("current") is None:
+                missing += 1
+            elif p["new_offset"] > p["current"]:
+                behind, offsets = behind + 1, offsets + p["new_offset"] - p["current"]
+        if behind or missing:
+            out[str(g["group"])] = {"partitions": behind, "offsets": offsets, "no_target_commit": missing}
+    return out
+
+
+def group_sync_check(behind: Mapping[str, Mapping[str, int]], planned: int) -> Check:
+    """Covered groups the group sync has not moved since they last committed on the source: after a switch they
+    would re-read from their older target commit (duplicates to the application) or, with none, start from their
+    ``auto.offset.reset``. A warning (the next group sync, and the switchover's own, moves them), naming each."""
+    figures = {"groups_planned": planned, "behind": {g: dict(v) for g, v in sorted(behind.items())}}
+    if not behind:
+        return Check("group sync", OK, f"{planned} covered group(s): each target commit is where its source commit "
+                     f"translates to", figures)
+    said = [f"{g} ({v['offsets']} offset(s) behind on {v['partitions']} partition(s)"
+            + (f", no target commit on {v['no_target_commit']}" if v["no_target_commit"] else "") + ")"
+            for g, v in sorted(behind.items())]
+    return Check("group sync", WARN, f"{len(behind)} covered group(s) behind their source commits (the group sync has "
+                 f"not moved them since): " + "; ".join(said[:10]), figures)
+
+
 def verify_check(done: bool, partitions: int = 0, records: int = 0, bad: Iterable[str] = (),
                  incomplete: Iterable[str] = ()) -> Check:
     """The record-by-record verify (run by the report with ``--verify``, else the last one recorded:
@@ -266,6 +304,7 @@ class DryRun:
     never_copied: tuple[str, ...] = ()        # partitions with source records and no progress
     group_problems: tuple[str, ...] = ()      # the group sync's plan: groups it would leave partly unmoved
     groups_planned: int = 0
+    groups_behind: Mapping[str, Mapping[str, int]] | None = None   # groups_behind of that plan (None: no plan)
     rights_note: str = ""                     # why the write rights step would not run ("" when it would)
     open_transactions: tuple[str, ...] = ()   # target partitions an open transaction holds (the fence waits)
     step_seconds: Mapping[str, float] = field(default_factory=dict)   # the measured read-only steps

@@ -59,9 +59,17 @@ def report(mirror: MirrorConfig, clusters: Clusters | None = None, now_ms: int |
         checks += [guarded("foreign", lambda: _foreign(mirror, target)),
                    guarded("writers", lambda: _writers(mirror, target, [p.target for p in pairs])),
                    guarded("drift", lambda: drift(mirror, source, target, pairs))]
+    dry: list[rules.DryRun] = []
+
+    def switchover() -> rules.Check:
+        dry.append(dry_run(mirror, source, target, pairs))
+        return rules.dry_run_check(dry[0])
+
     checks += [guarded("groups", lambda: _groups(mirror, source)),
                guarded("verify", lambda: _verify(mirror) if run_verify else _last_verify(mirror, target, now_ms)),
-               guarded("switchover", lambda: rules.dry_run_check(dry_run(mirror, source, target, pairs)))]
+               guarded("switchover", switchover)]
+    if dry and dry[0].groups_behind is not None:      # the dry run planned the group sync: how far behind it is
+        checks.append(rules.group_sync_check(dry[0].groups_behind, dry[0].groups_planned))
     result = rules.Report(mirror.name, now_ms, tuple(checks))
     if record:
         lagstore.ensure_topic(target, mirror.name, mirror.lag.history_days, mirror.target_replication_factor)
@@ -171,16 +179,17 @@ def dry_run(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[
             continue
         to_copy += max(0, ends[(t, k)] - done.offset)
     problems: list[str] = []
-    planned = 0
+    planned, behind = 0, None
     if mirror.groups is not None:
         plan = step("group sync (plan)", lambda: groups.move_groups(mirror, groups.GroupMoveOptions(dry_run=True)))
-        planned = len(plan["groups"])
+        planned, behind = len(plan["groups"]), rules.groups_behind(plan["groups"])
         problems = [f"{g['group']}: {len(g['left'])} partition(s)" for g in plan["groups"] if g.get("left")]
     rights_note = ""
     if mirror.sync_topic_acls and pairs:
         rights_note = step("write rights (plan)", lambda: _rights_note(target))
     return rules.DryRun(refused=refused, state=current.phase.value, to_copy=to_copy, never_copied=tuple(never),
-                        group_problems=tuple(problems), open_transactions=tuple(f"{t}[{k}]" for t, k in sorted(held)), groups_planned=planned, rights_note=rights_note,
+                        group_problems=tuple(problems), open_transactions=tuple(f"{t}[{k}]" for t, k in sorted(held)),
+                        groups_planned=planned, groups_behind=behind, rights_note=rights_note,
                         step_seconds=timed, last_run_seconds=_last_run_seconds(mirror, target),
                         quiet_seconds=options.quiet_s)
 
