@@ -39,14 +39,15 @@ def test_a_bad_param_fails_preflight_at_once_and_is_not_retried(source_conf, uni
     print(f"bad Param {conf}: failed in {took:.1f} s")
 
 
-def test_an_until_that_is_no_timestamp_is_refused_at_trigger(unique, tmp_path, monkeypatch, source_conf):
+@pytest.mark.parametrize("conf", [{"until": "yesterday"}, {"accept_foreign": "yes"}])
+def test_a_param_of_the_wrong_form_is_refused_at_trigger(unique, tmp_path, monkeypatch, source_conf, conf):
     from airflow.sdk.exceptions import ParamValidationError
 
     topic = create_topic(source_conf, unique("bu"), 1)
     name = unique("m")
     use_mirrors(tmp_path, monkeypatch, {**mirror_def(name, [topic]), "airflow": {"schedule": None}})
-    with pytest.raises(ParamValidationError, match="until"):
-        run_dag(f"eosmirror__{name}", run_conf={"until": "yesterday"})
+    with pytest.raises(ParamValidationError, match=next(iter(conf))):
+        run_dag(f"eosmirror__{name}", run_conf=conf)
 
 
 def test_a_dry_run_shows_its_plan_in_xcom(source_conf, unique, tmp_path, monkeypatch):

@@ -54,7 +54,7 @@ def test_mirror_dags_use_a_data_interval_timetable_and_validated_params(dagbag):
     for name in config.load().names():
         dag = dagbag.get_dag(dags.mirror_dag_id(name))
         assert isinstance(dag.timetable, CronDataIntervalTimetable)
-        assert set(dag.params.keys()) == {"until", "max_records_per_partition", "topics", "dry_run"}
+        assert set(dag.params.keys()) == {"until", "max_records_per_partition", "topics", "dry_run", "accept_foreign"}
         assert dag.task_dict["preflight"].downstream_task_ids == {"copy"}
         assert dag.task_dict["copy"].downstream_task_ids == {"publish"}
 
@@ -90,7 +90,7 @@ def test_optional_run_params_are_not_marked_required_in_the_trigger_form(dagbag)
     # Param has a default meaning "the mirror's own setting", so none of them may show as required.
     for name in config.load().names():
         params = dagbag.get_dag(dags.mirror_dag_id(name)).params
-        for key in ("until", "max_records_per_partition", "topics", "dry_run"):
+        for key in ("until", "max_records_per_partition", "topics", "dry_run", "accept_foreign"):
             schema_type = params.get_param(key).schema["type"]
             assert isinstance(schema_type, list) and "null" in schema_type, (name, key, schema_type)
 

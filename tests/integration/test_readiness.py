@@ -1,7 +1,9 @@
 """The readiness report against the real local clusters (#51 item 4): READY after a run; an uncovered source
 group named; NOT READY by lag, by a topic config changed on the source, by partitions added to the source, each
 figure judged against Kafka's own tools; the switchover dry run writes nothing (the state topic's end, the state record and the audit unchanged);
-the report's history on the lag topic; the CLI's exit code 9."""
+the report's history on the lag topic; the CLI's exit code 9; a covered group whose target commit is behind its
+translated source commit warns with the offsets the next group sync moves it (target commits read by Kafka's
+consumer)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 from eosmirror.airflow import lagrender, readinesstasks
 from eosmirror.core import naming
 from eosmirror.core import readiness as rules
-from eosmirror.driver import readiness
+from eosmirror.driver import groups, readiness
 from eosmirror.kafka import lagstore, state
 from tests.helpers import cli, create_topic, mirror, producer, run, seed_sequence, write_mirror_file
 from tests.support.java import java_end_offsets, java_partition_count
@@ -22,6 +24,18 @@ pytestmark = pytest.mark.integration
 
 def checks(found: rules.Report) -> dict[str, rules.Check]:
     return {c.name: c for c in found.checks}
+
+
+def target_commit(conf, group: str, topic: str) -> int | None:
+    """The group's committed offset of ``topic`` partition 0, as Kafka's consumer reads it (None: no commit)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    try:
+        (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+    finally:
+        consumer.close()
+    return found.offset if found.offset >= 0 else None
 
 
 def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and_the_dry_run_writes_nothing(
@@ -63,13 +77,34 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     uncovered = checks(readiness.report(m))["groups"]
     assert uncovered.verdict == rules.WARN and app_group in uncovered.figures["uncovered"], uncovered
     covering = mirror(m.name, [topic], max_lag_seconds=60, groups={"include": [app_group]})
-    covered = checks(readiness.report(covering))["groups"]
+    covering_report = readiness.report(covering)
+    covered = checks(covering_report)["groups"]
     assert app_group in covered.figures["covered"] and app_group not in covered.figures["uncovered"], covered
 
     # The dry run wrote nothing: the state topic's end (Kafka's GetOffsetShell), the record and the audit.
     assert java_end_offsets(target_conf, state_topic) == state_end
     assert state.read_mirror_state(target_cluster, m.name, m.progress_group) == before
     assert state.read_audit(target_cluster, m.name, m.progress_group) == audit
+
+    # A covered group the group sync has not moved since it committed: none of its commit on the target yet (as
+    # Kafka's consumer reads it); moved by a group sync: in step; a newer source commit: behind by exactly what
+    # the next group sync then moves it (both target commits read by Kafka's consumer).
+    stale = checks(covering_report)["group sync"]
+    assert stale.verdict == rules.WARN and stale.figures["behind"] == {
+        app_group: {"partitions": 0, "offsets": 0, "no_target_commit": 1}}, stale
+    assert target_commit(target_conf, app_group, topic) is None
+    groups.move_groups(covering, groups.GroupMoveOptions())
+    moved = target_commit(target_conf, app_group, topic)
+    assert moved is not None and checks(readiness.report(covering))["group sync"].verdict == rules.OK
+    consumer = Consumer({**source_conf, "group.id": app_group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 15)], asynchronous=False)
+    consumer.close()
+    behind = checks(readiness.report(covering))["group sync"]
+    groups.move_groups(covering, groups.GroupMoveOptions())
+    later = target_commit(target_conf, app_group, topic)
+    assert later is not None and later > moved
+    assert behind.verdict == rules.WARN and behind.figures["behind"] == {
+        app_group: {"partitions": 1, "offsets": later - moved, "no_target_commit": 0}}, behind
 
     # Lag: 15 more records, judged two minutes on (the evaluation's clock is injected): over the 60 s SLO.
     ends = java_end_offsets(source_conf, topic)

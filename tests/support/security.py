@@ -143,3 +143,35 @@ def fresh_mirror(secure, monkeypatch, **fields):
 def run(m):
     mirror_run = driver.MirrorRun(m)
     return mirror_run.execute(mirror_run.prepare(), driver.run_in_process).to_dict()
+
+
+def java_topic_acls(secure, topics: dict[str, str]) -> dict[str, set[tuple[str, str, str, str]]]:
+    """Kafka's own AclCommand (``kafka-acls.sh --list --topic``, as the admin super user) on each side in
+    ``topics`` (side -> topic), run side by side: the LITERAL bindings the brokers hold on that topic, as
+    (principal, host, operation, permission)."""
+    import os
+    import subprocess
+    import tempfile
+
+    from eosmirror_tools.kit import runtime
+
+    started = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for side, topic in topics.items():
+            path = os.path.join(folder, f"{side}.properties")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                          f'username="admin" password="{PASSWORDS["admin"]}";\n')
+            command = runtime.java_command("org.apache.kafka.tools.AclCommand", "--bootstrap-server",
+                                           secure[side].bootstrap, "--command-config", path, "--list", "--topic",
+                                           topic, heap="256m", short_lived=True)
+            started[side] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        found = {}
+        for side, child in started.items():
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, f"AclCommand on the {side} exited {child.returncode}: {err[-1500:]}"
+            found[side] = set(re.findall(r"\(principal=([^,]+), host=([^,]+), operation=(\w+), permissionType=(\w+)\)",
+                                         out))
+    return found

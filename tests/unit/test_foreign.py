@@ -108,3 +108,39 @@ def test_a_sample_keeps_its_foreign_records_and_older_samples_read_as_none():
     assert (decoded.partitions[1].foreign, decoded.partitions[1].foreign_at) == (0, None)
     old = b'{"v":1,"m":"m","t":5,"ok":null,"run":null,"p":[["orders",3,50,50,50,0,null,null]]}'
     assert lag.MirrorSample.decode(old).partitions[0].foreign == 0
+
+
+def test_the_accept_foreign_param_reaches_that_run_only_and_is_validated():
+    """The mirror DAG's manual Param ``accept_foreign`` (default false) becomes ``--accept-foreign`` of that run's
+    job (spark-submit or the run server: the CLI's spark-submit and server paths pass the flag on too) and the
+    preflight's options; a value that is no boolean is refused like the other Params."""
+    import logging
+    from types import SimpleNamespace
+
+    import pytest
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from eosmirror.airflow import copytask, tasks
+    from eosmirror.airflow.dags import build_mirror_dag
+    from eosmirror.spark import job, serverclient, submit
+    from tests.support.configs import one
+
+    param = build_mirror_dag(one(name="af"), None).params.get_param("accept_foreign")
+    assert param.resolve() is False and param.resolve(True) is True
+    with pytest.raises(ParamValidationError):
+        param.resolve("yes")
+    argv = submit.job_arguments("af", accept_foreign=True)
+    assert "--accept-foreign" in argv and "--accept-foreign" not in submit.job_arguments("af")
+    assert job.options_from(job.parser().parse_args(argv)).accept_foreign is True
+    cli_args = job.parser().parse_args(["--mirror", "af", "--accept-foreign"])
+    cli_args.mirror, cli_args.follow_seconds = "af", None
+    assert "--accept-foreign" in serverclient.job_arguments(cli_args)
+    assert tasks.run_options({"params": {"accept_foreign": True}}).accept_foreign is True
+    assert tasks.run_options({"params": {}}).accept_foreign is False
+    # the copy task's job arguments (spark-submit or the run server) for a manual run with the Param ticked
+    operator = SimpleNamespace(mirror="af", until=None, log=logging.getLogger("test"))
+    manual = {"dag_run": SimpleNamespace(run_type="manual", conf={"accept_foreign": True}),
+              "params": {"accept_foreign": True}}
+    assert "--accept-foreign" in copytask._job_arguments(operator, manual, one(name="af"), "/m.yaml")
+    assert "--accept-foreign" not in copytask._job_arguments(operator, {**manual, "params": {}}, one(name="af"),
+                                                             "/m.yaml")

@@ -150,3 +150,22 @@ def test_the_last_recorded_verify_is_judged_by_its_outcome_and_its_age():
     bad = rules.VerifyResult(now - 60_000, 4, 400, bad=("orders[1]",))
     judged = rules.last_verify_check(bad, now)
     assert judged.verdict == rules.NOT_READY and "orders[1]" in judged.reason
+
+
+def test_covered_groups_behind_their_translated_source_commit_warn_with_the_offsets_behind():
+    def part(current, new, outcome="exact", decision="write"):
+        return {"outcome": outcome, "decision": decision, "current": current, "new_offset": new}
+
+    planned = [
+        {"group": "billing", "partitions": [part(10, 14), part(3, 3, decision="unchanged"), part(None, 8)]},
+        {"group": "idle", "partitions": [part(5, 5, decision="unchanged")]},
+        {"group": "ahead", "partitions": [part(20, 12, decision="rewind_refused")]},
+        {"group": "waiting", "partitions": [part(1, None, outcome="waiting", decision="")]},
+        {"group": "active", "skipped": True, "partitions": [part(1, 9)]},
+    ]
+    behind = r.groups_behind(planned)
+    assert behind == {"billing": {"partitions": 1, "offsets": 4, "no_target_commit": 1}}
+    check = r.group_sync_check(behind, len(planned))
+    assert check.verdict == r.WARN and check.name == "group sync"
+    assert "billing (4 offset(s) behind on 1 partition(s), no target commit on 1)" in check.reason
+    assert r.group_sync_check({}, 2).verdict == r.OK

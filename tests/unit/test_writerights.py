@@ -9,7 +9,7 @@ from eosmirror import drcommands
 from eosmirror.core import config
 from eosmirror.core import writerights as rules
 from eosmirror.core.aclcopy import TopicAcl
-from eosmirror.core.errors import AuthorizationError, ConfigError
+from eosmirror.core.errors import AuthorizationError, ConfigError, TargetGuardError
 from eosmirror.core.mirrorstate import MirrorState, Phase
 from eosmirror.core.naming import ReplicationPolicy
 from eosmirror.core.transitions import Command
@@ -140,3 +140,57 @@ def test_a_switchover_whose_write_rights_did_not_move_is_no_bare_safe():
     text = drcommands.text_of(out)
     assert text[0] == "  write rights: present already: principal User:a, host *, operation WRITE, ..."
     assert text[1] == out.verdict() and any("step grant write rights on the target: failed" in line for line in text)
+
+
+def test_mirror_principals_are_validated_and_join_the_sasl_usernames_as_the_mirrors_own():
+    assert _mirror().mirror_principals == ()
+    named = _mirror(mirror_principals=["User:CN=mirror,OU=ops", "User:CN=mirror,OU=ops", "User:oauth-mirror"])
+    assert named.mirror_principals == ("User:CN=mirror,OU=ops", "User:oauth-mirror")
+    assert named.reverse().mirror_principals == named.mirror_principals      # the reverse mirror is the same client
+    for bad in (["mirror"], ["User:*"], ["User:"], [""], "User: x", [3], {"User": "a"}):
+        with pytest.raises(ConfigError, match=r"field `mirror_principals`") as refused:
+            _mirror(mirror_principals=bad)
+        assert refused.value.exit_code == 2
+    assert rules.own_principals(named.mirror_principals, {"sasl.username": "mirror"}, {"sasl.username": "mirror"},
+                                {}) == ["User:CN=mirror,OU=ops", "User:oauth-mirror", "User:mirror"]
+    # a certificate-authenticated mirror's own grant is no other writer once named
+    grants = [acl("orders", "User:CN=mirror,OU=ops"), acl("orders", "User:app")]
+    assert who(rules.writers(grants, ["orders"], rules.own_principals(named.mirror_principals, {}))) == [
+        ("orders", "User:app")]
+    assert who(rules.writers(grants, ["orders"], rules.own_principals((), {}))) == [
+        ("orders", "User:CN=mirror,OU=ops"), ("orders", "User:app")]
+
+
+def test_super_users_are_listed_per_principal_with_their_brokers_the_mirrors_own_left_out():
+    brokers = {"2": "User:admin;User:mirror", "1": "User:admin; User:ops ;", "3": ""}
+    assert rules.super_users(brokers, ["User:mirror"]) == [
+        "User:admin (super user on broker(s) 1, 2: ACLs cannot stop it writing the mirrored topics)",
+        "User:ops (super user on broker(s) 1: ACLs cannot stop it writing the mirrored topics)"]
+    assert rules.super_users({"1": ""}) == []
+    hidden = rules.super_users({"1": None, "2": None})
+    assert len(hidden) == 1 and hidden[0].startswith("the super users of super.users on broker(s) 1, 2 (set, its "
+                                                     "value hidden by the brokers")
+    assert rules.allow_everyone({"1": "true", "2": None, "3": "false"}) == (["1"], ["2"])
+
+
+def test_target_guard_refuse_lists_super_users_but_never_refuses_for_them(monkeypatch):
+    from eosmirror.core.readiness import NOT_READY, WARN, writers_check
+    from eosmirror.driver import writerights
+
+    supers = rules.super_users({"1": "User:admin"})
+    refuse = _mirror(target_guard="refuse", mirror_principals=["User:CN=mirror"])
+    seen = {}
+
+    def found(target, topics, configured):
+        seen["configured"] = configured
+        return writerights.TargetWriters(super_users=list(supers))
+    monkeypatch.setattr(writerights, "target_writers", found)
+    assert writerights.guard(refuse, None, ["orders"]) == supers and seen["configured"] == ("User:CN=mirror",)
+    monkeypatch.setattr(writerights, "target_writers", lambda *_: writerights.TargetWriters(
+        writers=rules.writers([acl("orders", "User:app")], ["orders"]), super_users=list(supers)))
+    with pytest.raises(TargetGuardError) as refused:
+        writerights.guard(refuse, None, ["orders"])
+    assert "User:app" in str(refused.value) and "super user" not in str(refused.value)
+    assert writers_check([], [], "", supers).verdict == WARN
+    assert writers_check([], [], "", (), "DescribeConfigs missing").verdict == WARN
+    assert writers_check(["User:app can write orders"], [], "", supers).verdict == NOT_READY

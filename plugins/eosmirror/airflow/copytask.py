@@ -129,7 +129,8 @@ def _job_arguments(operator: Any, context: Any, mirror: config.MirrorConfig, con
     operator.log.info("mirror %s: %s", operator.mirror, why)
     return submit.job_arguments(operator.mirror, config_file, until=until, follow_until=follow_until,
                                 max_records_per_partition=params.get("max_records_per_partition"),
-                                topics=list(params.get("topics") or []) or None, dry_run=bool(params.get("dry_run")))
+                                topics=list(params.get("topics") or []) or None, dry_run=bool(params.get("dry_run")),
+                                accept_foreign=bool(params.get("accept_foreign")))
 
 
 def _submit_with_secrets_file(operator: Any, context: Any, submit_job: Any, mirror: config.MirrorConfig) -> None:

@@ -76,6 +76,11 @@ def build_mirror_dag(m: config.MirrorConfig, config_path: str | None, paused: bo
         "topics": Param([], type=["array", "null"], items={"type": "string"}, title="Only these source topics",
                         description="Empty: every topic the mirror matches."),
         "dry_run": Param(False, type=["boolean", "null"], title="Dry run", description="Plan and report; write nothing."),
+        "accept_foreign": Param(False, type=["boolean", "null"], title="Accept foreign records",
+                                description="This run only: the records another producer wrote to the mirrored "
+                                            "target topics (which stopped the last run: exit 8) are accepted as they "
+                                            "are; the run logs them and copies on after them (`eosmirror run "
+                                            "--accept-foreign`). Decide first: docs/failing-loudly.md."),
     }
     default_args = {"owner": m.airflow.owner, "retries": m.airflow.retries}
     with DAG(dag_id=mirror_dag_id(m.name), schedule=schedule, start_date=m.airflow.start_date,

@@ -88,7 +88,7 @@ def resolve_follow_until(mirror: Any, context: dict[str, Any], now: dt.datetime 
     return bound.isoformat(), f"the latest scheduled interval: follows until the next run takes over, at most until {bound.isoformat()}"
 
 
-RUN_PARAMS = ("until", "max_records_per_partition", "topics", "dry_run")
+RUN_PARAMS = ("until", "max_records_per_partition", "topics", "dry_run", "accept_foreign")
 
 
 def run_options(context: dict[str, Any]) -> Any:
@@ -106,7 +106,8 @@ def run_options(context: dict[str, Any]) -> Any:
     params = context.get("params") or {}
     return RunOptions(until=parse_timestamp(str(params["until"])) if params.get("until") else None,
                       dry_run=bool(params.get("dry_run")), topics=tuple(params.get("topics") or ()),
-                      max_records_per_partition=params.get("max_records_per_partition"))
+                      max_records_per_partition=params.get("max_records_per_partition"),
+                      accept_foreign=bool(params.get("accept_foreign")))
 
 
 def fail_without_retry(exc: Exception) -> Exception:

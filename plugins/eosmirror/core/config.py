@@ -33,6 +33,7 @@ from eosmirror.core.fieldkinds import (
     Invalid,
     Name,
     Patterns,
+    Principals,
     Seconds,
     Separator,
     Strings,
@@ -155,8 +156,14 @@ class MirrorConfig:
     target_guard: str = declare(
         Choice(choices=TARGET_GUARDS), "each run lists the principals other than the mirror that can write a "
                                         "mirrored target topic (topic ACLs, `allow.everyone.if.no.acl.found`, no "
-                                        "authorizer): `report` logs them and puts them in the run report; `refuse` "
-                                        "stops the run before it copies (exit 7)", "report")
+                                        "authorizer; super users, listed, never refused): `report` logs them and puts "
+                                        "them in the run report; `refuse` stops the run before it copies (exit 7)",
+        "report")
+    mirror_principals: tuple[str, ...] = declare(
+        Principals(), "the principals the mirror authenticates as, besides its SASL usernames (which are known "
+                      "from `sasl.username`): needed when it authenticates with a certificate (mTLS) or OAuth, so "
+                      "that the target guard, the readiness report and the switch's write-rights steps leave its "
+                      "own grants out, e.g. `[\"User:CN=mirror\"]`", ())
     target_replication_factor: int = declare(
         Int(low=-1, high=32), "replication factor of topics the mirror creates; -1 = the broker default", -1)
     transactional_id_prefix: str = declare(Name(), "first part of the slots' transactional ids", "eosmirror")

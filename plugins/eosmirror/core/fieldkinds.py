@@ -22,6 +22,9 @@ DELIVERIES = ("exactly_once", "at_least_once")
 TRUNCATION_POLICIES = ("fail", "skip_to_log_start")
 TARGET_GUARDS = ("report", "refuse")
 LOCAL_CLUSTERS = ("source", "target")
+# A Kafka principal as ACLs and super.users name it: <type>:<name> (KafkaPrincipal.toString), e.g. User:mirror,
+# User:CN=mirror,OU=ops; a wildcard name (User:*) is no one principal.
+PRINCIPAL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*:(?!\*$)\S(.*\S)?$")
 
 # Airflow's cron presets (airflow.sdk CronMixin maps them before croniter sees them).
 CRON_PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0",
@@ -202,6 +205,22 @@ class Strings(Kind):
             if item in self.refused:
                 raise bad(item, f"a topic config other than {', '.join(self.refused)} ({self.refused_why})")
         return tuple(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Principals(Kind):
+    def describe(self) -> str:
+        return "a list of Kafka principals `<type>:<name>` (e.g. `User:CN=mirror`; no wildcard `User:*`)"
+
+    def parse(self, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad(value, self.what())
+        for item in value:
+            if not PRINCIPAL_RE.match(item):
+                raise bad(item, self.what())
+        return tuple(dict.fromkeys(value))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,13 +11,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from eosmirror.core import lag
+from eosmirror.core import groupfailover, lag
 from eosmirror.core.aclcopy import TopicAcl
-from eosmirror.core.writerights import shown
+from eosmirror.core.writerights import acl_dict, shown
 
 OK, WARN, NOT_READY = "ok", "warn", "not ready"
 READY_VERDICT, NOT_READY_VERDICT = "READY", "NOT READY"
 REPORT_KEY = b"readiness"     # its records' key on the mirror's lag topic (kafka/lagstore.py)
+STAGED_FIGURE = "staged_write_grants"   # the drift check's grants as ACL fields: a promotion whose source is gone
+#                                         grants them (core/stagedrights.py)
 FORMAT_VERSION = 1
 
 
@@ -99,17 +101,23 @@ def foreign_check(lines: list[str], summary: str) -> Check:
     return Check("foreign", OK, summary)
 
 
-def writers_check(writers: list[str], everyone: list[str], unknown: str) -> Check:
+def writers_check(writers: list[str], everyone: list[str], unknown: str, super_users: Iterable[str] = (),
+                  super_unknown: str = "") -> Check:
     """Who but the mirror can write its target topics (driver/writerights.target_writers). A named grant to
     another principal is a split brain waiting to happen: not ready. Brokers without an authorizer (or
     ``allow.everyone.if.no.acl.found``) let anyone write, and nothing grants it: a warning, as is a listing
-    that could not be read."""
-    figures = {"writers": writers, "everyone": everyone, "unknown": unknown}
+    that could not be read. Super users (``super.users``) can write whatever the ACLs say: a warning naming
+    them (operators hold them; they are listed so that nobody takes the ACLs for the whole answer)."""
+    supers = list(super_users)
+    figures = {"writers": writers, "everyone": everyone, "unknown": unknown, "super_users": supers,
+               "super_users_unknown": super_unknown}
+    others = supers + ([f"super users not listed: {super_unknown}"] if super_unknown else [])
     if writers:
         return Check("writers", NOT_READY, f"{len(writers)} grant(s) let others write the mirrored target topics: "
-                     + "; ".join(writers), figures)
-    if everyone or unknown:
-        return Check("writers", WARN, "; ".join(everyone + ([f"cannot tell: {unknown}"] if unknown else [])), figures)
+                     + "; ".join(writers + others), figures)
+    if everyone or unknown or others:
+        return Check("writers", WARN, "; ".join(everyone + ([f"cannot tell: {unknown}"] if unknown else []) + others),
+                     figures)
     return Check("writers", OK, "only the mirror can write the mirrored target topics", figures)
 
 
@@ -125,11 +133,12 @@ class TopicDrift:
 
 
 def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicAcl] = (),
-                staged_writes: Iterable[TopicAcl] = (), acl_note: str = "") -> Check:
+                staged_writes: Iterable[TopicAcl] | None = None, acl_note: str = "") -> Check:
     """Configuration drift between source and target: a target topic missing or with fewer partitions, a
     synced config that differs, a READ (or other non-WRITE) ACL the topic ACL sync would copy that the target
     lacks: not ready (the producers or consumers that move would find another topic). More target partitions
-    than source ones warn (they stay unused). The WRITE grants the switch will make are listed (figures)."""
+    than source ones warn (they stay unused). The WRITE grants the switch will make are listed (figures; as
+    ACL fields too, ``STAGED_FIGURE``, when the source's ACLs were read: None = not read)."""
     problems: list[str] = []
     notes: list[str] = []
     figures: dict[str, Any] = {"topics": 0, "partitions": {}, "configs": {}}
@@ -148,8 +157,10 @@ def drift_check(topics: Iterable[TopicDrift], missing_read_acls: Iterable[TopicA
             problems.append(f"{t.target}: " + ", ".join(f"{k} {s} on the source, {d} on the target"
                                                         for k, (s, d) in sorted(t.configs.items())))
     missing = [shown(a) for a in missing_read_acls]
-    staged = [shown(a) for a in staged_writes]
+    staged = [shown(a) for a in staged_writes or ()]
     figures["missing_acls"], figures["staged_write_acls"] = missing, staged
+    if staged_writes is not None:
+        figures[STAGED_FIGURE] = [acl_dict(a) for a in staged_writes]
     if missing:
         problems.append(f"{len(missing)} ACL(s) of the source missing on the target: " + "; ".join(missing))
     if acl_note:
@@ -185,6 +196,44 @@ def groups_check(source_groups: Iterable[str], covered: Iterable[str], own: Iter
         return Check("groups", WARN, f"{len(left)} source group(s) outside the group sync's include/exclude: "
                      f"{', '.join(left[:10])}", figures)
     return Check("groups", OK, f"{len(moved)} source group(s), all covered by the group sync", figures)
+
+
+def groups_behind(planned: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """From the group sync's plan (dry run, failover direction: ``driver/groups.move_groups``), per covered group
+    whose target commit is behind what its source commit translates to through the offset map: the partitions
+    behind, by how many target offsets (records and transaction markers), and the partitions with no commit on
+    the target at all. A group active on the target, a commit ahead (rewind) or one that cannot be translated
+    exactly is not counted here (the dry run's ``left`` names those)."""
+    out: dict[str, dict[str, int]] = {}
+    for g in planned:
+        if g.get("skipped"):
+            continue
+        behind = offsets = missing = 0
+        for p in g.get("partitions", ()):
+            if p.get("outcome") != groupfailover.EXACT or p.get("decision") != groupfailover.WRITE:
+                continue
+            if p.get("current") is None:
+                missing += 1
+            elif p["new_offset"] > p["current"]:
+                behind, offsets = behind + 1, offsets + p["new_offset"] - p["current"]
+        if behind or missing:
+            out[str(g["group"])] = {"partitions": behind, "offsets": offsets, "no_target_commit": missing}
+    return out
+
+
+def group_sync_check(behind: Mapping[str, Mapping[str, int]], planned: int) -> Check:
+    """Covered groups the group sync has not moved since they last committed on the source: after a switch they
+    would re-read from their older target commit (duplicates to the application) or, with none, start from their
+    ``auto.offset.reset``. A warning (the next group sync, and the switchover's own, moves them), naming each."""
+    figures = {"groups_planned": planned, "behind": {g: dict(v) for g, v in sorted(behind.items())}}
+    if not behind:
+        return Check("group sync", OK, f"{planned} covered group(s): each target commit is where its source commit "
+                     f"translates to", figures)
+    said = [f"{g} ({v['offsets']} offset(s) behind on {v['partitions']} partition(s)"
+            + (f", no target commit on {v['no_target_commit']}" if v["no_target_commit"] else "") + ")"
+            for g, v in sorted(behind.items())]
+    return Check("group sync", WARN, f"{len(behind)} covered group(s) behind their source commits (the group sync has "
+                 f"not moved them since): " + "; ".join(said[:10]), figures)
 
 
 def verify_check(done: bool, partitions: int = 0, records: int = 0, bad: Iterable[str] = (),
@@ -255,6 +304,7 @@ class DryRun:
     never_copied: tuple[str, ...] = ()        # partitions with source records and no progress
     group_problems: tuple[str, ...] = ()      # the group sync's plan: groups it would leave partly unmoved
     groups_planned: int = 0
+    groups_behind: Mapping[str, Mapping[str, int]] | None = None   # groups_behind of that plan (None: no plan)
     rights_note: str = ""                     # why the write rights step would not run ("" when it would)
     open_transactions: tuple[str, ...] = ()   # target partitions an open transaction holds (the fence waits)
     step_seconds: Mapping[str, float] = field(default_factory=dict)   # the measured read-only steps

@@ -7,8 +7,8 @@ home is written, and the old one belongs to the reverse mirror:
 - ``writers``: who can write a topic, as a Kafka authorizer decides it from topic ACLs: an ALLOW WRITE or
   ALLOW ALL binding that covers the topic (LITERAL on its name, LITERAL ``*``, PREFIXED on a prefix of it),
   unless a DENY WRITE or DENY ALL that covers it names the same principal (or ``User:*``) from the same host
-  (or ``*``). The mirror's own principals are left out. Super users (``super.users``) are not topic ACLs
-  and are not listed.
+  (or ``*``). The mirror's own principals (``own_principals``) are left out. Super users (``super.users``)
+  are no topic ACLs: ``super_users`` lists them apart, as writers no ACL can stop.
 - ``grants`` (switchover, promote): for every source principal that can write a mirrored topic, a LITERAL
   ALLOW WRITE on the target topic (the name the naming policy gives it). Exactly the mirrored topics: a
   PREFIXED or wildcard grant on the source becomes literal grants on the mirrored topics it covers, never a
@@ -220,3 +220,38 @@ def principal_of(settings: dict[str, Any]) -> str | None:
     username; a certificate's or OAuth principal is not known from the settings)."""
     user = settings.get("sasl.username")
     return f"User:{user}" if user else None
+
+
+def own_principals(configured: Iterable[str], *settings: dict[str, Any]) -> list[str]:
+    """The mirror's own principals, left out wherever writers are listed or grants moved: those configured
+    (``mirror_principals``: a certificate's or OAuth principal) and its clients' SASL usernames."""
+    return list(dict.fromkeys([*configured, *(p for p in map(principal_of, settings) if p)]))
+
+
+SUPER_USER = "super user"
+
+
+def super_users(by_broker: dict[str, str | None], own: Iterable[str] = ()) -> list[str]:
+    """What the brokers' ``super.users`` (``User:a;User:b``) says, per broker id that reports it (None: the
+    broker hides its value, as Kafka does for the authorizer's settings): a super user is authorized for
+    everything, whatever the ACLs say (Kafka's StandardAuthorizer and AclAuthorizer check super.users first), so
+    no ACL keeps it off a mirrored topic. One line per named principal (the mirror's own left out), and one for
+    brokers that hide theirs."""
+    mine, found = set(own), dict[str, list[str]]()
+    for broker, value in sorted(by_broker.items()):
+        for principal in (p.strip() for p in (value or "").split(";")):
+            if principal and principal not in mine:
+                found.setdefault(principal, []).append(broker)
+    lines = [f"{p} ({SUPER_USER} on broker(s) {', '.join(b)}: ACLs cannot stop it writing the mirrored topics)"
+             for p, b in found.items()]
+    hidden = sorted(b for b, v in by_broker.items() if v is None)
+    return lines + ([f"the {SUPER_USER}s of super.users on broker(s) {', '.join(hidden)} (set, its value hidden by the "
+                     f"brokers: Kafka reports the authorizer's settings as sensitive): ACLs cannot stop them writing "
+                     f"the mirrored topics"] if hidden else [])
+
+
+def allow_everyone(by_broker: dict[str, str | None]) -> tuple[list[str], list[str]]:
+    """(the brokers whose ``allow.everyone.if.no.acl.found`` is true, those that hide its value): a hidden value
+    may be true, so a topic no ACL names cannot be called closed there."""
+    return (sorted(b for b, v in by_broker.items() if v is not None and v.strip().lower() == "true"),
+            sorted(b for b, v in by_broker.items() if v is None))

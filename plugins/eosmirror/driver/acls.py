@@ -99,9 +99,12 @@ def list_topic_acls(cluster: Cluster) -> list[aclcopy.TopicAcl]:
                              operation=b.operation.name, permission=b.permission_type.name) for b in bindings]
 
 
-def broker_settings(cluster: Cluster, names: tuple[str, ...]) -> dict[str, dict[str, str]]:
+def broker_settings(cluster: Cluster, names: tuple[str, ...]) -> dict[str, dict[str, str | None]]:
     """Per broker id, the values of the broker configs ``names`` as each broker reports them (DescribeConfigs on
-    every broker: DescribeConfigs on the cluster)."""
+    every broker: DescribeConfigs on the cluster); a name the broker does not report is left out. None: the
+    broker reports the setting but hides its value. Kafka hides every setting its broker config does not define
+    as sensitive, and the authorizer's (``super.users``, ``allow.everyone.if.no.acl.found``) are such: seen on
+    Kafka 4.3 with StandardAuthorizer, both set in server.properties, both reported with a null value."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     nodes = calls.wait(cluster.admin.describe_cluster(request_timeout=calls.DEFAULT_TIMEOUT), "describe the cluster",
@@ -111,7 +114,8 @@ def broker_settings(cluster: Cluster, names: tuple[str, ...]) -> dict[str, dict[
     for resource, future in cluster.admin.describe_configs(resources, request_timeout=calls.DEFAULT_TIMEOUT).items():
         configs = calls.wait(future, f"read the brokers' {', '.join(names)}", cluster.label,
                              f"DescribeConfigs on the {cluster.role} cluster")
-        found[resource.name] = {n: str(configs[n].value or "") for n in names if n in configs}
+        found[resource.name] = {n: None if configs[n].value is None else str(configs[n].value)
+                                for n in names if n in configs}
     return found
 
 

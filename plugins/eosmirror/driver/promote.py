@@ -21,9 +21,10 @@ re-triggered and continues:
   4. Per target partition: its end, the source progress copied, the last observed source end (a fresh
      read of the source's stable ends when it answers within the budget, at least its round trips).
   5. Write rights (with ``sync_topic_acls``; core/writerights.py): grant on the target the source's write
-     grants of the mirrored topics (read from the source when it answered). Optional by design: without
-     the source's ACLs or the right to change the target's, the outcome names the ACLs to add by hand and
-     says "producers cannot write yet" (exit 6).
+     grants of the mirrored topics, read from the source when it answered, else the grants the latest
+     recorded readiness report staged when it is recent enough (core/stagedrights.py, saying so and its
+     age). Optional by design: without either, or the right to change the target's ACLs, the outcome names
+     the ACLs to add by hand and says "producers cannot write yet" (exit 6).
   6. Record ``promoted`` with those points and grants: the promotion record the way back starts from.
 """
 
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from eosmirror.core import budgets, naming
+from eosmirror.core import budgets, naming, stagedrights
 from eosmirror.core import writerights as rules
 from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EXIT_MAY_HAVE_LOST, EXIT_OK, ClusterUnreachableError, EosMirrorError
@@ -241,12 +242,18 @@ def _grant(mirror: MirrorConfig, target: Cluster, points: list[PartitionPoint], 
     """Step 5: the source's write grants of the promoted topics, on the target (bounded: the source may be gone)."""
     target_of = {p.source_topic: p.target_topic for p in points}
     if silent:
-        raise ClusterUnreachableError(
-            f"the source did not answer ({silent}), so its write ACLs are unknown: {rules.CANNOT_WRITE_YET}. Grant "
-            f"each producer principal ALLOW WRITE (host *, pattern LITERAL) on the target topics "
-            f"{', '.join(sorted(set(target_of.values())))}")
+        now_ms = lagstore.now_ms()
+        found = stagedrights.staged(lagstore.latest_report(target, mirror.name, now_ms, mirror.progress_group),
+                                    target_of.values(), now_ms)
+        if found.why_not:
+            raise ClusterUnreachableError(
+                f"the source did not answer ({silent}), so its write ACLs are unknown, and {found.why_not}: "
+                f"{rules.CANNOT_WRITE_YET}. Grant each producer principal ALLOW WRITE (host *, pattern LITERAL) on "
+                f"the target topics {', '.join(sorted(set(target_of.values())))}")
+        within(lambda: rights.grant_staged(target, found), budget_s * 3, f"the write rights of {mirror.name}")
+        return
     source = Cluster.resolve("source", mirror.source, mirror.name)
-    within(lambda: rights.grant_on_target(source, target, target_of), budget_s * 3,
+    within(lambda: rights.grant_on_target(source, target, target_of, mirror.mirror_principals), budget_s * 3,
            f"the write rights of {mirror.name}")
 
 

@@ -57,11 +57,19 @@ def report(mirror: MirrorConfig, clusters: Clusters | None = None, now_ms: int |
               guarded("lag", lambda: rules.lag_check(lag_driver.report(mirror, now_ms, clusters=clusters)))]
     if pairs:
         checks += [guarded("foreign", lambda: _foreign(mirror, target)),
-                   guarded("writers", lambda: _writers(target, [p.target for p in pairs])),
+                   guarded("writers", lambda: _writers(mirror, target, [p.target for p in pairs])),
                    guarded("drift", lambda: drift(mirror, source, target, pairs))]
+    dry: list[rules.DryRun] = []
+
+    def switchover() -> rules.Check:
+        dry.append(dry_run(mirror, source, target, pairs))
+        return rules.dry_run_check(dry[0])
+
     checks += [guarded("groups", lambda: _groups(mirror, source)),
                guarded("verify", lambda: _verify(mirror) if run_verify else _last_verify(mirror, target, now_ms)),
-               guarded("switchover", lambda: rules.dry_run_check(dry_run(mirror, source, target, pairs)))]
+               guarded("switchover", switchover)]
+    if dry and dry[0].groups_behind is not None:      # the dry run planned the group sync: how far behind it is
+        checks.append(rules.group_sync_check(dry[0].groups_behind, dry[0].groups_planned))
     result = rules.Report(mirror.name, now_ms, tuple(checks))
     if record:
         lagstore.ensure_topic(target, mirror.name, mirror.lag.history_days, mirror.target_replication_factor)
@@ -76,9 +84,10 @@ def _foreign(mirror: MirrorConfig, target: Cluster) -> rules.Check:
     return rules.foreign_check([r.line() for r in found.foreign], found.summary())
 
 
-def _writers(target: Cluster, target_topics: list[str]) -> rules.Check:
-    found = writerights.target_writers(target, target_topics)
-    return rules.writers_check([w.line() for w in found.writers], found.everyone, found.unknown)
+def _writers(mirror: MirrorConfig, target: Cluster, target_topics: list[str]) -> rules.Check:
+    found = writerights.target_writers(target, target_topics, mirror.mirror_principals)
+    return rules.writers_check([w.line() for w in found.writers], found.everyone, found.unknown, found.super_users,
+                               found.super_unknown)
 
 
 def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[Any]) -> rules.Check:
@@ -94,7 +103,7 @@ def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[An
                               if p.target in existing else {})
              for p in pairs]
     missing: list[TopicAcl] = []
-    staged: list[TopicAcl] = []
+    staged: list[TopicAcl] | None = None
     note = ""
     if mirror.sync_topic_acls:
         try:
@@ -103,7 +112,7 @@ def drift(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[An
             target_of = {p.source: p.target for p in pairs}
             wanted, _ = to_target(source_acls, target_of)
             missing = [a for a in wanted if a not in target_acls]
-            own = [p for p in (rights_rules.principal_of(c.settings) for c in (source, target)) if p]
+            own = rights_rules.own_principals(mirror.mirror_principals, source.settings, target.settings)
             staged = rights_rules.grants(source_acls, target_of, own)
         except acls.NoAuthorizerError as exc:
             note = f"topic ACLs not compared: {exc}"
@@ -170,16 +179,17 @@ def dry_run(mirror: MirrorConfig, source: Cluster, target: Cluster, pairs: list[
             continue
         to_copy += max(0, ends[(t, k)] - done.offset)
     problems: list[str] = []
-    planned = 0
+    planned, behind = 0, None
     if mirror.groups is not None:
         plan = step("group sync (plan)", lambda: groups.move_groups(mirror, groups.GroupMoveOptions(dry_run=True)))
-        planned = len(plan["groups"])
+        planned, behind = len(plan["groups"]), rules.groups_behind(plan["groups"])
         problems = [f"{g['group']}: {len(g['left'])} partition(s)" for g in plan["groups"] if g.get("left")]
     rights_note = ""
     if mirror.sync_topic_acls and pairs:
         rights_note = step("write rights (plan)", lambda: _rights_note(target))
     return rules.DryRun(refused=refused, state=current.phase.value, to_copy=to_copy, never_copied=tuple(never),
-                        group_problems=tuple(problems), open_transactions=tuple(f"{t}[{k}]" for t, k in sorted(held)), groups_planned=planned, rights_note=rights_note,
+                        group_problems=tuple(problems), open_transactions=tuple(f"{t}[{k}]" for t, k in sorted(held)),
+                        groups_planned=planned, groups_behind=behind, rights_note=rights_note,
                         step_seconds=timed, last_run_seconds=_last_run_seconds(mirror, target),
                         quiet_seconds=options.quiet_s)
 

@@ -345,6 +345,6 @@ def _plan_takeaway(mirror: MirrorConfig, old: Cluster, points: tuple[PartitionPo
         run.skip(rules.TAKE_STEP, rules.SYNC_OFF)
         return None
     topics = sorted({p.source_topic for p in points})
-    return run.step(f"plan: {rules.TAKE_STEP}", lambda: rights.plan_takeaway(old, topics), optional=(
-        "the reverse goes on without it: nothing was taken from the old source, and others can still write its "
-        "reversed topics"))
+    return run.step(f"plan: {rules.TAKE_STEP}", lambda: rights.plan_takeaway(old, topics, mirror.mirror_principals),
+                    optional="the reverse goes on without it: nothing was taken from the old source, and others "
+                             "can still write its reversed topics")

@@ -215,7 +215,8 @@ def _move_rights(mirror: MirrorConfig, source: Cluster, target: Cluster, out: Sw
     elif recorded is not None:
         run.step(name, lambda: rights.regrant(target, recorded), optional=optional)
     else:
-        run.step(name, lambda: rights.grant_on_target(source, target, target_of or {}), optional=optional)
+        run.step(name, lambda: rights.grant_on_target(source, target, target_of or {}, mirror.mirror_principals),
+                 optional=optional)
 
 
 def _round_trip_ms(source: Cluster, topic: str | None, say: Callable[[str], None], name: str) -> float | None:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 from eosmirror.core import writerights as rules
 from eosmirror.core.aclcopy import TopicAcl
 from eosmirror.core.errors import AuthorizationError, EosMirrorError, TargetGuardError
+from eosmirror.core.stagedrights import Staged
 from eosmirror.core.writerights import CANNOT_WRITE_YET, RightsChange
 from eosmirror.driver import acls
 from eosmirror.driver.acls import NoAuthorizerError
@@ -47,9 +48,11 @@ class Rights:
     def as_dict(self) -> dict[str, Any]:
         return {"lines": self.lines, "changes": [c.as_dict() for c in self.changes]}
 
-    def grant_on_target(self, source: Cluster, target: Cluster, target_of: dict[str, str]) -> None:
+    def grant_on_target(self, source: Cluster, target: Cluster, target_of: dict[str, str],
+                        configured: Iterable[str] = ()) -> None:
         """Switchover and promote: every principal that can write a mirrored topic on the source gets ALLOW WRITE
-        on its target copy."""
+        on its target copy (the mirror's own principals left out: ``configured``, its ``mirror_principals``, and
+        its SASL usernames)."""
         target_acls = self._acls_or_none(target)
         if target_acls is None:
             self.lines.append(f"the target ({target.label}) has no authorizer: every principal can write its "
@@ -63,7 +66,19 @@ class Rights:
                 f"the target has one: {CANNOT_WRITE_YET}. Grant each producer principal ALLOW WRITE (host *, "
                 f"pattern LITERAL) on the target topics {', '.join(sorted(target_of.values()))}") from None
         self._readable(source, source_acls)
-        wanted = rules.grants(source_acls, target_of, _own(source, target))
+        self._grant(target, target_acls, rules.grants(source_acls, target_of, _own(configured, source, target)))
+
+    def grant_staged(self, target: Cluster, staged: Staged) -> None:
+        """Promote with a silent source: the grants the latest readiness report staged (core/stagedrights.py)."""
+        target_acls = self._acls_or_none(target)
+        if target_acls is None:
+            self.lines.append(f"the target ({target.label}) has no authorizer: every principal can write its "
+                              f"topics; no write right to move")
+            return
+        self.lines.append(staged.said())
+        self._grant(target, target_acls, list(staged.acls))
+
+    def _grant(self, target: Cluster, target_acls: list[TopicAcl], wanted: list[TopicAcl]) -> None:
         self.changes = [RightsChange(rules.NEW_PRIMARY, rules.GRANTED, a) for a in wanted]
         if not wanted:
             self.lines.append("no principal but the mirror can write the mirrored topics on the source: nothing to "
@@ -85,17 +100,16 @@ class Rights:
             return
         self._apply(target, rules.plan(target_acls, create=wanted), CANNOT_WRITE_YET)
 
-    def plan_takeaway(self, old: Cluster, topics: list[str]) -> rules.Takeaway:
+    def plan_takeaway(self, old: Cluster, topics: list[str], configured: Iterable[str] = ()) -> rules.Takeaway:
         """Reverse, before anything is recorded: what to take from the old source so that only the reverse
-        mirror's principal writes the reversed topics (read only)."""
+        mirror's principals (``configured`` and its SASL username there) write the reversed topics (read only)."""
         old_acls = self._acls_or_none(old)
         if old_acls is None:
             raise RightsNotMovedError(
                 f"the old source ({old.label}) has no authorizer: every principal can write the reversed topics "
                 f"{', '.join(topics)} there while the reverse mirror copies into them. Stop every producer of the "
                 f"old source by hand (or enable an authorizer)")
-        keep = [p for p in (rules.principal_of(old.settings),) if p]
-        return rules.takeaway(old_acls, topics, keep)
+        return rules.takeaway(old_acls, topics, _own(configured, old))
 
     def take_from_old_source(self, old: Cluster, recorded: Iterable[RightsChange], left: Iterable[rules.Writer]) -> None:
         """Reverse: apply the recorded takeaway (idempotent)."""
@@ -184,12 +198,16 @@ class Rights:
             self.audit_to(f"on {cluster.label}: " + "; ".join(made))
 
 
-def _own(*clusters: Cluster) -> list[str]:
-    """The mirror's principals (they write the mirrored topics by design)."""
-    return [p for p in (rules.principal_of(c.settings) for c in clusters) if p]
+def _own(configured: Iterable[str], *clusters: Cluster) -> list[str]:
+    """The mirror's principals (they write the mirrored topics by design): ``mirror_principals`` and the SASL
+    usernames of its clients of ``clusters``."""
+    return rules.own_principals(configured, *(c.settings for c in clusters))
 
 
 # --- who can write the mirrored target topics (each run; the readiness report) -------------------------
+
+SUPER_USERS, ALLOW_EVERYONE = "super.users", "allow.everyone.if.no.acl.found"
+
 
 @dataclass
 class TargetWriters:
@@ -198,21 +216,28 @@ class TargetWriters:
     writers: list[rules.Writer] = field(default_factory=list)
     everyone: list[str] = field(default_factory=list)    # why every principal can write (no authorizer, ...)
     unknown: str = ""                                    # why it could not be told
+    super_users: list[str] = field(default_factory=list)    # super.users: writers no ACL stops (reported only)
+    super_unknown: str = ""                              # why super.users could not be read
 
     @property
     def clear(self) -> bool:
+        """Nothing a guard refuses (super users are reported, never refused)."""
         return not self.writers and not self.everyone and not self.unknown
 
-    def lines(self) -> list[str]:
+    def refusing(self) -> list[str]:
         out = [w.line() for w in self.writers] + self.everyone
         return out + ([f"cannot tell who can write the target: {self.unknown}"] if self.unknown else [])
 
+    def lines(self) -> list[str]:
+        return self.refusing() + self.super_users
 
-def target_writers(target: Cluster, topics: list[str], own: Iterable[str] = ()) -> TargetWriters:
-    """Principals other than ``own`` (default: the target principal of the mirror) that can write ``topics``:
-    literal, prefixed and wildcard ALLOW WRITE/ALL grants minus DENY; every principal when the brokers have no
-    authorizer, or when ``allow.everyone.if.no.acl.found`` is true on a broker and no binding names a topic."""
-    mine = list(own) or _own(target)
+
+def target_writers(target: Cluster, topics: list[str], configured: Iterable[str] = ()) -> TargetWriters:
+    """Principals other than the mirror's (``configured``: its ``mirror_principals``, and the target client's
+    SASL username) that can write ``topics``: literal, prefixed and wildcard ALLOW WRITE/ALL grants minus DENY;
+    every principal when the brokers have no authorizer, or when ``allow.everyone.if.no.acl.found`` is true on
+    a broker and no binding names a topic; and apart, the brokers' ``super.users``, whom no ACL stops."""
+    mine = _own(configured, target)
     try:
         bindings = acls.list_topic_acls(target)
     except NoAuthorizerError:
@@ -225,38 +250,50 @@ def target_writers(target: Cluster, topics: list[str], own: Iterable[str] = ()) 
                                      f"CLUSTER kafka-cluster) at {target.label}, needed to list its topic ACLs")
     found = TargetWriters(writers=rules.writers(bindings, topics, mine))
     bare = rules.unguarded(bindings, topics)
-    if bare:
-        try:
-            brokers = _allow_everyone(target)
-        except EosMirrorError as exc:
+    try:
+        settings = acls.broker_settings(target, (SUPER_USERS, ALLOW_EVERYONE))
+    except EosMirrorError as exc:
+        found.super_unknown = f"the brokers' {SUPER_USERS} could not be read: {exc}"
+        if bare:
             found.unknown = (f"{len(bare)} mirrored topic(s) have no ACL at all ({', '.join(bare[:5])}) and "
-                             f"allow.everyone.if.no.acl.found could not be read: {exc}")
-            return found
-        if brokers:
-            found.everyone.append(f"allow.everyone.if.no.acl.found=true on broker(s) {', '.join(brokers)} of "
-                                  f"{target.label} and no ACL names {', '.join(bare)}: every principal can write them")
+                             f"{ALLOW_EVERYONE} could not be read: {exc}")
+        return found
+    found.super_users = rules.super_users(_reported(settings, SUPER_USERS), mine)
+    if bare:
+        true, hidden = rules.allow_everyone(_reported(settings, ALLOW_EVERYONE))
+        if true:
+            found.everyone.append(f"{ALLOW_EVERYONE}=true on broker(s) {', '.join(true)} of {target.label} and no ACL "
+                                  f"names {', '.join(bare)}: every principal can write them")
+        elif hidden:
+            found.unknown = (f"{len(bare)} mirrored topic(s) have no ACL at all ({', '.join(bare[:5])}) and broker(s) "
+                             f"{', '.join(hidden)} hide their {ALLOW_EVERYONE} (Kafka reports the authorizer's settings "
+                             f"as sensitive): if it is true, every principal can write them. Grant the mirror's "
+                             f"principal its write on each mirrored target topic by name (then an ACL names them)")
     return found
 
 
-def _allow_everyone(cluster: Cluster) -> list[str]:
-    """The ids of the brokers that report ``allow.everyone.if.no.acl.found=true``."""
-    name = "allow.everyone.if.no.acl.found"
-    return sorted(broker for broker, found in acls.broker_settings(cluster, (name,)).items()
-                  if found.get(name, "").lower() == "true")
+def _reported(settings: dict[str, dict[str, str | None]], name: str) -> dict[str, str | None]:
+    """Per broker that reports ``name``: its value (None: hidden)."""
+    return {broker: found[name] for broker, found in settings.items() if name in found}
 
 
 def guard(mirror: Any, target: Cluster, topics: list[str]) -> list[str]:
     """A run's check before it copies (``target_guard``): the lines that say who else can write the mirrored
-    target topics ([] when only the mirror can); ``refuse`` raises TargetGuardError naming them."""
-    found = target_writers(target, topics)
+    target topics ([] when only the mirror can); ``refuse`` raises TargetGuardError naming them. Super users
+    are listed, never refused: every secured cluster has some (its operators, often the brokers' own principal),
+    and no ACL can remove them (docs/real-clusters.md)."""
+    found = target_writers(target, topics, mirror.mirror_principals)
     lines = found.lines()
-    if lines and mirror.target_guard == "refuse":
+    if found.super_unknown:
+        log.info("mirror %s: target_guard: %s (super users are not listed)", mirror.name, found.super_unknown)
+    if not found.clear and mirror.target_guard == "refuse":
         fixes = (["remove those grants (kafka-acls.sh --remove)"] if found.writers else []) + (
             ["enable an authorizer on the target's brokers and set allow.everyone.if.no.acl.found=false"]
-            if found.everyone else []) + (["grant the mirror's principal Describe on the cluster"] if found.unknown else [])
+            if found.everyone else []) + (["let the mirror tell (Describe and DescribeConfigs on the target cluster, and "
+                                           "an ACL that names each mirrored target topic)"] if found.unknown else [])
         raise TargetGuardError(
             f"mirror {mirror.name!r}: target_guard: refuse, and the mirror cannot show that only it writes its target "
-            f"topics: {'; '.join(lines)}. Nothing was copied. To copy: {', '.join(fixes)}; or set target_guard: "
+            f"topics: {'; '.join(found.refusing())}. Nothing was copied. To copy: {', '.join(fixes)}; or set target_guard: "
             f"report to copy and only report them")
     for line in lines:
         log.warning("mirror %s: target_guard: %s", mirror.name, line)

@@ -93,7 +93,8 @@ def job_arguments(args: argparse.Namespace) -> list[str]:
                                 args.max_bytes_per_slot, args.topics.split(",") if args.topics else None,
                                 args.dry_run, args.result_json, follow_until=follow.isoformat() if follow else None,
                                 final_of_switchover=bool(getattr(args, "final_of_switchover", False)),
-                                max_bytes_per_second=getattr(args, "max_bytes_per_second", None))
+                                max_bytes_per_second=getattr(args, "max_bytes_per_second", None),
+                                accept_foreign=bool(getattr(args, "accept_foreign", False)))
 
 
 def client_command(job_argv: list[str]) -> list[str]:

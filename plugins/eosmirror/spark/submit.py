@@ -38,7 +38,7 @@ def job_arguments(mirror: str, config_path: str | None = None, until: str | None
                   max_records_per_partition: int | None = None, max_bytes_per_slot: int | None = None,
                   topics: list[str] | None = None, dry_run: bool = False, result_json: str | None = None,
                   follow_until: str | None = None, final_of_switchover: bool = False,
-                  max_bytes_per_second: int | None = None) -> list[str]:
+                  max_bytes_per_second: int | None = None, accept_foreign: bool = False) -> list[str]:
     args = ["--mirror", mirror]
     options = {"--config": config_path, "--until": until, "--follow-until": follow_until,
                "--max-records-per-partition": max_records_per_partition,
@@ -52,6 +52,8 @@ def job_arguments(mirror: str, config_path: str | None = None, until: str | None
         args.append("--dry-run")
     if final_of_switchover:
         args.append("--final-of-switchover")
+    if accept_foreign:
+        args.append("--accept-foreign")
     return args
 
 
