@@ -28,7 +28,7 @@ the mirror, placed beside B, reaches A through a 100 ms round-trip link (kit/lin
 comes back with A), while the drill's producers, consumers and judges reach A directly, as A's own region's
 would. The REST drill keeps A on loopback. ``EOSMIRROR_DRILL_RTT_MS=0`` runs this drill on loopback too;
 each step's time at 0 and 100 ms is in docs/results.md ("The disaster-recovery drill with A 100 ms away").
-Slow (about 81 s on loopback and 115-130 s at 100 ms on a nearly quiet machine; more on 2 busy cores): a
+Slow (about 80 s on loopback and 126-134 s at 100 ms on a nearly quiet machine; more on 2 busy cores): a
 broker start and restart, about fifteen CLI commands (each a Python start; the switch back's final run finds
 nothing left to copy and runs in-process) and three ConsoleConsumer JVMs that each read until 6 s pass
 without a record."""
