@@ -619,10 +619,12 @@ def the_drill(drill: Drill, cluster_a, unique, how: str, forward_runs: int = 3, 
 
 
 def drill_mirror(cluster_a, unique, **fields: Any) -> tuple[dict[str, Any], str]:
-    """(the drill mirror's entry in a mirrors file, its topic on A): A -> the suite's target, groups on."""
-    a_conf = cluster_a.client_config()
-    topic = create_topic(a_conf, unique("orders"), partitions=PARTITIONS)
-    return {"name": unique("drill").replace("-", "_"), "source": {"config": a_conf}, "target": {"local": "target"},
+    """(the drill mirror's entry in a mirrors file, its topic on A): A -> the suite's target, groups on. The
+    mirror reaches A through A's link when it has one (``far_config``: the mirror sits beside B); the drill's
+    producers, consumers and judges reach it directly."""
+    topic = create_topic(cluster_a.client_config(), unique("orders"), partitions=PARTITIONS)
+    return {"name": unique("drill").replace("-", "_"), "source": {"config": cluster_a.far_config()},
+            "target": {"local": "target"},
             "topics": [re.escape(topic)], "slots": 2, "max_transaction_seconds": 10, "groups": {}, **fields}, topic
 
 

@@ -24,6 +24,7 @@ import getpass
 import os
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -98,17 +99,22 @@ class Migration:
 
         present = [tp for tp in self.target_of.values() if tp[0] in self.existing]
         specs = {tp: OffsetSpec.latest() for tp in present}
-        high = list_offsets_of(self.target, specs, read_committed=False)
-        stable = list_offsets_of(self.target, specs, read_committed=True)
-        try:
-            mine = progress.read(self.target, present, self.mirror.progress_group,
-                                 stable=True, timeout=15)
-        except ProgressUnavailableError as exc:
-            raise RefusedError(f"mirror {self.mirror.name!r}: a run holds the mirror (its progress has a "
-                               f"pending transaction): wait for it to end, or stop it and run `eosmirror fence "
-                               f"{self.mirror.name}`. Nothing was written. ({exc})") from None
-        return Look(target_high=high, target_stable=stable, mirror_progress={tp: p.offset for tp, p in mine.items()},
-                    origin=origin_reader())
+        # The four reads at once: each waits on brokers (round trips, when the target is a region away)
+        # nearly all its time, and a look compares them with another look, never with each other.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            high = pool.submit(list_offsets_of, self.target, specs, read_committed=False)
+            stable = pool.submit(list_offsets_of, self.target, specs, read_committed=True)
+            mine = pool.submit(progress.read, self.target, present, self.mirror.progress_group, stable=True,
+                               timeout=15)
+            origin = pool.submit(origin_reader)
+            try:
+                committed = mine.result()
+            except ProgressUnavailableError as exc:
+                raise RefusedError(f"mirror {self.mirror.name!r}: a run holds the mirror (its progress has a "
+                                   f"pending transaction): wait for it to end, or stop it and run `eosmirror fence "
+                                   f"{self.mirror.name}`. Nothing was written. ({exc})") from None
+            return Look(target_high=high.result(), target_stable=stable.result(),
+                        mirror_progress={tp: p.offset for tp, p in committed.items()}, origin=origin.result())
 
     def steady_look(self, origin_reader: OriginReader, what: str) -> Look:
         """Two looks ``window`` seconds apart; refuse if anything moved or a transaction is open.
@@ -205,12 +211,17 @@ class Migration:
         current = state.read_generation(self.target, m.name, m.progress_group)
         number = current.number if current else 0
         slots = max(current.max_slots if current else 0, m.slots)
-        state.fence(self.target, naming.slot_transactional_ids(m.transactional_id_prefix, m.name, slots))
         planner_id = naming.planner_transactional_id(m.transactional_id_prefix, m.name)
         producer = clients.transactional_producer(self.target.settings, {}, planner_id, 60000,
                                                   client_id=f"eosmirror-{m.name}-migrate")
-        calls.call(producer.init_transactions, "initialise the planner producer", self.target.label,
-                   f"Write on transactional id {planner_id}", 60)
+        # The slots' ids and the planner's are fenced at once (distinct ids: no order between them); the
+        # look below comes after both.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            slots_fenced = pool.submit(state.fence, self.target,
+                                       naming.slot_transactional_ids(m.transactional_id_prefix, m.name, slots))
+            calls.call(producer.init_transactions, "initialise the planner producer", self.target.label,
+                       f"Write on transactional id {planner_id}", 60)
+            slots_fenced.result()
         after = self.look(origin_reader)   # a run that started during the check has been fenced by now
         if (after.target_high, after.origin, after.mirror_progress) != (
                 agreed.target_high, agreed.origin, agreed.mirror_progress):

@@ -18,9 +18,11 @@ all is left to the command's first request, which fails naming it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, Iterable, Iterator
 
@@ -73,8 +75,12 @@ def require(command: str, clusters: Iterable[Cluster], acl_sync: bool = False) -
     cluster no connection reaches at all is left to the command's own first request, which fails naming
     it (once, not twice): that is only logged at info."""
     notes = []
-    for cluster in clusters:
-        found = answer(cluster)
+    clusters = list(clusters)
+    # Asked at once (a round trip each), each in a copy of the caller's context: the scope's answers are shared.
+    contexts = [contextvars.copy_context() for _ in clusters]
+    with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
+        answers = list(pool.map(lambda ctx, c: ctx.run(answer, c), contexts, clusters))
+    for cluster, found in zip(clusters, answers):
         if isinstance(found, apiversions.NotRead):
             why = (f"the {cluster.label} was not checked for `{command}`'s minimums: its ApiVersions could not be "
                    f"read ({found})")

@@ -42,9 +42,17 @@ def _record(m: Any) -> Record:
 def watermarks(cluster: Cluster, topic: str, partition: int, read_committed: bool = True,
                client_id: str = "eosmirror-reader", group_id: str | None = None) -> tuple[int, int]:
     """(log start, end) where end is the LSO when ``read_committed``, else the high watermark."""
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
+    try:
+        return ends_by(consumer, cluster, topic, partition)
+    finally:
+        consumer.close()
+
+
+def ends_by(consumer: Any, cluster: Cluster, topic: str, partition: int) -> tuple[int, int]:
+    """(log start, end) of the partition, asked by ``consumer`` (its isolation level decides the end)."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
         # The topic's metadata first: a fresh consumer's offsets query could otherwise wait for the
         # partition's leader (a slot's generation check at its start).
@@ -57,8 +65,6 @@ def watermarks(cluster: Cluster, topic: str, partition: int, read_committed: boo
     except Exception as exc:  # noqa: BLE001 - translated
         raise calls.translate(exc, f"read the offsets of {topic}[{partition}]", cluster.label,
                               f"Describe on topic {topic}") from None
-    finally:
-        consumer.close()
 
 
 def read_range(cluster: Cluster, topic: str, partition: int, start: int, end: int,
@@ -133,15 +139,27 @@ def iter_range(consumer: Any, topic: str, partition: int, start: int, end: int, 
 def read_all(cluster: Cluster, topic: str, partition: int, read_committed: bool = True,
              client_id: str = "eosmirror-reader", timeout: float = 120.0, missing_ok: bool = False,
              group_id: str | None = None) -> list[Record]:
-    """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``)."""
-
+    """Every record from the partition's start to its current end ([] for a missing topic if ``missing_ok``).
+    One consumer asks the ends and reads: a second client's start costs its own connections and
+    metadata, a few round trips (the state topic is read this way at every command's step, across a
+    region when the mirror's target is far: the reverse mirror's)."""
+    consumer = clients.plain_consumer(cluster.settings, client_id, read_committed=read_committed, group_id=group_id)
     try:
-        low, high = watermarks(cluster, topic, partition, read_committed, client_id, group_id)
+        return read_all_by(consumer, cluster, topic, partition, timeout, missing_ok)
+    finally:
+        consumer.close()
+
+
+def read_all_by(consumer: Any, cluster: Cluster, topic: str, partition: int, timeout: float = 120.0,
+                missing_ok: bool = False) -> list[Record]:
+    """``read_all`` by a ``plain_consumer`` of the caller's (reusable for other reads of the same cluster)."""
+    try:
+        low, high = ends_by(consumer, cluster, topic, partition)
     except TargetMismatchError:
         if missing_ok:
             return []
         raise
-    return read_range(cluster, topic, partition, low, high, read_committed, client_id, timeout, group_id)
+    return list(iter_range(consumer, topic, partition, low, high, cluster.label, timeout))
 
 
 def first_timestamps(cluster: Cluster, ranges: dict[tuple[str, int], tuple[int, int]],

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from eosmirror.core import naming, syncscan
 from eosmirror.core.errors import ProgressUnavailableError, TargetMismatchError
@@ -66,10 +67,15 @@ def load(target: Cluster, mirror: str, group: str) -> dict[TP, PartitionSyncs]:
     return group_by_partition(syncs)
 
 
-def read_snapshot(target: Cluster, mirror: str, group: str, stats: ReadStats | None = None) -> syncscan.Snapshot:
+def read_snapshot(target: Cluster, mirror: str, group: str, stats: ReadStats | None = None,
+                  consumer: Any = None) -> syncscan.Snapshot:
+    """The snapshot topic's entries (read by ``consumer``, a ``sync_reader``, when given)."""
     topic = naming.offset_sync_snapshot_topic(mirror)
-    records = readers.read_all(target, topic, 0, client_id=f"eosmirror-{mirror}-sync-reader",
-                               timeout=300, missing_ok=True, group_id=group)
+    if consumer is None:
+        records = readers.read_all(target, topic, 0, client_id=f"eosmirror-{mirror}-sync-reader",
+                                   timeout=300, missing_ok=True, group_id=group)
+    else:
+        records = readers.read_all_by(consumer, target, topic, 0, timeout=300, missing_ok=True)
     if stats is not None:
         stats.snapshot_records += len(records)
     try:
@@ -117,50 +123,58 @@ def _tail_start(snapshot: syncscan.Snapshot, low: int, end: int, mirror: str, cl
     return snapshot.upto
 
 
+def sync_reader(target: Cluster, mirror: str, group: str) -> Any:
+    """The one consumer a read of the sync history uses for the sync topic's ends, the snapshot and the
+    tail (each client's start costs its own connections and metadata: round trips on a far target)."""
+    return clients.plain_consumer(target.settings, f"eosmirror-{mirror}-sync-reader", group_id=group)
+
+
 def latest(target: Cluster, mirror: str, group: str, keep: frozenset[TP] = frozenset(),
-           stats: ReadStats | None = None) -> View:
-    """The snapshot plus the history after its marker (all of it without a snapshot)."""
+           stats: ReadStats | None = None, consumer: Any = None) -> View:
+    """The snapshot plus the history after its marker (all of it without a snapshot), read by ``consumer``
+    (a ``sync_reader``: the caller's, or one of this call's own)."""
+    if consumer is None:
+        own = sync_reader(target, mirror, group)
+        try:
+            return latest(target, mirror, group, keep, stats, own)
+        finally:
+            own.close()
     stats = stats if stats is not None else ReadStats()
     topic = naming.offset_sync_topic(mirror)
-    client_id = f"eosmirror-{mirror}-sync-reader"
     try:
-        low, end = readers.watermarks(target, topic, 0, client_id=client_id, group_id=group)
+        low, end = readers.ends_by(consumer, target, topic, 0)
     except TargetMismatchError:
         return View()   # no sync topic: nothing was ever mirrored
-    snapshot = read_snapshot(target, mirror, group, stats)
+    snapshot = read_snapshot(target, mirror, group, stats, consumer)
     view = View(newest=dict(snapshot.entries), low=low, end=end, snapshot=snapshot,
                 tail_start=_tail_start(snapshot, low, end, mirror, target.label))
     stats.full_read = view.tail_start == low
     for tp in keep:
         if tp in view.newest:
             view.chains[tp] = [view.newest[tp]]
-    _read_tail(target, topic, group, client_id, view, keep, stats)
+    _read_tail(target, topic, consumer, view, keep, stats)
     return view
 
 
-def _read_tail(target: Cluster, topic: str, group: str, client_id: str, view: View, keep: frozenset[TP],
+def _read_tail(target: Cluster, topic: str, consumer: Any, view: View, keep: frozenset[TP],
                stats: ReadStats) -> None:
     """The syncs from ``view.tail_start`` to the end, folded into ``view``. Only the kept partitions'
     syncs and each other partition's LAST record are decoded: a partition's syncs commit one after
     the other (one slot owns it at a time), so its last record in the topic is its newest sync."""
     keep_keys = {f"{t}\0{p}".encode() for t, p in keep}
     last: dict[bytes, tuple[int, bytes]] = {}
-    consumer = clients.plain_consumer(target.settings, client_id, group_id=group)
-    try:
-        for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, target.label, timeout=300):
-            stats.sync_records += 1
-            if record.value is None:
-                continue
-            if record.key in keep_keys or record.key is None:
-                sync = _decode(record.value, record.offset, topic, target.label)
-                tp = (sync.target_topic, sync.partition)
-                view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
-                if tp in keep:
-                    view.chains.setdefault(tp, []).append(sync)
-            else:
-                last[record.key] = (record.offset, record.value)
-    finally:
-        consumer.close()
+    for record in readers.iter_range(consumer, topic, 0, view.tail_start, view.end, target.label, timeout=300):
+        stats.sync_records += 1
+        if record.value is None:
+            continue
+        if record.key in keep_keys or record.key is None:
+            sync = _decode(record.value, record.offset, topic, target.label)
+            tp = (sync.target_topic, sync.partition)
+            view.newest[tp] = syncscan.newer(view.newest.get(tp), sync)
+            if tp in keep:
+                view.chains.setdefault(tp, []).append(sync)
+        else:
+            last[record.key] = (record.offset, record.value)
     for offset, value in last.values():
         sync = _decode(value, offset, topic, target.label)
         tp = (sync.target_topic, sync.partition)
@@ -214,7 +228,11 @@ def load_needed(target: Cluster, mirror: str, group: str, needs: dict[TP, Need],
     translating any position at or after the asked one gives what the current chain of the full history
     gives."""
     stats = stats if stats is not None else ReadStats()
-    view = latest(target, mirror, group, keep=frozenset(needs), stats=stats)
+    consumer = sync_reader(target, mirror, group)
+    try:
+        view = latest(target, mirror, group, keep=frozenset(needs), stats=stats, consumer=consumer)
+    finally:
+        consumer.close()
     try:   # the backward scan checks the chains too: an overlap found there is reported the same way
         _scan_backwards(target, mirror, group, view, needs, stats)
         return {tp: PartitionSyncs(syncscan.check_chain(view.chains[tp], _where(target.label, tp)))
@@ -234,9 +252,12 @@ def refresh_snapshot(target: Cluster, mirror: str, group: str, transactional_id:
     topic = naming.offset_sync_snapshot_topic(mirror)
     producer = clients.transactional_producer(target.settings, {}, transactional_id, 60_000,
                                               f"eosmirror-{mirror}-sync-snapshot", where="offset-sync snapshot writer")
+    # Built before init_transactions, which it must not read before: its connections and metadata are
+    # made while the producer is initialised (round trips on a far target), its reads come after.
+    consumer = sync_reader(target, mirror, group)
     try:
         producer.init_transactions(60)
-        view = latest(target, mirror, group, stats=stats)
+        view = latest(target, mirror, group, stats=stats, consumer=consumer)
         if view.snapshot is None or view.snapshot.upto == view.end:
             return 0
         changed = syncscan.changed_entries(view.snapshot.entries, view.newest)
@@ -254,4 +275,5 @@ def refresh_snapshot(target: Cluster, mirror: str, group: str, transactional_id:
                                        f"(it needs Write on that topic and on transactional id "
                                        f"{transactional_id})") from None
     finally:
+        consumer.close()
         producer.flush(10)
