@@ -1,0 +1,113 @@
+"""The least-privilege ACLs of the commands beyond the run (issue #51 item 6), measured on SASL/PLAIN brokers with
+StandardAuthorizer the way the run's set is (tests/integration/test_security.py), for the table in
+docs/real-clusters.md ("ACLs of the other commands"):
+
+- ``switchover`` (no `groups`, no `sync_topic_acls`) with exactly the run's set: zero loss, every step ran or was
+  skipped for a configured reason, exit 0: it needs nothing beyond the run's set;
+- ``promote`` likewise: promoted, exit 0, nothing beyond the run's set;
+- ``readiness`` with the run's set: the `groups` check does not say "all covered" (ListGroups lists only the groups
+  the principal may Describe) but names Describe on the source cluster; the `writers` check names Describe on the
+  target cluster; with source cluster Describe granted, a group planted on the source is named as uncovered.
+
+The write-rights steps' cluster Describe/Alter (switchover, promote, reverse, resume) are measured in
+test_write_rights.py. Own secure clusters on ports 19850/19860 (+1 for their controllers). `make lab-smoke`."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import ResourceType
+
+from eosmirror import driver
+from eosmirror.core.errors import EXIT_OK
+from eosmirror.core.mirrorstate import Phase
+from eosmirror.driver import promote, readiness, switchover
+from tests.support.security import LITERAL, Op, fresh_mirror, grant, least_privilege, run, secure_pair
+
+pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.timeout(300)]
+CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
+QUIET = switchover.SwitchoverOptions(wait_s=60, quiet_s=1)
+
+
+@pytest.fixture(scope="module")
+def secure():
+    with secure_pair("cmdacl", 19850, 19860) as clusters:
+        yield clusters
+
+
+@pytest.fixture
+def mirrored(secure, monkeypatch):
+    """A mirror that ran once with exactly the run's least-privilege set (granted for the test, taken after)."""
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch)
+    acls = least_privilege(name, topic)
+    grant(secure, acls)
+    try:
+        first = run(m)
+        assert first["status"] == "ok" and first["records"] == 20, first
+        yield m, topic
+    finally:
+        grant(secure, acls, revoke=True)
+
+
+def ran_or_skipped_for_config(outcome) -> None:
+    """Every step ran, or was skipped because the mirror has no `groups` / `sync_topic_acls` (never failed)."""
+    steps = outcome.run.as_list()
+    wrong = [s for s in steps if s["status"] != "ran" and not (
+        s["status"] == "skipped" and ("no `groups` section" in s["why"] or "sync_topic_acls is off" in s["why"]))]
+    assert not wrong, steps
+
+
+def test_switchover_needs_nothing_beyond_the_runs_set(mirrored):
+    m, _ = mirrored
+    started = time.monotonic()
+
+    def final_run():
+        mirror_run = driver.MirrorRun(m, driver.RunOptions(final_of_switchover=True))
+        return mirror_run.execute(mirror_run.prepare(), driver.run_in_process)
+
+    done = switchover.switchover(m, final_run, QUIET)
+    assert done.safe and done.exit_code == EXIT_OK and done.verdict() == switchover.SAFE, done.as_dict()
+    assert done.state == Phase.SWITCHED_OVER.value and done.verify_summary.endswith("20 record(s) compared")
+    ran_or_skipped_for_config(done)
+    print(f"switchover with the run's ACLs: {time.monotonic() - started:.1f} s")
+
+
+def test_promote_needs_nothing_beyond_the_runs_set(mirrored):
+    m, _ = mirrored
+    done = promote.promote(m, source_budget_s=5)
+    assert done.exit_code == EXIT_OK and done.state.phase is Phase.PROMOTED and done.source_answered, done.as_dict()
+    assert done.as_dict()["not_run"] == []
+    ran_or_skipped_for_config(done)
+
+
+def plant_group(secure, topic: str, group: str) -> None:
+    """A consumer group of an application on the source: a committed offset (as the admin super user)."""
+    consumer = Consumer({**secure["source"].client_config(), "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_readiness_names_the_cluster_describe_it_lacks_and_never_says_all_groups_covered(secure, mirrored):
+    m, topic = mirrored
+    group = f"{m.name}-app"
+    plant_group(secure, topic, group)
+    checks = {c.name: c for c in readiness.report(m).checks}
+    assert checks["groups"].verdict == "warn", checks["groups"]
+    assert "lacks Describe on the source cluster (resource CLUSTER kafka-cluster)" in checks["groups"].reason
+    assert "all covered" not in checks["groups"].reason.split(". ")[0] and group not in checks["groups"].reason
+    assert checks["writers"].verdict == "warn" and checks["writers"].reason.startswith("cannot tell")
+    assert "lacks Describe on the target cluster (resource CLUSTER kafka-cluster)" in checks["writers"].reason
+    assert checks["switchover"].verdict == "ok", checks["switchover"]
+
+    describe = [("source", CLUSTER, "kafka-cluster", LITERAL, Op.DESCRIBE, "")]
+    grant(secure, describe)
+    try:
+        seen = {c.name: c for c in readiness.report(m).checks}["groups"]
+        assert seen.verdict == "warn" and group in seen.figures["uncovered"], seen
+        assert "lacks Describe" not in seen.reason
+    finally:
+        grant(secure, describe, revoke=True)
