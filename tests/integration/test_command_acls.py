@@ -21,10 +21,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ResourceType
 
 from eosmirror import driver
-from eosmirror.core.errors import EXIT_OK
+from eosmirror.core.errors import EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import Phase
-from eosmirror.driver import promote, readiness, switchover
-from tests.support.security import LITERAL, Op, fresh_mirror, grant, least_privilege, run, secure_pair
+from eosmirror.driver import groups, promote, readiness, switchover
+from tests.support.security import GROUP, LITERAL, TOPIC, Op, fresh_mirror, grant, least_privilege, run, secure_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.timeout(300)]
 CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
@@ -82,11 +82,12 @@ def test_promote_needs_nothing_beyond_the_runs_set(mirrored):
     ran_or_skipped_for_config(done)
 
 
-def plant_group(secure, topic: str, group: str) -> None:
-    """A consumer group of an application on the source: a committed offset (as the admin super user)."""
+def plant_group(secure, topic: str, group: str, positions: dict[int, int] | None = None) -> None:
+    """A consumer group of an application on the source: committed offsets (as the admin super user)."""
     consumer = Consumer({**secure["source"].client_config(), "group.id": group, "enable.auto.commit": False})
     try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in (positions or {0: 5}).items()],
+                        asynchronous=False)
     finally:
         consumer.close()
 
@@ -111,3 +112,61 @@ def test_readiness_names_the_cluster_describe_it_lacks_and_never_says_all_groups
         assert "lacks Describe" not in seen.reason
     finally:
         grant(secure, describe, revoke=True)
+
+
+def group_sync_acls(app: str, checkpoints: str) -> list[tuple]:
+    """What `eosmirror groups sync` (failover) needs beyond the run's set, for one application group ``app``; the
+    last field: what its absence must be named by."""
+    return [
+        ("source", GROUP, app, LITERAL, Op.DESCRIBE, "lacks Describe on the source cluster (resource CLUSTER "
+                                                     "kafka-cluster)"),
+        ("target", GROUP, app, LITERAL, Op.READ, f"Read on group {app}"),
+        ("target", TOPIC, checkpoints, LITERAL, Op.CREATE, f"Create on {checkpoints}"),
+        ("target", TOPIC, checkpoints, LITERAL, Op.WRITE, f"Write on topic {checkpoints}"),
+    ]
+
+
+def target_commits(secure, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets on the target, as a Kafka consumer of the admin super user reads them."""
+    consumer = Consumer({**secure["target"].client_config(), "group.id": group, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(2)], timeout=15)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+@pytest.mark.parametrize("dropped", [None, *range(4)], ids=lambda i: "all" if i is None else f"without{i}")
+def test_group_sync_needs_these_acls_and_names_each_missing_one(secure, monkeypatch, dropped):
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch, groups={"include": [".*-app"]}, source_alias=name_alias())
+    app, checkpoints = f"{name}-app", f"{m.source_alias}.checkpoints.internal"
+    plant_group(secure, topic, app, {0: 5, 1: 7})
+    extra = group_sync_acls(app, checkpoints)
+    kept = least_privilege(name, topic) + [a for i, a in enumerate(extra) if i != dropped]
+    grant(secure, kept)
+    try:
+        assert run(m)["status"] == "ok"
+        try:
+            report = groups.move_groups(m, groups.GroupMoveOptions())
+            failure = " ".join([report["listing"], *(g["error"] or "" for g in report["groups"])])
+        except EosMirrorError as exc:
+            report, failure = None, str(exc)
+        if dropped is None:
+            assert report is not None and groups.exit_code(report) == EXIT_OK, report
+            assert [(g["group"], g["written"]) for g in report["groups"]] == [(app, True)], report
+            assert target_commits(secure, app, topic) == {0: 5, 1: 7}
+            # no Describe on the source cluster: the listing is said to be partial, though the group was seen
+            assert "lacks Describe on the source cluster" in report["listing"]
+            return
+        assert extra[dropped][5] in failure, failure
+        assert report is None or not [g for g in report["groups"] if g["written"]], report
+        assert target_commits(secure, app, topic) == {}
+    finally:
+        grant(secure, kept, revoke=True)
+
+
+def name_alias() -> str:
+    """A source alias of its own (the checkpoints topic is named by it: its Create is measured on each test)."""
+    import uuid
+
+    return "src" + uuid.uuid4().hex[:8]
