@@ -23,8 +23,22 @@ from confluent_kafka.admin import ResourceType
 from eosmirror import driver
 from eosmirror.core.errors import EXIT_OK, EosMirrorError
 from eosmirror.core.mirrorstate import Phase
-from eosmirror.driver import groups, promote, readiness, switchover
-from tests.support.security import GROUP, LITERAL, TOPIC, Op, fresh_mirror, grant, least_privilege, run, secure_pair
+from eosmirror.driver import groups, promote, readiness, reverse, switchover
+from eosmirror.kafka import state
+from eosmirror.kafka.cluster import Cluster
+from tests.support.security import (
+    GROUP,
+    LITERAL,
+    PREFIXED,
+    TOPIC,
+    TXN,
+    Op,
+    fresh_mirror,
+    grant,
+    least_privilege,
+    run,
+    secure_pair,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.timeout(300)]
 CLUSTER = ResourceType.BROKER   # the CLUSTER resource "kafka-cluster"
@@ -51,11 +65,15 @@ def mirrored(secure, monkeypatch):
         grant(secure, acls, revoke=True)
 
 
+CONFIGURED_SKIPS = ("no `groups` section", "sync_topic_acls is off", "divergence mode report")
+
+
 def ran_or_skipped_for_config(outcome) -> None:
-    """Every step ran, or was skipped because the mirror has no `groups` / `sync_topic_acls` (never failed)."""
+    """Every step ran, or was skipped because the mirror has no `groups` / `sync_topic_acls` or the divergence is
+    only reported (never failed)."""
     steps = outcome.run.as_list()
     wrong = [s for s in steps if s["status"] != "ran" and not (
-        s["status"] == "skipped" and ("no `groups` section" in s["why"] or "sync_topic_acls is off" in s["why"]))]
+        s["status"] == "skipped" and any(why in s["why"] for why in CONFIGURED_SKIPS))]
     assert not wrong, steps
 
 
@@ -170,3 +188,55 @@ def name_alias() -> str:
     import uuid
 
     return "src" + uuid.uuid4().hex[:8]
+
+
+def reverse_acls(name: str, topic: str) -> list[tuple]:
+    """The reverse mirror's ACLs on the old source beyond the run's set: the run's target-side set for mirror
+    ``<name>__reverse`` (its source side, the new primary, is covered by the run's target grants). The last field:
+    what reverse's failure must name without it, or None where reverse itself does not ask (the reverse mirror's
+    runs do: measured for the run in test_security.py)."""
+    back = f"{name}__reverse"
+    state_topic, syncs = f"eosmirror-state.{back}.internal", f"eosmirror-offset-syncs.{back}.internal"
+    snapshot = f"eosmirror-offset-sync-snapshot.{back}.internal"
+    return [
+        ("source", TOPIC, topic, LITERAL, Op.WRITE, f"Write on topic {topic} (target"),
+        ("source", TOPIC, topic, LITERAL, Op.CREATE, None),          # the old source has its topics
+        ("source", TOPIC, state_topic, LITERAL, Op.CREATE, f"Create on topic {state_topic}"),
+        ("source", TOPIC, state_topic, LITERAL, Op.READ, None),
+        ("source", TOPIC, state_topic, LITERAL, Op.WRITE, f"Write on {state_topic}"),
+        ("source", TOPIC, syncs, LITERAL, Op.CREATE, f"Create on topic {syncs}"),
+        ("source", TOPIC, syncs, LITERAL, Op.READ, None),
+        ("source", TOPIC, syncs, LITERAL, Op.WRITE, f"and {syncs}"),
+        ("source", TOPIC, snapshot, LITERAL, Op.CREATE, f"Create on topic {snapshot}"),
+        ("source", TOPIC, snapshot, LITERAL, Op.READ, None),
+        ("source", TOPIC, snapshot, LITERAL, Op.WRITE, None),
+        ("source", TXN, f"eosmirror.{back}.", PREFIXED, Op.WRITE, f"Write and Describe on transactional id "
+                                                                 f"eosmirror.{back}."),
+        ("source", GROUP, f"eosmirror.{back}", LITERAL, Op.READ, f"Read on group eosmirror.{back}"),
+    ]
+
+
+@pytest.mark.parametrize("dropped", [None, *range(13)], ids=lambda i: "all" if i is None else f"without{i}")
+def test_reverse_needs_the_reverse_mirrors_acls_on_the_old_source_and_names_each_missing_one(secure, monkeypatch,
+                                                                                               dropped):
+    name, topic, m, _ = fresh_mirror(secure, monkeypatch)
+    extra = reverse_acls(name, topic)
+    kept = least_privilege(name, topic) + [a for i, a in enumerate(extra) if i != dropped]
+    grant(secure, kept)
+    try:
+        assert run(m)["status"] == "ok"
+        assert promote.promote(m, source_budget_s=5).exit_code == EXIT_OK
+        needed = None if dropped is None else extra[dropped][5]
+        if needed is None:
+            done = reverse.reverse(m, reverse.ReverseOptions(settle_s=3))
+            assert done.exit_code == EXIT_OK and done.state.phase is Phase.REVERSED, done.as_dict()
+            ran_or_skipped_for_config(done)
+            return
+        with pytest.raises(EosMirrorError) as refused:
+            reverse.reverse(m, reverse.ReverseOptions(settle_s=3))
+        assert needed in str(refused.value), str(refused.value)
+        recorded = state.read_mirror_state(Cluster.from_settings("target", secure["target"].client_config()),
+                                           m.name, m.progress_group)
+        assert recorded.phase is not Phase.REVERSED, recorded       # never recorded as done
+    finally:
+        grant(secure, kept, revoke=True)
