@@ -240,3 +240,26 @@ def test_reverse_needs_the_reverse_mirrors_acls_on_the_old_source_and_names_each
         assert recorded.phase is not Phase.REVERSED, recorded       # never recorded as done
     finally:
         grant(secure, kept, revoke=True)
+
+
+@pytest.mark.parametrize("dropped", [None, 0, 1], ids=["all", "without-create", "without-write"])
+def test_a_recorded_readiness_report_needs_create_and_write_on_the_lag_topic(secure, mirrored, dropped):
+    """`readiness --record` (the readiness DAG) appends the report to the lag topic: without Create or Write on
+    it, the report is not recorded and the failure names the ACL; with both, `history` (Read on it) finds it."""
+    m, _ = mirrored
+    lag = f"eosmirror-lag.{m.name}.internal"
+    needs = [("target", TOPIC, lag, LITERAL, Op.CREATE, f"Create on topic {lag}"),
+             ("target", TOPIC, lag, LITERAL, Op.WRITE, f"Write on topic {lag}")]
+    kept = [a for i, a in enumerate(needs) if i != dropped] + [("target", TOPIC, lag, LITERAL, Op.READ, "")]
+    grant(secure, kept)
+    try:
+        if dropped is None:
+            made = readiness.report(m, record=True)
+            found = readiness.history(m, made.time_ms - 1)
+            assert [r.time_ms for r in found] == [made.time_ms], found
+            return
+        with pytest.raises(EosMirrorError) as refused:
+            readiness.report(m, record=True)
+        assert needs[dropped][5] in str(refused.value), str(refused.value)
+    finally:
+        grant(secure, kept, revoke=True)
