@@ -1,13 +1,18 @@
 """The least-privilege ACLs of the commands beyond the run (issue #51 item 6), measured on SASL/PLAIN brokers with
 StandardAuthorizer the way the run's set is (tests/integration/test_security.py), for the table in
-docs/real-clusters.md ("ACLs of the other commands"):
+docs/real-clusters.md ("ACLs of the other commands"). Each test grants exactly the run's set plus what it names:
 
-- ``switchover`` (no `groups`, no `sync_topic_acls`) with exactly the run's set: zero loss, every step ran or was
-  skipped for a configured reason, exit 0: it needs nothing beyond the run's set;
-- ``promote`` likewise: promoted, exit 0, nothing beyond the run's set;
-- ``readiness`` with the run's set: the `groups` check does not say "all covered" (ListGroups lists only the groups
-  the principal may Describe) but names Describe on the source cluster; the `writers` check names Describe on the
-  target cluster; with source cluster Describe granted, a group planted on the source is named as uncovered.
+- ``switchover`` and ``promote`` (no `groups`, no `sync_topic_acls`) with the run's set: exit 0, every step ran or
+  was skipped for a configured reason: nothing beyond the run's set;
+- ``groups sync`` (failover): with Describe on the group (source), Read on it (target) and Create, Write on the
+  checkpoints topic (target), the group's offsets are on the target (read by a Kafka consumer); without each, the
+  failure names it (or the report says the source listed groups partially) and no offset is on the target;
+- ``reverse``: the reverse mirror's target-side run set on the old source; without each ACL reverse asks for it
+  fails naming it and the mirror is not recorded reversed; the ones it does not ask for are shown not needed;
+- the switch back and ``resume`` succeed with the run's and reverse's sets;
+- ``readiness`` with the run's set: the `groups` check never says "all covered" but names Describe on the source
+  cluster, the `writers` check names Describe on the target cluster; with source cluster Describe a planted group
+  is named; ``readiness --record`` needs Create and Write on the lag topic, each named when missing.
 
 The write-rights steps' cluster Describe/Alter (switchover, promote, reverse, resume) are measured in
 test_write_rights.py. Own secure clusters on ports 19850/19860 (+1 for their controllers). `make lab-smoke`."""
