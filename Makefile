@@ -21,7 +21,7 @@ help:
 	@echo "make demo    run the mirror on two embedded Kafka clusters (sets everything up first)"
 	@echo "make test    run the whole test suite (sets everything up first)"
 	@echo "make bench   benchmark eosmirror against MirrorMaker 2 and baselines"
-	@echo "make lab-smoke  the bench and soak suites' own smoke tests (CI runs them after make test)"
+	@echo "make lab-smoke  the bench and soak suites' own smoke tests, the commands' ACL measurements (CI runs them after make test)"
 	@echo "make broker-matrix  mirror between Kafka versions (2.8 .. 4.4), judged by each version's own tools"
 	@echo "make chaos   exactly-once under faults (ROUNDS=$(ROUNDS))"
 	@echo "make soak    recovery point under 30 min of load: scheduled vs follow vs MirrorMaker 2 (SOAK_ARGS=...)"
@@ -58,7 +58,7 @@ test: setup browser lint
 # The lab's own smoke runs (the bench and soak suites on the kit): they test the lab, not the product, so
 # `make test` leaves them out; CI runs them after it (.ci/run).
 lab-smoke: setup
-	$(BIN)/pytest -n 2 --dist loadfile -m lab tests/e2e
+	$(BIN)/pytest -n 2 --dist loadfile -m lab tests/e2e tests/integration
 
 # One cross-version broker cell (Kafka 2.8 with ZooKeeper -> 4.4: a mirror under production, a group failover),
 # judged by each cluster's own Kafka tools; CI runs it after make test. `make broker-matrix` runs every cell.

@@ -170,6 +170,8 @@ def groups_table(report: dict[str, Any]) -> str:
     if way:
         lines.append(f"after the reverse of {way['forward']} ({way['state']}; {way['promotion']}): through both "
                      f"offset maps, {way['forward']}'s copies (map forward) and {way['reverse']}'s (map reverse)")
+    if report.get("listing"):
+        lines.append(f"groups listed partially: {report['listing']}")
     for name in report.get("groups_not_found", []):
         lines.append(f"\ngroup {name}: not found (no such group, or excluded by groups.include/exclude)")
     for g in report["groups"]:

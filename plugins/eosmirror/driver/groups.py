@@ -25,7 +25,7 @@ from eosmirror.core.errors import EXIT_FAILED, EXIT_GROUPS_LEFT, EXIT_OK, Config
 from eosmirror.core.groupfailover import GroupOffsets
 from eosmirror.core.offsetsync import PartitionSyncs
 from eosmirror.core.syncscan import Need
-from eosmirror.driver import groupwayback, minimums, topics
+from eosmirror.driver import acls, groupwayback, minimums, topics
 from eosmirror.driver.observe import progress_settle_seconds, settle_bound_seconds
 from eosmirror.kafka import groups as kafka_groups
 from eosmirror.kafka import offsets as kafka_offsets
@@ -102,7 +102,7 @@ def plan_groups(owner: MirrorConfig, options: GroupMoveOptions, sides: _Sides, p
                                        never=never, only=options.groups)
     missing = sorted(set(options.groups) - set(selected))
     read_partitions = [(t, p) for t, n in sides.partitions.items() for p in range(n)]
-    states = kafka_groups.group_states(sides.write, selected)
+    states = kafka_groups.group_states(sides.write, selected, to_write=not options.dry_run)
 
     def offsets_of(group: str) -> GroupOffsets:
         committed = kafka_groups.committed(sides.read, group, read_partitions)
@@ -182,17 +182,32 @@ def move_groups(mirror: MirrorConfig, options: GroupMoveOptions) -> dict[str, An
         never = own_groups(way.reverse)             # m's and m__reverse's: both are kept on both clusters
     minimums.require("groups", (sides.write,))      # before a group offset is written, on the side written
     plans, missing = plan_groups(owner, options, sides, planner, never)
+    listing = partial_listing(sides.read)
+    if listing:
+        log.warning("mirror %s: %s", mirror.name, listing)
     errors = {} if options.dry_run else _write(owner, sides, plans)
     return {
         "mirror": mirror.name, "direction": options.direction, "dry_run": options.dry_run,
         "allow_rewind": allow_rewind, "read_from": sides.read.label, "written_to": sides.write.label,
-        "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing,
+        "checkpoints_topic": sides.checkpoints_topic, "groups_not_found": missing, "listing": listing,
         "way_back": way.as_dict() if way is not None else None,
         "groups": [{**plan.as_dict(), "written": not options.dry_run and bool(plan.writes()) and
                     plan.group not in errors, "error": errors.get(plan.group), "left": plan.left()}
                    for plan in plans],
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+def partial_listing(side: Cluster) -> str:
+    """"" when the brokers list every group of ``side`` to this principal; else why a group may be missing:
+    ListGroups answers only the groups the principal may Describe unless it may Describe the cluster (measured on
+    Kafka 4.3 with StandardAuthorizer: tests/integration/test_command_acls.py)."""
+    if acls.may(side, "DESCRIBE"):
+        return ""
+    return (f"{acls.principal(side)} lacks Describe on the {side.role} cluster (resource CLUSTER kafka-cluster) at "
+            f"{side.label}: its brokers list only the groups it may Describe, so a group without Describe on group "
+            f"<name> for it is not seen and not moved; grant Describe on the groups to move (a PREFIXED ACL "
+            f"works) or on the cluster")
 
 
 def _own_map(mirror: MirrorConfig, direction: str, allow_rewind: bool) -> tuple[_Sides, Planner]:
@@ -256,7 +271,7 @@ def _write(mirror: MirrorConfig, sides: _Sides, plans: list[groupfailover.GroupP
             # Asked again right before the write: a consumer may have joined since the plan, and the
             # coordinator of a classic group accepts a member-less transactional offset commit even
             # while the group has members (KIP-848 consumer groups refuse it): this check is the guard.
-            plan.state = kafka_groups.group_states(sides.write, [plan.group]).get(plan.group, "DEAD")
+            plan.state = kafka_groups.group_states(sides.write, [plan.group], to_write=True).get(plan.group, "DEAD")
             if not groupfailover.is_writable(plan.state):
                 plan.skipped = True
                 log.warning("group %s became active (%s) on the %s: skipped", plan.group, plan.state,

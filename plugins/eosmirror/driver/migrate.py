@@ -237,6 +237,11 @@ class Migration:
 
         m, label = self.mirror, self.target.label
         reader = clients.progress_reader(self.target.settings, m.progress_group, f"eosmirror-{m.name}-migrate")
+        refused: list[Any] = []     # refused deliveries: a refused produce may surface later as another error
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                refused.append(err)
         try:
             producer.begin_transaction()
             for c in changes:
@@ -246,10 +251,11 @@ class Migration:
                                   generation=number, slot=BOUNDARY_SLOT, created_ms=record.at_ms,
                                   source_topic_id=pair.source_topic_id,
                                   target_topic_id=self.target_ids.get(c.target_topic, ""), moved_from=c.old)
-                producer.produce(naming.offset_sync_topic(m.name), sync.encode(), sync.key(), 0)
+                producer.produce(naming.offset_sync_topic(m.name), sync.encode(), sync.key(), 0, on_delivery=delivered)
             offsets = [TopicPartition(c.target_topic, c.partition, c.new, metadata=progress.encode_metadata(
                 c.source_topic, self.pair_of[c.source_topic].source_topic_id, number)) for c in changes]
-            producer.produce(naming.state_topic(m.name), record.encode(), record.key(uuid.uuid4().hex[:12]), 0)
+            producer.produce(naming.state_topic(m.name), record.encode(), record.key(uuid.uuid4().hex[:12]), 0,
+                             on_delivery=delivered)
             producer.send_offsets_to_transaction(offsets, reader.consumer_group_metadata(), 30)
             producer.commit_transaction(60)
         except Exception as exc:  # noqa: BLE001 - translated; an open transaction is aborted by the broker
@@ -257,7 +263,12 @@ class Migration:
                 producer.abort_transaction(10)
             except Exception:  # noqa: BLE001 - fenced or nothing open
                 pass
-            raise calls.translate(exc, f"commit the {record.action} of mirror {m.name}", label,
+            from confluent_kafka import KafkaException
+
+            # Seen on Kafka 4.3 (StandardAuthorizer) without Write on the offset-syncs topic: the commit failed with
+            # "_STATE: Erroneous state", the refused delivery being the cause (tests/integration/test_command_acls.py)
+            cause = next((KafkaException(e) for e in refused if e.name() == "TOPIC_AUTHORIZATION_FAILED"), exc)
+            raise calls.translate(cause, f"commit the {record.action} of mirror {m.name}", label,
                                   f"Write on {naming.state_topic(m.name)} and {naming.offset_sync_topic(m.name)}, "
                                   f"Read on group {m.progress_group}") from None
         finally:

@@ -125,7 +125,12 @@ def _groups(mirror: MirrorConfig, source: Cluster) -> rules.Check:
                                           never=own_groups(mirror))
     covered = (groupfailover.select_groups(present, mirror.groups.include, mirror.groups.exclude,
                                            never=own_groups(mirror)) if mirror.groups is not None else [])
-    return rules.groups_check(present, covered, own_groups(mirror), mirror.groups is not None)
+    found = rules.groups_check(present, covered, own_groups(mirror), mirror.groups is not None)
+    listing = groups.partial_listing(source)     # without Describe on the cluster, "all covered" says nothing
+    if not listing:
+        return found
+    return rules.Check("groups", rules.WARN, f"cannot tell which source groups the group sync leaves out: {listing} "
+                       f"({len(present)} seen). {found.reason}", found.figures)
 
 
 def _last_verify(mirror: MirrorConfig, target: Cluster, now_ms: int) -> rules.Check:

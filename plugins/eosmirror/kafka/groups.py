@@ -32,7 +32,7 @@ def list_groups(cluster: Cluster) -> list[str]:
     return sorted(g.group_id for g in result.valid)
 
 
-def group_states(cluster: Cluster, groups: Iterable[str]) -> dict[str, str]:
+def group_states(cluster: Cluster, groups: Iterable[str], to_write: bool = False) -> dict[str, str]:
     """Each group's state name; a group with members is never reported as writable ("ACTIVE").
 
     A group that does not exist is "DEAD" (that is what the coordinator answers for an unknown
@@ -51,7 +51,8 @@ def group_states(cluster: Cluster, groups: Iterable[str]) -> dict[str, str]:
                 states[group] = "DEAD"
                 continue
             raise calls.translate(exc, f"describe consumer group {group}", cluster.label,
-                                  f"Describe on group {group}") from None
+                                  f"Read on group {group} (implies the Describe asked here; the sync writes its "
+                                  f"offsets with Read)" if to_write else f"Describe on group {group}") from None
         name = getattr(description.state, "name", str(description.state)).upper()
         states[group] = "ACTIVE" if description.members and name in ("EMPTY", "DEAD") else name
     return states
@@ -107,19 +108,25 @@ class GroupWriter:
         from confluent_kafka import TopicPartition
 
         member_less = clients.progress_reader(self.cluster.settings, group, f"eosmirror-groups-{group}")
+        refused: list[str] = []     # the checkpoint records' delivery errors (the commit says only "failed delivery")
         try:
             self.producer.begin_transaction()
             for record in records:
-                self.producer.produce(checkpoints_topic, key=record.key(), value=record.value(), partition=0)
+                self.producer.produce(checkpoints_topic, key=record.key(), value=record.value(), partition=0,
+                                      on_delivery=lambda err, _: refused.append(err.name()) if err else None)
             self.producer.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())],
                 member_less.consumer_group_metadata(), CALL_TIMEOUT)
             self.producer.commit_transaction(CALL_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - aborted, then reported with the group's name
             self._abort()
+            name = calls.error_name(exc)
+            if "TOPIC_AUTHORIZATION_FAILED" in refused:
+                name = "TOPIC_AUTHORIZATION_FAILED:checkpoints"
             raise EosMirrorError(f"{self.cluster.label}: writing the offsets of group {group} failed and was "
-                                 f"rolled back ({calls.error_name(exc) or type(exc).__name__}: "
-                                 f"{calls.error_text(exc)})") from None
+                                 f"rolled back ({(name or type(exc).__name__).split(':')[0]}: "
+                                 f"{calls.error_text(exc)})"
+                                 f"{_write_refusal_hint(name, group, checkpoints_topic, offsets)}") from None
         finally:
             member_less.close()
 
@@ -131,3 +138,19 @@ class GroupWriter:
 
     def close(self) -> None:
         self.producer.flush(5)
+
+
+def _write_refusal_hint(error: str | None, group: str, checkpoints_topic: str,
+                        offsets: dict[tuple[str, int], int]) -> str:
+    """The ACL a refused group write lacks, named (measured on Kafka 4.3 with StandardAuthorizer:
+    tests/integration/test_command_acls.py): AddOffsetsToTxn and TxnOffsetCommit need Read on the group,
+    TxnOffsetCommit Read on each topic committed, the checkpoint records Write on the checkpoints topic."""
+    if error == "GROUP_AUTHORIZATION_FAILED":
+        return f"; the principal needs Read on group {group} here. Grant that ACL and run again"
+    if error == "TOPIC_AUTHORIZATION_FAILED:checkpoints":     # the checkpoint records' delivery was refused
+        return f"; the principal needs Write on topic {checkpoints_topic} here. Grant that ACL and run again"
+    if error == "TOPIC_AUTHORIZATION_FAILED":
+        topics = ", ".join(sorted({t for t, _ in offsets}))
+        return (f"; the principal needs Write on topic {checkpoints_topic} and Read on topic(s) {topics} here. "
+                f"Grant those ACLs and run again")
+    return ""

@@ -76,11 +76,11 @@ def append(target: Cluster, mirror: str, key: bytes, values: list[bytes], timeou
 def append_keyed(target: Cluster, mirror: str, records: list[tuple[bytes, bytes]], timeout: float = 15.0) -> None:
     """Write (key, value) records to the lag topic in one flush and wait until they are acknowledged."""
     topic = naming.lag_topic(mirror)
-    errors: list[str] = []
+    errors: list[Any] = []      # the KafkaErrors, so that a refusal is named with the ACL it lacks
 
     def on_delivery(err: Any, _msg: Any) -> None:
         if err is not None:
-            errors.append(err.str())
+            errors.append(err)
 
     producer = clients.observation_producer(target.settings, f"eosmirror-{mirror}-lag-writer",
                                             extra={"allow.auto.create.topics": False, "compression.type": "lz4"})
@@ -88,7 +88,10 @@ def append_keyed(target: Cluster, mirror: str, records: list[tuple[bytes, bytes]
         producer.produce(topic, value=value, key=key, partition=0, on_delivery=on_delivery)
     left = producer.flush(timeout)
     if left or errors:
-        raise calls.translate(Exception(errors[0] if errors else f"{left} records unacknowledged after {timeout} s"),
+        from confluent_kafka import KafkaException
+
+        raise calls.translate(KafkaException(errors[0]) if errors else Exception(
+                                  f"{left} records unacknowledged after {timeout} s"),
                               f"write to the lag topic {topic}", target.label, f"Write on topic {topic}")
 
 
