@@ -100,22 +100,18 @@ def librdkafka_log_level() -> int:
 
 def source_consumer(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,
                     client_id: str, where: str = "source consumer", follow: bool = False,
-                    defaults: Mapping[str, Any] | None = None, on_commit: Any = None) -> Any:
+                    defaults: Mapping[str, Any] | None = None) -> Any:
     """A consumer that reads exact offset ranges with read_committed and never commits on its own.
 
     ``group_id`` is the mirror's progress group: the consumer never joins it (it uses assign()), it
-    only lets the after-commit step publish progress on the source cluster for lag tools (with this
-    consumer, whose coordinator is known by then: ``on_commit`` hears the outcome).
+    only lets the after-commit step publish progress on the source cluster for lag tools.
     ``follow``: the slot of a follow run (FOLLOW_READER_DEFAULTS); otherwise a bounded range reader
     (RANGE_READER_DEFAULTS). ``defaults``: more defaults of this slot (a capped slot's queue: core/bandwidth.py);
     the cluster's settings and the mirror's overrides win over them.
     """
     from confluent_kafka import Consumer
 
-    conf = source_consumer_config(settings, overrides, group_id, client_id, where, follow, defaults)
-    if on_commit is not None:
-        conf["on_commit"] = on_commit
-    return Consumer(conf)
+    return Consumer(source_consumer_config(settings, overrides, group_id, client_id, where, follow, defaults))
 
 
 def source_consumer_config(settings: Mapping[str, Any], overrides: Mapping[str, Any], group_id: str,

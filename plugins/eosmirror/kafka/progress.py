@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from eosmirror.core import settle
 from eosmirror.core.errors import AuthorizationError, ProgressUnavailableError
@@ -191,46 +191,27 @@ def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int]
     """Best effort (KIP-656): the same progress on the SOURCE cluster, keyed by source partition, so
     that existing lag tools (kafka-consumer-groups, Burrow, ...) see the mirror's position.
     Bounded in time; returns an error text instead of raising: this must never fail a committed run.
-    (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)
-    A fresh consumer of the group commits: a slot commits with its own source consumer instead
-    (``commit_and_wait``), whose connections and coordinator are already known."""
-    if not offsets:
-        return None
-    outcome: list[str | None] = []
-    try:
-        committer = clients.progress_reader(source_conf, group, f"eosmirror-progress-publisher-{group}",
-                                            stable=False, on_commit=commit_outcome(outcome))
-    except Exception as exc:  # noqa: BLE001 - best effort by design
-        return f"{type(exc).__name__}: {exc}"
-    try:
-        return commit_and_wait(committer, offsets, outcome, timeout)
-    finally:
-        committer.close()
-
-
-def commit_outcome(outcome: list[str | None]) -> Callable[[Any, Any], None]:
-    """An ``on_commit`` callback that puts each commit's outcome (None: committed; else the error text) in ``outcome``."""
-    def on_commit(err: Any, partitions: Any) -> None:
-        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in partitions or [] if tp.error]
-        outcome.append(err.str() if err is not None else ("; ".join(errors) or None))
-    return on_commit
-
-
-def commit_and_wait(committer: Any, offsets: dict[tuple[str, int], int], outcome: list[str | None],
-                    timeout: float = 10.0) -> str | None:
-    """Commit ``offsets`` asynchronously with ``committer`` (a consumer of the group that assigns nothing now,
-    whose ``on_commit`` is ``commit_outcome(outcome)``) and wait, bounded, for the answer: None when committed,
-    else the error text. Never raises (best effort by design)."""
+    (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)"""
     from confluent_kafka import TopicPartition
 
     if not offsets:
         return None
-    outcome.clear()
+    outcome: list[str | None] = []
+
+    def on_commit(err: Any, partitions: Any) -> None:
+        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in partitions or [] if tp.error]
+        outcome.append(err.str() if err is not None else ("; ".join(errors) or None))
+
+    try:
+        committer = clients.progress_reader(source_conf, group, f"eosmirror-progress-publisher-{group}",
+                                            stable=False, on_commit=on_commit)
+    except Exception as exc:  # noqa: BLE001 - best effort by design
+        return f"{type(exc).__name__}: {exc}"
     try:
         committer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=True)
         deadline = time.monotonic() + timeout
         while not outcome and time.monotonic() < deadline:
-            event = committer.poll(0.05)   # the commit callback is served within it
+            event = committer.poll(0.2)
             if event is not None and event.error() is not None and "AUTHORIZATION" in event.error().name():
                 return f"{event.error().name()}: {event.error().str()}"
         if not outcome:
@@ -238,3 +219,5 @@ def commit_and_wait(committer: Any, offsets: dict[tuple[str, int], int], outcome
         return outcome[0]
     except Exception as exc:  # noqa: BLE001 - best effort by design
         return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
+    finally:
+        committer.close()

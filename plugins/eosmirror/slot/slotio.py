@@ -99,7 +99,6 @@ class KafkaSlotIO:
         self.reader: Any = None
         self.admin: Any = None
         self.source_admin: Any = None
-        self.source_commits: list[str | None] = []   # the outcome of publishing progress with the consumer
 
     def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
         t = self.task
@@ -110,8 +109,7 @@ class KafkaSlotIO:
         self.consumer = clients.source_consumer(t.source_conf, t.source_overrides, t.progress_group,
                                                 f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer",
                                                 follow=t.follow_until is not None,
-                                                defaults=bandwidth.source_queue(t.cap, message_max),
-                                                on_commit=progress.commit_outcome(self.source_commits))
+                                                defaults=bandwidth.source_queue(t.cap, message_max))
         sizing = producer_sizing(t)
         if t.delivery == "exactly_once":
             self.producer = self._transactional_producer()
@@ -201,16 +199,7 @@ class KafkaSlotIO:
                                     group_id=t.progress_group)
 
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
-        """With the slot's source consumer (of the progress group, its coordinator found while the slot
-        copied): one OffsetCommit, where a fresh consumer's connections, metadata and coordinator lookup
-        took about seven round trips (0.6-0.8 s a slot with the source 100 ms away)."""
-        if self.consumer is None:
-            return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
-        try:
-            self.consumer.unassign()   # the copy is over: no fetch is wanted while the commit's answer is polled
-        except Exception as exc:  # noqa: BLE001 - best effort by design: the outcome says why
-            return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
-        return progress.commit_and_wait(self.consumer, offsets, self.source_commits)
+        return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
 
     def close(self) -> None:
         for client in (self.consumer, self.reader):
