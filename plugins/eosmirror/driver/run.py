@@ -7,12 +7,10 @@ runner (Spark, or threads of this process) and turns the slot results into the r
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import logging
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -115,18 +113,11 @@ class MirrorRun:
         """Both clusters answer; the mirrored topics; the run's one description of the target; ACLs."""
         clients.check_slot_settings(self.source.settings, self.target.settings, self.mirror,
                                     f"mirror {self.mirror.name!r}")   # before anything is written
-        # The brokers' minimums (an ApiVersions answer per cluster, one round trip each) are read beside the
-        # first reads, which write nothing; a read a too-old broker fails is reported as the refusal.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            checked = pool.submit(contextvars.copy_context().run, minimums.require, self.command,
-                                  (self.source, self.target), self.mirror.sync_topic_acls)   # a command's answers
-            try:
-                topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
-                pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
-            except EosMirrorError:
-                checked.result()   # BrokerTooOldError names the cause, when that is it
-                raise
-            self.broker_notes = checked.result()
+        # The brokers' minimums first (one ApiVersions round trip, both clusters at once): a too-old broker is
+        # refused before the first request it might answer wrongly, and a refusal never waits on a read.
+        self.broker_notes = minimums.require(self.command, (self.source, self.target), self.mirror.sync_topic_acls)
+        topics.list_topic_names(self.target)   # the target answers (and accepts our credentials) first
+        pairs = topics.resolve(self.mirror, self.source, list(self.options.topics) or None)
         existing = topics.describe_targets(self.mirror, pairs, self.target)
         permissions.check(self.mirror, pairs, existing)
         return pairs, existing
