@@ -218,8 +218,9 @@ def reverse_acls(name: str, topic: str) -> list[tuple]:
         ("source", TOPIC, snapshot, LITERAL, Op.CREATE, f"Create on topic {snapshot}"),
         ("source", TOPIC, snapshot, LITERAL, Op.READ, None),
         ("source", TOPIC, snapshot, LITERAL, Op.WRITE, None),
-        ("source", TXN, f"eosmirror.{back}.", PREFIXED, Op.WRITE, f"Write and Describe on transactional id "
-                                                                 f"eosmirror.{back}."),
+        # the slots' fence names "Write and Describe on transactional id <prefix>", the planner's (fenced at the
+        # same time) "Write on transactional id <prefix>planner": whichever is refused first, Write on the prefix
+        ("source", TXN, f"eosmirror.{back}.", PREFIXED, Op.WRITE, f"on transactional id eosmirror.{back}."),
         ("source", GROUP, f"eosmirror.{back}", LITERAL, Op.READ, f"Read on group eosmirror.{back}"),
     ]
 
