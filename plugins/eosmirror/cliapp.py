@@ -121,9 +121,9 @@ def _setup(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print(f"toxiproxy {links.TOXIPROXY_VERSION} (latency between the local clusters): {proxy}")
     try:
-        archive, seconds = _tools("kit.jvmarchive").ensure()
+        archive, seconds = _tools("kit.cluster").ensure_class_archive()
         print(f"kafka class archive: {archive} " + (f"(built in {seconds:.1f} s)" if seconds else "(up to date)"))
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:   # LocalClusterError is a RuntimeError
         # Only start-up time depends on it: say so, and let the brokers and tools go without it.
         print(f"kafka class archive: NOT built, each broker and Kafka tool starts about 1 s slower: {exc}",
               file=sys.stderr)

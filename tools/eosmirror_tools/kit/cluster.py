@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,8 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 from eosmirror import paths
+from eosmirror_tools.kit import jvmarchive, runtime, waits
 from eosmirror_tools.kit import link as links
-from eosmirror_tools.kit import runtime, waits
 
 log = logging.getLogger(__name__)
 
@@ -558,11 +559,30 @@ def start(cluster: LocalCluster, timeout: float = 90.0) -> None:
     wait_ready(cluster, timeout)
 
 
-def boot(cluster: LocalCluster, timeout: float = 90.0) -> None:
-    """Start a broker nothing will name (no link, no ``local:`` record) and wait until it answers: the
-    class archive's training broker (jvmarchive.py)."""
-    _launch_broker(cluster)
-    wait_ready(cluster, timeout)
+def ensure_class_archive(version: str | None = None) -> tuple[Path | None, float]:
+    """The Kafka JVMs' class archive of ``version``'s jars (jvmarchive.py), built unless it is there: a
+    broker of its own (nothing names it: no link, no ``local:`` record) started to answer and stopped, its
+    archive checked and installed. Returns (path, seconds spent; 0 when it was there); RuntimeError or
+    LocalClusterError says what failed (only start-up time depends on it)."""
+    lib = runtime.ensure_kafka_lib(version)
+    path = jvmarchive.archive_path(lib)
+    if path is None or path.exists():
+        return path, 0.0
+    started = time.monotonic()
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    broker = LocalCluster(f"class-archive-{os.getpid()}", jvmarchive.free_port_pair(), version=version or "")
+    try:
+        with jvmarchive.training(partial):
+            try:
+                _launch_broker(broker)
+                wait_ready(broker)
+            finally:
+                stop(broker)
+        jvmarchive.install(partial, path, lib, runtime.java_binary(), runtime.classpath(version))
+    finally:
+        partial.unlink(missing_ok=True)
+        shutil.rmtree(broker.dir, ignore_errors=True)
+    return path, time.monotonic() - started
 
 
 def stop(cluster: LocalCluster, hard: bool = False, timeout: float = 60.0) -> bool:

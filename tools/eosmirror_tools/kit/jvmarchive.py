@@ -13,7 +13,7 @@ this shares):
    tests read); a missing archive is not offered at all.
 2. One archive per Kafka jar folder, keyed by the java binary and the jars: another JDK or another
    release (or another release's MirrorMaker 2 folder) never even sees it.
-3. Built only by ``eosmirror setup`` (:func:`ensure`): a broker of its own, started with
+3. Built only by ``eosmirror setup`` (cluster.ensure_class_archive): a broker of its own, started with
    ``-XX:ArchiveClassesAtExit`` and stopped (SIGTERM: the JVM writes the archive on its way out), then
    checked by a JVM that maps it and loads ``kafka.Kafka`` from it, then renamed into place. A JVM never
    maps half a file.
@@ -21,12 +21,12 @@ this shares):
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
+from typing import Iterator
 
 from eosmirror.spark import classarchive
 
@@ -48,33 +48,26 @@ def java_options(lib: Path, main_class: str) -> tuple[str, ...]:
     return (f"-XX:SharedArchiveFile={path}", *QUIET) if path is not None and path.exists() else ()
 
 
-def ensure(version: str | None = None) -> tuple[Path | None, float]:
-    """Build the archive of ``version``'s jars (default: the pom's) unless it is there. Returns (path,
-    seconds spent building; 0 when it was there). Raises RuntimeError saying what failed: the caller
-    goes on without it (only start-up time depends on it)."""
-    from eosmirror_tools.kit import cluster, runtime
-
-    lib = runtime.ensure_kafka_lib(version)
-    path = archive_path(lib)
-    if path is None or path.exists():
-        return path, 0.0
+@contextlib.contextmanager
+def training(partial: Path) -> Iterator[None]:
+    """While this lasts, a broker the kit launches writes its loaded classes to ``partial`` at exit."""
     global _training
-    started = time.monotonic()
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    loads = path.with_suffix(f".{os.getpid()}.loads")
-    broker = cluster.LocalCluster(f"class-archive-{os.getpid()}", _free_port_pair(), version=version or "")
+    _training = partial
     try:
-        _training = partial
-        try:
-            cluster.boot(broker)
-        finally:
-            _training = None
-            cluster.stop(broker)
+        yield
+    finally:
+        _training = None
+
+
+def install(partial: Path, path: Path, lib: Path, java: str, classpath: str) -> None:
+    """Invariant 3: a JVM that maps ``partial`` must load ``kafka.Kafka`` from it; only then is it renamed to
+    ``path`` (and the archives of earlier jar sets of this folder removed). RuntimeError says what failed."""
+    loads = path.with_suffix(f".{os.getpid()}.loads")
+    try:
         if not partial.exists():
-            raise RuntimeError(f"the training broker stopped but wrote no archive at {partial}; its log: "
-                               f"{broker.log_file}")
-        check = [runtime.java_binary(), f"-XX:SharedArchiveFile={partial}", *QUIET,
-                 f"-Xlog:class+load=info:file={loads}", "-cp", runtime.classpath(version), "kafka.Kafka", "--version"]
+            raise RuntimeError(f"the training broker stopped but wrote no archive at {partial}")
+        check = [java, f"-XX:SharedArchiveFile={partial}", *QUIET, f"-Xlog:class+load=info:file={loads}", "-cp",
+                 classpath, "kafka.Kafka", "--version"]
         done = subprocess.run(check, capture_output=True, text=True, timeout=CHECK_TIMEOUT)
         mapped = loads.exists() and any("kafka.Kafka " in line and "shared objects file (top)" in line
                                         for line in loads.read_text(errors="replace").splitlines())
@@ -85,14 +78,12 @@ def ensure(version: str | None = None) -> tuple[Path | None, float]:
     finally:
         partial.unlink(missing_ok=True)
         loads.unlink(missing_ok=True)
-        shutil.rmtree(broker.dir, ignore_errors=True)
     for old in classarchive.cache_dir().glob(f"kafka-{lib.name}-*.jsa"):   # of an earlier JDK or jar set
         if old != path:
             old.unlink(missing_ok=True)
-    return path, time.monotonic() - started
 
 
-def _free_port_pair() -> int:
+def free_port_pair() -> int:
     """A port whose next port is free too (the broker's listener and its controller's)."""
     for _ in range(50):
         with socket.socket() as probe:

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 from eosmirror import paths
+from eosmirror_tools.kit import jvmarchive
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +225,6 @@ def java_command(main_class: str, *args: str, heap: str = "1g", extra_jvm: tuple
     """The command line that runs a Kafka main class on the fetched classpath (of ``version``; default:
     the pom's; ``mm2``: with that version's MirrorMaker 2). ``short_lived`` with quick_start(): QUICK_START_FLAGS instead of G1 and the full JIT.
     The Kafka class archive (jvmarchive.py) is mapped when ``make setup`` built it."""
-    from eosmirror_tools.kit import jvmarchive
-
     tuning = QUICK_START_FLAGS if short_lived and quick_start() else ("-XX:+UseG1GC",)
     old_logging = (f"-Dlog4j.configuration=file:{log4j1_config()}",) if version and log4j1(version) else ()
     lib = ensure_kafka_lib(version, mm2)
