@@ -4,7 +4,9 @@ broker loaded from one file instead of reading and verifying them from the jars 
 
 Measured on this project's 2-core machine (Kafka 4.3.1, Java 17, the suite's quick-start flags): a
 broker's start 2.25 -> 1.25 s of CPU and 4.2 -> 2.2 s until it answers; kafka-transactions 0.93 ->
-0.58 s of CPU; ConsoleConsumer 1.14 -> 0.79 s. ``make test`` starts about 35 brokers and 100 tools.
+0.58 s of CPU; ConsoleConsumer 1.14 -> 0.79 s. ``make test`` starts about 35 brokers and 100 tools. The
+benchmarks' MirrorMaker 2 (the default release's folder holds it) maps it too: a start-up gain for the peer,
+none for eosmirror (whose Spark driver has an archive of its own).
 
 Invariants (those of the Spark driver's archive, eosmirror/spark/classarchive.py, whose key and cache
 this shares):
