@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from eosmirror.core import migration, naming
 from eosmirror.core.config import MirrorConfig
-from eosmirror.core.errors import EosMirrorError, ProgressUnavailableError
+from eosmirror.core.errors import AuthorizationError, EosMirrorError, ProgressUnavailableError
 from eosmirror.core.migration import AuditRecord, PartitionChange
 from eosmirror.core.offsetsync import BOUNDARY_SLOT, OffsetSync
 from eosmirror.driver import topics
@@ -263,17 +263,41 @@ class Migration:
                 producer.abort_transaction(10)
             except Exception:  # noqa: BLE001 - fenced or nothing open
                 pass
+            # The refused deliveries' reports are queued, not yet served, when send_offsets_to_transaction fails
+            # first on the transaction's error state (CI at 9bfba4e): serve them before looking for the cause.
+            producer.flush(5)
             from confluent_kafka import KafkaException
 
             # Seen on Kafka 4.3 (StandardAuthorizer) without Write on the offset-syncs topic: the commit failed with
             # "_STATE: Erroneous state", the refused delivery being the cause (tests/integration/test_command_acls.py)
             cause = next((KafkaException(e) for e in refused if e.name() == "TOPIC_AUTHORIZATION_FAILED"), exc)
-            raise calls.translate(cause, f"commit the {record.action} of mirror {m.name}", label,
-                                  f"Write on {naming.state_topic(m.name)} and {naming.offset_sync_topic(m.name)}, "
-                                  f"Read on group {m.progress_group}") from None
+            needs = (f"Write on {naming.state_topic(m.name)} and {naming.offset_sync_topic(m.name)}, "
+                     f"Read on group {m.progress_group}")
+            if cause is exc:
+                self._name_refused_writes(record, needs)
+            raise calls.translate(cause, f"commit the {record.action} of mirror {m.name}", label, needs) from None
         finally:
             reader.close()
 
+
+    def _name_refused_writes(self, record: AuditRecord, needs: str) -> None:
+        """Raise an AuthorizationError naming the internal topics the principal may not write, if any.
+
+        The refused delivery does not always report its cause: when AddPartitionsToTxn's refusal arrives before
+        send_offsets_to_transaction, that call fails on the transaction's error state ("_STATE") and the abort
+        purges the records (_PURGE_QUEUE). The brokers' authorized operations (KIP-430) tell which write it was."""
+        wanted = [naming.state_topic(self.mirror.name), naming.offset_sync_topic(self.mirror.name)]
+        try:
+            described = topics.describe(self.target, wanted)
+        except EosMirrorError:
+            return          # the original error is reported
+        granted = {t: d.operations for t, d in described.items() if d.operations is not None}
+        lacking = [t for t in wanted if t in granted and not granted[t] & {"WRITE", "ALL"}]
+        if lacking:
+            raise AuthorizationError(
+                f"{self.target.label}: not authorized to commit the {record.action} of mirror {self.mirror.name} "
+                f"(TOPIC_AUTHORIZATION_FAILED): the principal lacks Write on {' and '.join(lacking)} (it needs "
+                f"{needs}). Grant that ACL and run again")
 
 def history(mirror: MirrorConfig) -> list[AuditRecord]:
     """Every audit record of the mirror, oldest first."""

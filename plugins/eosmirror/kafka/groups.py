@@ -120,8 +120,10 @@ class GroupWriter:
             self.producer.commit_transaction(CALL_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - aborted, then reported with the group's name
             self._abort()
+            self.producer.flush(5)      # serve the refused deliveries' reports (a failed call does not)
             name = calls.error_name(exc)
-            if "TOPIC_AUTHORIZATION_FAILED" in refused:
+            if "TOPIC_AUTHORIZATION_FAILED" in refused or (
+                    name == "_STATE" and records and not _may_write(self.cluster, checkpoints_topic)):
                 name = "TOPIC_AUTHORIZATION_FAILED:checkpoints"
             raise EosMirrorError(f"{self.cluster.label}: writing the offsets of group {group} failed and was "
                                  f"rolled back ({(name or type(exc).__name__).split(':')[0]}: "
@@ -139,6 +141,22 @@ class GroupWriter:
     def close(self) -> None:
         self.producer.flush(5)
 
+
+def _may_write(cluster: Cluster, topic: str) -> bool:
+    """Whether the brokers let this principal write the topic (KIP-430 authorized operations); True when they do
+    not say. Asked after a failure: when AddPartitionsToTxn's refusal arrives before send_offsets_to_transaction,
+    that call fails on the transaction's error state (_STATE) and the abort purges the records (_PURGE_QUEUE), so
+    the delivery reports do not name the refused write."""
+    from confluent_kafka import TopicCollection
+
+    try:
+        futures = cluster.admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True,
+                                                request_timeout=CALL_TIMEOUT)
+        ops = futures[topic].result(timeout=CALL_TIMEOUT).authorized_operations
+    except Exception:  # noqa: BLE001 - the original error is reported
+        return True
+    names = {getattr(o, "name", str(o)) for o in ops or ()}
+    return ops is None or bool(names & {"WRITE", "ALL"})
 
 def _write_refusal_hint(error: str | None, group: str, checkpoints_topic: str,
                         offsets: dict[tuple[str, int], int]) -> str:
