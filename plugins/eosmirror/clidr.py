@@ -91,7 +91,8 @@ def _transition(spec: commands.CommandSpec) -> Callable[[argparse.Namespace], in
         started = time.monotonic() - (process_age() or 0.0)      # the command's start: its process's start
         mirror = cliops.load_mirror(args)
         values = spec.values(vars(args), mirror.name)
-        outcome = drcommands.execute(spec, mirror, values, by=None, say=say, started=started, config_file=args.config)
+        outcome = drcommands.execute(spec, mirror, values, by=None, say=say, started=started, config_file=args.config,
+                                     inprocess=getattr(args, "inprocess", False))
         print(json.dumps(outcome.as_dict(), indent=2) if args.json else "\n".join(drcommands.text_of(outcome)))
         for line in _dags_after(spec, mirror, outcome, args):
             say(f"{spec.name} {mirror.name}: {line}")
@@ -125,6 +126,10 @@ def register(sub: Any) -> None:
                                     help=f"{option.help} (default {option.default}"
                                          + (f"; {option.minimum:g} to {option.maximum:g}" if option.minimum is not None
                                             else "") + ")")
+        if spec is commands.SWITCHOVER:
+            parser.add_argument("--inprocess", action="store_true",
+                                help="the final run's slots run in this process, without Spark (as `eosmirror run "
+                                     "--inprocess`): for a mirror one host can copy, or when the Spark cluster is gone")
         parser.add_argument("--no-dags", "--no-pause", "--no-unpause", dest="no_dags", action="store_true",
                             help="leave the mirror's Airflow DAGs as they are (by default they are paused or unpaused "
                                  "after the verdict, as the new state wants)")

@@ -32,17 +32,19 @@ class Outcome(Protocol):
 
 def execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, Any], *, by: str | None,
             say: Callable[[str], None], started: float | None = None, spark: launch.SparkTarget | None = None,
-            config_file: str | None = None) -> Outcome:
+            config_file: str | None = None, inprocess: bool = False) -> Outcome:
     """Run ``spec`` for ``mirror`` with ``values`` (already checked by ``spec.values``). ``started``: when
-    the command was given (monotonic), for the recovery time."""
+    the command was given (monotonic), for the recovery time. ``inprocess``: the switchover's final run copies
+    in this process (the CLI's --inprocess), not through the run server or spark-submit."""
     started = time.monotonic() if started is None else started
     with minimums.scope():   # one ApiVersions read per cluster for the whole command, its steps included
-        return _execute(spec, mirror, values, by=by, say=say, started=started, spark=spark, config_file=config_file)
+        return _execute(spec, mirror, values, by=by, say=say, started=started, spark=spark, config_file=config_file,
+                        inprocess=inprocess)
 
 
 def _execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str, Any], *, by: str | None,
              say: Callable[[str], None], started: float, spark: launch.SparkTarget | None,
-             config_file: str | None) -> Outcome:
+             config_file: str | None, inprocess: bool) -> Outcome:
     if spec is commands.SWITCHOVER:
         if values["cancel"]:
             return switchover.cancel(mirror, by=by, say=say)
@@ -50,7 +52,8 @@ def _execute(spec: commands.CommandSpec, mirror: MirrorConfig, values: dict[str,
         where = spark or launch.SparkTarget(master=submit.default_master())
         config_path = str(Path(config_file or config.default_config_path()).resolve())
         return switchover.switchover(mirror, lambda: launch.run_to_report(mirror, config_path, where, say,
-                                                                          final_of_switchover=True),
+                                                                          final_of_switchover=True,
+                                                                          inprocess=inprocess),
                                      quiet, by=by, say=say, started=started)
     if spec is commands.PROMOTE:
         return promote.promote(mirror, by=by, source_budget_s=values["source_seconds"], say=say, started=started)

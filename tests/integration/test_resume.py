@@ -109,7 +109,7 @@ def test_switch_back_then_resume_copies_only_the_new_records_and_the_cycle_runs_
     last = produce(target_conf, topic, "c", 4)               # copied by the switch back's final run
     started = time.monotonic()
     switched = cli("switchover", back.name, "--config", config, "--quiet-seconds", "2", "--wait-seconds", "60",
-                   "--no-pause", "--json", timeout=CLI_BUDGET)
+                   "--no-pause", "--json", "--inprocess", timeout=CLI_BUDGET)
     took["switch back"] = time.monotonic() - started
     assert switched.returncode == 0, switched.stdout[-3000:] + switched.stderr[-3000:]
     outcome = json_tail(switched.stdout)

@@ -50,11 +50,11 @@ def test_a_stopped_switchover_is_cancelled_or_continued_and_a_switched_over_mirr
     m = mirror(unique("m"), [topic], groups={})
     config = str(write_mirror_file(tmp_path / "mirrors.yaml", m, groups={}))
     target = Cluster.from_settings("target", target_conf)
-    quick = ("--config", config, "--quiet-seconds", "1", "--wait-seconds", "30", "--no-dags", "--json")
+    quick = ("--config", config, "--quiet-seconds", "1", "--wait-seconds", "30", "--no-dags", "--json", "--inprocess")
 
     for i, step in enumerate(CANCELLED_AFTER):
         seed_sequence(source_conf, topic, PARTITIONS, 5, prefix=f"r{i}-")
-        if step != "final run":    # that one's final run copies through spark-submit; the others find it done
+        if step != "final run":    # that one's final run copies (in the command's process); the others find it done
             assert command("run", m.name, "--config", config, "--inprocess").returncode == 0
         stopped = command("switchover", m.name, *quick, env={"EOSMIRROR_TRANSITION_FAULT": f"switchover:{step}"})
         assert stopped.returncode == 1 and f"injected fault after the step '{step}'" in stopped.stderr, said(stopped)
@@ -78,6 +78,7 @@ def test_a_stopped_switchover_is_cancelled_or_continued_and_a_switched_over_mirr
     assert stopped.returncode == 1, said(stopped)
     continued = command("switchover", m.name, *quick)
     assert continued.returncode == 0, said(continued)
+    assert "the slots run in this process (--inprocess)" in continued.stderr, said(continued)
     outcome = json.loads(continued.stdout)
     steps = {s["name"]: s["status"] for s in outcome["steps"]}
     assert outcome["safe"] and steps["record switching-over"] == "skipped" and steps["final run"] == "ran", outcome

@@ -1,6 +1,7 @@
 """A planned switchover with the source a region away (issue #52 item 5): the source broker behind a
 100 ms round-trip proxy (kit/link.py), the mirror and its target beside each other, as deployed. The
-operator's command (`eosmirror switchover`, its final run a spark-submit) must prove zero loss with the
+operator's command (`eosmirror switchover --inprocess`: its final run copies in the command's process; the CLI
+drill, tests/e2e/test_dr_drill.py, sends one through spark-submit at this distance) must prove zero loss with the
 budgets it has, say the round trip it measured, and publish the recovery time.
 
 The records are judged through the source broker's direct listener and the target by librdkafka readers;
@@ -35,7 +36,7 @@ def test_a_switchover_with_the_source_100_ms_away_proves_zero_loss_and_publishes
             assert run(m)["status"] == "ok"
             committed = consume_and_commit(direct, group, topic, {k: 10 for k in range(PARTITIONS)})
         code_out = cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds", "120",
-                       "--no-pause", "--json", timeout=CLI_BUDGET)
+                       "--no-pause", "--json", "--inprocess", timeout=CLI_BUDGET)
         assert code_out.returncode == 0, (code_out.stdout + code_out.stderr)[-4000:]
         outcome = json_tail(code_out.stdout)
         assert outcome["safe"] and outcome["verdict"] == "zero loss: safe to switch", outcome

@@ -4,8 +4,9 @@ production says exactly what may be lost. Positions and records come from Kafka'
 and librdkafka readers, never from eosmirror's arithmetic.
 
 The promotion test starts its own source broker (port 18880) so it can SIGKILL it. The switchover test is
-slow (50-95 s on 2 cores): its final run is a spark-submit, and three ConsoleConsumer JVMs each read until
-6 s pass without a record."""
+slow (50-95 s on 2 cores): three ConsoleConsumer JVMs each read until 6 s pass without a record. Its final
+run copies in the command's process (--inprocess): the way through spark-submit is the CLI drill's
+(tests/e2e/test_dr_drill.py) and the switchover DAG's (tests/e2e/test_airflow_scheduler.py)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_withou
                  for r in read_all(source_conf, topic, k) if r.offset < committed[k]]
         assert len(first) == 20 * PARTITIONS
         switch = Output(cli("switchover", m.name, "--config", str(config), "--quiet-seconds", "3", "--wait-seconds",
-                            "120", "--no-pause", "--json", background=True))
+                            "120", "--no-pause", "--json", "--inprocess", background=True))
         switch.wait_for("source still written", 60, "the switchover to see the producers still writing")
     sent = load.sent             # ... until the producers stop
     code, out = switch.ended("eosmirror switchover", CLI_BUDGET)

@@ -108,14 +108,15 @@ class SparkTarget:
 
 
 def run_to_report(mirror: MirrorConfig, config_file: str, spark: SparkTarget, say: Callable[[str], None],
-                  final_of_switchover: bool = False) -> Report:
+                  final_of_switchover: bool = False, inprocess: bool = False) -> Report:
     """One bounded run of ``mirror`` from this process, through the launcher every run takes (in this
     process when there is nothing to copy, the run server, or spark-submit), and its typed report.
-    The job's output lines go to ``say``; its report line becomes the returned report."""
+    The job's output lines go to ``say``; its report line becomes the returned report. ``inprocess``: the
+    slots run in this process whatever there is to copy (the command line's --inprocess)."""
     job_args = submit.job_arguments(mirror.name, config_file, final_of_switchover=final_of_switchover)
     args = job.parser().parse_args(job_args)
     options = job.options_from(args)
-    how = decide(mirror, args, options, run_server=mirror.airflow.run_server)
+    how = decide(mirror, args, options, inprocess=inprocess, run_server=mirror.airflow.run_server)
     say(f"{mirror.name}: {how.why}")
     if how.way is Way.IN_PROCESS:
         return job.run(mirror.name, args, run_in_process, how.planned, mirror=mirror)[1]
