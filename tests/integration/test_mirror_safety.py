@@ -64,6 +64,9 @@ def test_progress_is_published_to_the_source_group(source_conf, source_cluster, 
     assert {k[1]: v.offset for k, v in got.items()} == {0: 7, 1: 7}
 
 
+SHORT_SETTLE = {"EOSMIRROR_PROGRESS_SETTLE_SECONDS": "3"}
+
+
 def test_killed_attempt_then_retry_has_every_record_once(source_conf, target_conf, unique, tmp_path):
     topic = create_topic(source_conf, unique("kill"), partitions=2)
     seed_sequence(source_conf, topic, 2, 500)
@@ -74,8 +77,11 @@ def test_killed_attempt_then_retry_has_every_record_once(source_conf, target_con
     assert killed.returncode == -9, killed.stdout + killed.stderr
     assert target_values(target_conf, topic, 2) == {0: [], 1: []}           # nothing committed
     assert len(read_all(target_conf, topic, 0, read_committed=False)) == 500   # but it was written, open
-    retry = cli("run", m.name, "--config", str(config_file), "--inprocess")
+    # The killed slot's transaction stays open until the retry's slots fence it: the retry's plan waits the
+    # settle window (the operator's setting, 15 s by default) for it before it plans from start_from.
+    retry = cli("run", m.name, "--config", str(config_file), "--inprocess", env=SHORT_SETTLE)
     assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert "is not stable" in retry.stderr, retry.stderr[-3000:]     # it saw the open transaction
     assert target_values(target_conf, topic, 2) == expected(2, 500)
 
 
@@ -109,7 +115,8 @@ def test_slot_count_change_fences_a_stalled_slot_of_the_old_generation(source_co
         any(readers.read_all(target_cluster, topic, k, read_committed=False, missing_ok=True) for k in range(6)),
         f"run exit {zombie.poll()}"), 60)
     # generation 2 (2 slots) runs to completion while the zombies sleep
-    newer = cli("run", m.name, "--config", str(new_file), "--inprocess", "--result-json", str(tmp_path / "n.json"))
+    newer = cli("run", m.name, "--config", str(new_file), "--inprocess", "--result-json", str(tmp_path / "n.json"),
+                env=SHORT_SETTLE)       # the stalled slots' open transactions: a short settle window, see above
     assert newer.returncode == 0, newer.stdout + newer.stderr
     report = json.loads((tmp_path / "n.json").read_text())
     assert report["generation"] == 2
