@@ -123,7 +123,7 @@ def test_migrate_refuses_while_the_group_moves_and_writes_nothing(clusters, sour
 
 
 def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(clusters, source_conf, target_conf,
-                                                                           unique, tmp_path):
+                                                                           unique, tmp_path, monkeypatch):
     import pytest
 
     from eosmirror.driver import migrate, takeover
@@ -139,6 +139,7 @@ def test_reset_is_checked_audited_and_refused_while_a_transaction_is_open(cluste
     assert dry.returncode == 0 and "DRY RUN" in dry.stdout, dry.stdout + dry.stderr
     assert helpers.progress_of(target_conf, m, topic, 2)[0].offset == 10
 
+    monkeypatch.setenv("EOSMIRROR_PROGRESS_SETTLE_SECONDS", "4")    # the open transaction never settles: wait less
     held = helpers.producer(target_conf, **{"transactional.id": unique("intruder")})
     held.init_transactions(30)
     held.begin_transaction()

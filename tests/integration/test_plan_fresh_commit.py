@@ -113,7 +113,8 @@ def test_plan_right_after_runs_sees_every_partition_progress(source_conf, target
     assert not warnings, f"{len(warnings)} false 'new partition' warnings, e.g. {warnings[0]}"
 
 
-def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source_conf, target_conf, unique, caplog):
+def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source_conf, target_conf, unique, caplog,
+                                                                         monkeypatch):
     """An open transaction holds the first progress of partitions of a mirrored topic (a slot killed in
     its commit): the plan refuses with the fix, it never plans them from offset 0."""
     topic = create_topic(source_conf, unique("zombie"), partitions=2)
@@ -121,6 +122,9 @@ def test_progress_that_never_settles_is_a_clear_error_not_a_new_partition(source
     m = mirror(unique("m"), [topic], slots=1, max_transaction_seconds=60)
     assert run(m)["records"] == 2 * RECORDS
     caplog.set_level(logging.WARNING, logger="eosmirror")
+    # The held transaction never settles: a 4 s settle window (the operator's setting; 15 s by default) ends the
+    # wait sooner, and the refusal is the same.
+    monkeypatch.setenv("EOSMIRROR_PROGRESS_SETTLE_SECONDS", "4")
     # The topic grows; partitions 2 and 3 have no progress yet, and a transaction holds their first one.
     text, waited = plan_refused_while_held(source_conf, target_conf, m, topic, unique("zombie-txn"))
     assert "not stable" in text and f"eosmirror fence {m.name}" in text, text
