@@ -416,7 +416,7 @@ class Drill:
         self.follower_ended()
 
     def producers_and_consumers_on_b(self, unique) -> None:
-        """Producers move to B; a ConsoleConsumer group reads all there is, a librdkafka group part of
+        """Producers move to B; a group of Kafka's Java consumer reads all there is, a librdkafka group part of
         it (5 records into what B received), both commit; then the producers write more on B."""
         self.first_on_b = dict(self.writer.next)
         with self.steps.step("producers on B (2 s)") as row:
