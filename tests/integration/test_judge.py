@@ -1,14 +1,15 @@
 """The tests' judge (tests/support/judge.py: Kafka's Java KafkaConsumer in one long-lived JVM) can fail:
 it returns only committed records with their offsets, ends at the end, commits the positions a
 ConsoleConsumer would (the consumer's positions: past the transaction marker at the end; in a partial
-read, at the first record not taken), and gives up with a message when it cannot read. Checked against librdkafka's own reads."""
+read, at the first record not taken), answers the high watermarks librdkafka sees, and gives up with a
+message when it cannot read. Checked against librdkafka's own reads."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.helpers import committed_offsets, create_topic, read_all, transactional_batches
-from tests.support.judge import judge_read
+from tests.support.judge import judge_ends, judge_read
 
 pytestmark = pytest.mark.integration
 
@@ -32,6 +33,7 @@ def test_the_judge_reads_committed_records_to_the_end_and_commits_where_a_consol
     again = judge_read(source_conf, topic, group)      # the group resumes at the end: nothing left
     assert again.records == {} and again.committed == {0: 9, 1: 4}
     assert judge_read(source_conf, topic, None).records == librdkafka    # without a group: from the beginning
+    assert judge_ends(source_conf, topic) == high_watermarks(source_conf, topic) == {0: 9, 1: 4}
 
     # A partial read commits the consumer's positions, the rest of its fetch sought back (ConsoleConsumer's
     # cleanup): after c0 partition 0 commits 1 (c1 not taken), after d0 partition 1 commits 4 (the client skips
@@ -51,3 +53,16 @@ def test_the_judge_reads_committed_records_to_the_end_and_commits_where_a_consol
 def test_the_judge_gives_up_within_its_budget_saying_where_it_stood():
     with pytest.raises(AssertionError, match=r"did not end within 3000 ms; no partition was assigned yet"):
         judge_read({"bootstrap.servers": "127.0.0.1:9"}, "nowhere", "nobody", budget_s=3)
+    with pytest.raises(AssertionError, match=r"listing the topic's partitions: .*TimeoutException"):
+        judge_ends({"bootstrap.servers": "127.0.0.1:9"}, "nowhere", budget_s=2)
+
+
+def high_watermarks(conf, topic: str) -> dict[int, int]:
+    """librdkafka's own answer: each partition's high watermark."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({**conf, "group.id": "judge-watermarks"})
+    try:
+        return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in (0, 1)}
+    finally:
+        reader.close()

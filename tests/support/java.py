@@ -1,15 +1,10 @@
-"""Kafka's own Java tools and client as judges: the reads go to the session's judge (tests/support/judge.py,
-Kafka's Java KafkaConsumer, read_committed), the other questions to Kafka's command-line tools; positions
-and records from Kafka's client, never from eosmirror's arithmetic."""
+"""Kafka's own Java client as the judge (the session's judge JVM, tests/support/judge.py: Kafka's Java
+KafkaConsumer): positions, ends and records from Kafka's client, never from eosmirror's arithmetic."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
-from eosmirror_tools.kit import runtime
 from tests.support.clusters import PARTITIONS
-from tests.support.judge import judge_read
+from tests.support.judge import judge_ends, judge_read
 
 
 def java_records(conf, topic: str, group: str) -> dict[int, list[tuple[int, str]]]:
@@ -25,25 +20,11 @@ def java_reads_to_the_end(conf, group, topic) -> int:
     return judge_read(conf, topic, group).count()
 
 
-def _tool(conf, main_class: str, *args: str) -> str:
-    command = runtime.java_command(main_class, "--bootstrap-server", conf["bootstrap.servers"], *args,
-                                   heap="256m", short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{main_class} exited {done.returncode}: {done.stderr[-1500:]}"
-    return done.stdout
-
-
 def java_end_offsets(conf, topic: str) -> dict[int, int]:
-    """Kafka's GetOffsetShell: each partition's latest offset (``--time -1``)."""
-    out = _tool(conf, "org.apache.kafka.tools.GetOffsetShell", "--topic", topic, "--time", "-1")
-    found = re.findall(rf"^{re.escape(topic)}:(\d+):(\d+)$", out, re.MULTILINE)
-    assert found, out
-    return {int(p): int(o) for p, o in found}
+    """Kafka's Java consumer: each partition's latest offset (the high watermark, GetOffsetShell's ``--time -1``)."""
+    return judge_ends(conf, topic)
 
 
 def java_partition_count(conf, topic: str) -> int:
-    """Kafka's TopicCommand --describe: the topic's PartitionCount."""
-    out = _tool(conf, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", topic)
-    found = re.search(r"PartitionCount:\s*(\d+)", out)
-    assert found, f"TopicCommand --describe {topic} printed no PartitionCount: {out[-800:]}"
-    return int(found.group(1))
+    """Kafka's Java consumer: the topic's partitions, as its metadata lists them."""
+    return len(judge_ends(conf, topic))

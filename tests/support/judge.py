@@ -102,14 +102,10 @@ class _Judge:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-2000:]
 
-    def read(self, properties: dict[str, str], topic: str, group: str | None, max_records: int | None,
-             budget_s: float) -> Reading:
-        fields = ["read", str(int(budget_s * 1000)), str(-1 if max_records is None else max_records), topic,
-                  group or "", *(f"{k}={v}" for k, v in properties.items())]
+    def ask(self, fields: list[str], what: str, budget_s: float, take) -> int:
+        """Send one request; each answer line but the last goes to ``take(kind, rest)``; returns the number the
+        "end" line says. A client error, the JVM's end or silence past the budget raise AssertionError."""
         assert not any(("\t" in f or "\n" in f) for f in fields), "a tab or newline in a judge request"
-        what = (f"the judge (Kafka's Java KafkaConsumer, read_committed) on {properties.get('bootstrap.servers')} "
-                f"topic {topic} group {group or '(none)'}")
-        reading = Reading()
         with self.lock:
             assert self.proc.stdin
             if self.proc.poll() is not None:
@@ -124,26 +120,17 @@ class _Judge:
                 except queue.Empty:
                     self.close()
                     raise AssertionError(f"{what}: no answer within {give_up:.0f} s (the JVM stalled; killed it); "
-                                         f"read so far: {_summary(reading)}; its log: {self._log_tail()}") from None
+                                         f"its log: {self._log_tail()}") from None
                 if line is None:
                     self.proc.wait(30)
-                    raise AssertionError(f"{what}: the judge JVM ended (exit {self.proc.returncode}); read so far: "
-                                         f"{_summary(reading)}; its log: {self._log_tail()}")
+                    raise AssertionError(f"{what}: the judge JVM ended (exit {self.proc.returncode}); its log: "
+                                         f"{self._log_tail()}")
                 kind, _, rest = line.partition("\t")
-                if kind == "r":
-                    partition, offset, value = rest.split("\t")
-                    text = "null" if value == "-" else base64.b64decode(value).decode("utf-8", errors="replace")
-                    reading.records.setdefault(int(partition), []).append((int(offset), text))
-                elif kind == "c":
-                    partition, offset = rest.split("\t")
-                    reading.committed[int(partition)] = int(offset)
-                elif kind == "end":
-                    assert int(rest) == reading.count(), f"{what}: it said {rest} records but sent {reading.count()}"
-                    return reading
-                elif kind == "error":
-                    raise AssertionError(f"{what}: {rest}; read so far: {_summary(reading)}")
-                else:
-                    raise AssertionError(f"{what}: an answer it should not give: {line!r}")
+                if kind == "end":
+                    return int(rest)
+                if kind == "error":
+                    raise AssertionError(f"{what}: {rest}")
+                take(kind, rest)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -166,13 +153,8 @@ _judges: dict[str, _Judge] = {}
 _judges_lock = threading.Lock()
 
 
-def judge_read(conf: dict[str, Any], topic: str, group: str | None, max_records: int | None = None,
-               budget_s: float = 90) -> Reading:
-    """Kafka's Java KafkaConsumer (read_committed) reads ``topic``: in ``group`` (subscribed: the group's
-    committed offsets, the earliest where it has none) or, without one, every partition from the
-    beginning; until each assigned partition's position reaches its end offset, or ``max_records``
-    records. In a group it then commits as ConsoleConsumer's close does. Raises AssertionError (saying
-    what it read so far) on any client error or when ``budget_s`` passes."""
+def _judge() -> _Judge:
+    """The session's judge for the project's Kafka jars (started on first use, again if it ended)."""
     from eosmirror_tools.kit import runtime
 
     classpath = runtime.classpath()
@@ -180,4 +162,53 @@ def judge_read(conf: dict[str, Any], topic: str, group: str | None, max_records:
         judge = _judges.get(classpath)
         if judge is None or judge.proc.poll() is not None:
             judge = _judges[classpath] = _Judge(classpath)
-    return judge.read({"bootstrap.servers": conf["bootstrap.servers"]}, topic, group, max_records, budget_s)
+        return judge
+
+
+def judge_read(conf: dict[str, Any], topic: str, group: str | None, max_records: int | None = None,
+               budget_s: float = 90) -> Reading:
+    """Kafka's Java KafkaConsumer (read_committed) reads ``topic``: in ``group`` (subscribed: the group's
+    committed offsets, the earliest where it has none) or, without one, every partition from the
+    beginning; until each assigned partition's position reaches its end offset, or ``max_records``
+    records. In a group it then commits as ConsoleConsumer's close does. Raises AssertionError (saying
+    what it read so far) on any client error or when ``budget_s`` passes."""
+    reading = Reading()
+
+    def take(kind: str, rest: str) -> None:
+        if kind == "r":
+            partition, offset, value = rest.split("\t")
+            text = "null" if value == "-" else base64.b64decode(value).decode("utf-8", errors="replace")
+            reading.records.setdefault(int(partition), []).append((int(offset), text))
+        elif kind == "c":
+            partition, offset = rest.split("\t")
+            reading.committed[int(partition)] = int(offset)
+        else:
+            raise AssertionError(f"the judge's read of {topic} answered {kind!r} {rest!r}")
+
+    what = (f"the judge (Kafka's Java KafkaConsumer, read_committed) on {conf['bootstrap.servers']} topic {topic} "
+            f"group {group or '(none)'}")
+    fields = ["read", str(int(budget_s * 1000)), str(-1 if max_records is None else max_records), topic,
+              group or "", f"bootstrap.servers={conf['bootstrap.servers']}"]
+    try:
+        count = _judge().ask(fields, what, budget_s, take)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; read so far: {_summary(reading)}") from None
+    assert count == reading.count(), f"{what}: it said {count} records but sent {reading.count()}"
+    return reading
+
+
+def judge_ends(conf: dict[str, Any], topic: str, budget_s: float = 60) -> dict[int, int]:
+    """Kafka's Java KafkaConsumer (read_uncommitted): each partition of ``topic`` and its latest offset (the
+    high watermark; what GetOffsetShell --time -1 prints)."""
+    ends: dict[int, int] = {}
+
+    def take(kind: str, rest: str) -> None:
+        assert kind == "e", f"the judge's ends of {topic} answered {kind!r} {rest!r}"
+        partition, offset = rest.split("\t")
+        ends[int(partition)] = int(offset)
+
+    what = f"the judge (Kafka's Java KafkaConsumer) asking the end offsets of {topic} on {conf['bootstrap.servers']}"
+    count = _judge().ask(["ends", str(int(budget_s * 1000)), topic, f"bootstrap.servers={conf['bootstrap.servers']}"],
+                         what, budget_s, take)
+    assert count == len(ends), f"{what}: it said {count} partitions but sent {len(ends)}"
+    return ends

@@ -42,7 +42,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * "r<TAB>partition<TAB>offset<TAB>value" per record (value in base64, "-" for null), "c<TAB>partition<TAB>
  * offset" per offset the group has committed (read back from the broker after the commit), then
  * "end<TAB>count", or "error<TAB>message" (no newline in it) when the read failed or its budget passed.
- * The client's logs go to standard error.
+ * "ends", budget in ms, topic, then consumer properties: "e<TAB>partition<TAB>offset" per partition of the
+ * topic, its latest offset (a read_uncommitted consumer's endOffsets: the high watermark, what
+ * GetOffsetShell --time -1 prints), then "end<TAB>partitions". The client's logs go to standard error.
  */
 public class Judge {
     private static PrintStream out;
@@ -64,17 +66,50 @@ public class Judge {
         return text.toString().replace('\n', ' ').replace('\r', ' ');
     }
 
+    private static Properties properties(String[] fields, int from) {
+        Properties props = new Properties();
+        for (int i = from; i < fields.length; i++) {
+            int eq = fields[i].indexOf('=');
+            props.put(fields[i].substring(0, eq), fields[i].substring(eq + 1));
+        }
+        return props;
+    }
+
+    /** The topic's partitions and each one's latest offset (the high watermark), as GetOffsetShell --time -1. */
+    static void ends(String[] fields) {
+        long deadline = System.currentTimeMillis() + Long.parseLong(fields[1]);
+        String topic = fields[2];
+        Properties props = properties(fields, 3);
+        props.put("isolation.level", "read_uncommitted");
+        props.putIfAbsent("client.id", "eosmirror-judge");
+        String stage = "creating the consumer";
+        try (KafkaConsumer<byte[], byte[]> consumer =
+                 new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            stage = "listing the topic's partitions";
+            List<TopicPartition> all = new ArrayList<>();
+            for (PartitionInfo info : consumer.partitionsFor(topic, Duration.ofMillis(left(deadline)))) {
+                all.add(new TopicPartition(topic, info.partition()));
+            }
+            if (all.isEmpty()) throw new IllegalStateException("the topic has no partitions (no such topic?)");
+            stage = "asking the end offsets";
+            Map<Integer, Long> ends = new TreeMap<>();
+            for (Map.Entry<TopicPartition, Long> end : consumer.endOffsets(all, Duration.ofMillis(left(deadline))).entrySet()) {
+                ends.put(end.getKey().partition(), end.getValue());
+            }
+            for (Map.Entry<Integer, Long> end : ends.entrySet()) say("e\t" + end.getKey() + "\t" + end.getValue());
+            say("end\t" + ends.size());
+        } catch (Exception e) {
+            say("error\t" + stage + ": " + oneLine(e));
+        }
+    }
+
     static void read(String[] fields) {
         long budgetMs = Long.parseLong(fields[1]);
         long max = Long.parseLong(fields[2]);
         String topic = fields[3];
         String group = fields[4];
         long deadline = System.currentTimeMillis() + budgetMs;
-        Properties props = new Properties();
-        for (int i = 5; i < fields.length; i++) {
-            int eq = fields[i].indexOf('=');
-            props.put(fields[i].substring(0, eq), fields[i].substring(eq + 1));
-        }
+        Properties props = properties(fields, 5);
         props.put("isolation.level", "read_committed");
         props.put("auto.offset.reset", "earliest");
         props.put("enable.auto.commit", "false");
@@ -186,6 +221,8 @@ public class Judge {
             String[] fields = line.split("\t", -1);
             if (fields[0].equals("read")) {
                 read(fields);
+            } else if (fields[0].equals("ends")) {
+                ends(fields);
             } else {
                 say("error\tunknown request: " + fields[0]);
             }
