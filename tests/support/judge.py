@@ -77,12 +77,15 @@ class _Judge:
     for the JVM has a budget."""
 
     def __init__(self, classpath: str):
-        from eosmirror_tools.kit import runtime
+        from eosmirror_tools.kit import jvmarchive, runtime
 
         classes = _compiled(classpath)
         self.log_path = Path(tempfile.gettempdir()) / f"eosmirror-judge-{os.getpid()}.log"
         self.log = self.log_path.open("w")
-        command = [runtime.java_binary(), "-Xmx256m", *runtime.QUICK_START_FLAGS, "-Djava.awt.headless=true",
+        lib = runtime.ensure_kafka_lib()
+        # the Kafka class archive (kit/jvmarchive.py) when setup built it; the JVM runs without it otherwise
+        command = [runtime.java_binary(), "-Xmx256m", *runtime.QUICK_START_FLAGS,
+                   *jvmarchive.java_options(lib, "Judge"), "-Djava.awt.headless=true",
                    f"-Dlog4j2.configurationFile={classes / 'log4j2.properties'}", "-cp", f"{classpath}:{classes}",
                    "Judge"]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
