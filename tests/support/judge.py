@@ -102,8 +102,8 @@ class _Judge:
         self.lines.put(None)
 
     def _log_tail(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text(errors="replace")[-2000:]
+        """The end of the JVM's standard error (the client's WARN and ERROR lines)."""
+        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else "(no log)"
 
     def ask(self, fields: list[str], what: str, budget_s: float, take) -> int:
         """Send one request; each answer line but the last goes to ``take(kind, rest)``; returns the number the
@@ -121,9 +121,10 @@ class _Judge:
                 try:
                     line = self.lines.get(timeout=give_up)
                 except queue.Empty:
+                    tail = self._log_tail()
                     self.close()
-                    raise AssertionError(f"{what}: no answer within {give_up:.0f} s (the JVM stalled; killed it); "
-                                         f"its log: {self._log_tail()}") from None
+                    raise AssertionError(f"{what}: no answer within {give_up:.0f} s (the JVM stalled; stopped it); "
+                                         f"its log: {tail}") from None
                 if line is None:
                     self.proc.wait(30)
                     raise AssertionError(f"{what}: the judge JVM ended (exit {self.proc.returncode}); its log: "
@@ -145,6 +146,7 @@ class _Judge:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        self.log_path.unlink(missing_ok=True)    # a failure's message carried its tail already
 
 
 def _summary(reading: Reading) -> str:
