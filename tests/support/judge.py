@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import fcntl
 import hashlib
 import os
 import queue
@@ -60,15 +61,16 @@ def _compiled(classpath: str) -> Path:
         return where
     assert shutil.which("javac"), ("no javac on PATH: the tests' judge compiles a small program against Kafka's "
                                    "jars; install a JDK 17 (the README's prerequisites)")
-    build = Path(tempfile.mkdtemp(prefix="eosmirror-judge-build-"))
-    done = subprocess.run(["javac", "-cp", classpath, "-d", str(build), str(SOURCE)],
-                          capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, f"javac {SOURCE} exited {done.returncode}: {done.stderr[-3000:]}"
-    (build / "log4j2.properties").write_text(_LOG4J)
-    try:
-        build.rename(where)
-    except OSError:            # another worker put it there first
-        shutil.rmtree(build, ignore_errors=True)
+    with open(f"{where}.lock", "w") as lock:     # one worker compiles (~1.8 CPU-s); the others wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (where / "Judge.class").exists():
+            return where
+        build = Path(tempfile.mkdtemp(prefix="eosmirror-judge-build-"))
+        done = subprocess.run(["javac", "-cp", classpath, "-d", str(build), str(SOURCE)],
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, f"javac {SOURCE} exited {done.returncode}: {done.stderr[-3000:]}"
+        (build / "log4j2.properties").write_text(_LOG4J)
+        build.rename(where)    # whole: a directory with Judge.class in it is complete
     return where
 
 
