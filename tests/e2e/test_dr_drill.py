@@ -3,7 +3,7 @@ producers write numbered records ``partition:sequence`` to cluster A, the mirror
 one FOLLOW run (``eosmirror run m --follow-seconds``, in the background; aborted transactions among the
 records), A's broker is SIGKILLed while it follows (its own transaction on B may be open then, and one
 of another producer on A is), B is promoted - its fence leaves B stable (LSO = HW) and the follow run
-ends -, producers and consumer groups (Kafka's ConsoleConsumer and a librdkafka consumer)
+ends -, producers and consumer groups (Kafka's Java consumer and a librdkafka consumer)
 move to B and commit part-way through what B received, A comes back, ``reverse --divergence copy``,
 the reverse mirror copies B back, the groups fail back and each consumer on A receives first exactly
 the record after its last one on B, the switch back (``switchover m__reverse``), ``resume``, more
@@ -30,8 +30,8 @@ would. The REST drill keeps A on loopback. ``EOSMIRROR_DRILL_RTT_MS=0`` runs thi
 each step's time at 0 and 100 ms is in docs/results.md ("The disaster-recovery drill with A 100 ms away").
 Slow (about 80 s on loopback and 126-134 s at 100 ms on a nearly quiet machine; more on 2 busy cores): a
 broker start and restart, about fifteen CLI commands (each a Python start; the switch back's final run finds
-nothing left to copy and runs in-process) and three ConsoleConsumer JVMs that each read until 6 s pass
-without a record."""
+nothing left to copy and runs in-process); its three reads by Kafka's Java consumer (the session's judge, tests/support/judge.py)
+end at the end instead of after 6 s without a record, as the ConsoleConsumer JVMs it used did."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 A consumer that reads a partition to its end commits the offset past the last transaction marker
 (the high watermark), not the offset after the last record: the mirror writes in transactions, so
 every target partition ends with a commit marker. Here the positions come from real consumers:
-Kafka's own ConsoleConsumer (``--group``, from the jars the project downloads) and librdkafka
-consumers reading everything, only some partitions, or stopping mid-log. After the failback a
+Kafka's own Java consumer (in a group, from the jars the project downloads: tests/support/judge.py) and
+librdkafka consumers reading everything, only some partitions, or stopping mid-log. After the failback a
 source consumer of each group must receive first the record after the last one it processed on the
 target, and never one of those again; a failover right after it must leave every group where it is.
 """
@@ -18,7 +18,7 @@ from eosmirror.driver import groups
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
 from tests.support.clusters import PARTITIONS
 from tests.support.groups import consume_and_commit, content, group_offsets, librdkafka_reads_to_the_end
-from tests.support.java import console_consumer_reads_to_the_end
+from tests.support.java import java_reads_to_the_end
 from tests.support.load import seed_with_aborts
 
 pytestmark = pytest.mark.integration
@@ -68,7 +68,7 @@ def test_failback_of_groups_that_read_to_the_end_resumes_with_zero_rereads(polic
     assert run(m)["status"] == "ok"
     remote = target_name(m, topic)
     java, rdk, some, mid = (unique(n) for n in ("java", "rdk", "some", "mid"))
-    assert console_consumer_reads_to_the_end(target_conf, java, remote) == 12 * PARTITIONS
+    assert java_reads_to_the_end(target_conf, java, remote) == 12 * PARTITIONS
     assert librdkafka_reads_to_the_end(target_conf, rdk, remote) == 12 * PARTITIONS
     assert librdkafka_reads_to_the_end(target_conf, some, remote, partitions=[0, 2]) == 24
     consume_and_commit(target_conf, mid, remote, {0: 2, 1: 5, 2: 11})
@@ -105,7 +105,7 @@ def test_failover_of_source_groups_that_read_to_the_end_resumes_with_zero_reread
     topic = create_topic(source_conf, unique("orders"), partitions=PARTITIONS)
     seed_with_aborts(source_conf, topic, unique("tx"))
     java, rdk = unique("java"), unique("rdk")
-    assert console_consumer_reads_to_the_end(source_conf, java, topic) == 12 * PARTITIONS
+    assert java_reads_to_the_end(source_conf, java, topic) == 12 * PARTITIONS
     assert librdkafka_reads_to_the_end(source_conf, rdk, topic) == 12 * PARTITIONS
     m = mirror(unique("m"), [topic], groups={})
     assert run(m)["status"] == "ok"

@@ -5,7 +5,7 @@ primary B in two runs; A receives records that never reach B (the divergence: co
 transactions) and dies with a transaction open; B is promoted and receives records of its own; A
 comes back, `eosmirror reverse --divergence copy`, and the reverse mirror copies B's records to A.
 Consumer groups then read B to many positions, with real consumers (librdkafka and Kafka's own
-ConsoleConsumer): inside the forward-copied range, between the forward runs, right after the last
+Java consumer): inside the forward-copied range, between the forward runs, right after the last
 copy, at the promotion point, inside the B-produced range, at the end of what the reverse mirror
 copied and beyond it. `eosmirror groups sync m --direction failback` and `eosmirror groups sync
 m__reverse` plan the same offsets; after the failback a consumer of each group on A receives FIRST the
@@ -26,7 +26,7 @@ from tests.helpers import cli, create_topic, mirror, mirrors_file, producer, rea
 from tests.helpers import transactional_batches as batches
 from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster
 from tests.support.groups import consume_and_commit, group_offsets, librdkafka_reads_to_the_end, read_as
-from tests.support.java import console_consumer_reads_to_the_end, java_records
+from tests.support.java import java_reads_to_the_end, java_records
 from tests.support.transactions import abort_hanging_transaction
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -133,7 +133,7 @@ def test_groups_committed_anywhere_on_the_new_primary_fail_back_to_the_exact_off
 
     # Groups on B, positions taken by real consumers: (a) inside the forward-copied range; right after the
     # last copy (only m's marker before the promotion point); inside the B-produced range; a mix (between
-    # the forward runs, inside B's second transaction, right after B's last b record); Kafka's ConsoleConsumer
+    # the forward runs, inside B's second transaction, right after B's last b record); Kafka's Java consumer
     # and librdkafka reading to the end (beyond what m__reverse copied: waiting first).
     forward_in, all_copies, b_in, mix = unique("fwd"), unique("copies"), unique("mid"), unique("mix")
     consume_and_commit(target_conf, forward_in, topic, {k: 10 for k in range(PARTITIONS)})
@@ -142,7 +142,7 @@ def test_groups_committed_anywhere_on_the_new_primary_fail_back_to_the_exact_off
     consume_and_commit(target_conf, mix, topic, {0: COPIED // 2, 1: COPIED + 8, 2: COPIED + ON_B})
     java, rdk = unique("java"), unique("rdk")
     everything = (COPIED + ON_B + 3) * PARTITIONS
-    assert console_consumer_reads_to_the_end(target_conf, java, topic) == everything
+    assert java_reads_to_the_end(target_conf, java, topic) == everything
     assert librdkafka_reads_to_the_end(target_conf, rdk, topic) == everything
     groups = [forward_in, all_copies, at_point, b_in, mix, java, rdk]
     committed = {g: group_offsets(target_conf, g, topic) for g in groups}

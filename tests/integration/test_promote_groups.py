@@ -1,7 +1,7 @@
 """A promotion with consumer groups and a live source moves the groups exactly (issue #50 item 6).
 
 A mirror with ``groups: {}`` copies numbered records; one group sync leaves the target with the groups'
-positions of that moment. Then Kafka's ConsoleConsumer (``--group``, the Java tool) and a librdkafka
+positions of that moment. Then Kafka's Java consumer (a group, the tests' judge) and a librdkafka
 group read further on the source and commit, the mirror copies the rest, and ``eosmirror promote``
 runs with the source alive: its final group sync must carry those newer positions over. Each group's
 consumer on the target then receives, per partition, exactly the records it had not read on the source,
@@ -13,8 +13,8 @@ offsets really are older than the source's before the promotion.
 
 It fails on ad520e0, whose promote called ``move_groups`` on a local variable that shadowed the module:
 the sync never ran, the promotion said success, and the groups re-read on the target what they had read
-on the source after the last scheduled sync (run against that promote.py: 20 re-reads of the ConsoleConsumer
-group on one partition, 3 and 12 of the librdkafka group on two, while the promotion warned "the final
+on the source after the last scheduled sync (run against that promote.py: 20 re-reads of the Java group (then read
+by ConsoleConsumer) on one partition, 3 and 12 of the librdkafka group on two, while the promotion warned "the final
 group sync ... failed ('NoneType' object has no attribute 'move_groups')" and exited 0). About 15-17 s plus
 the clusters' start on 2 shared cores.
 """
@@ -105,7 +105,7 @@ def test_a_promotion_with_the_source_alive_moves_groups_that_committed_after_the
     said = f"exit {promoted.returncode}\nstdout:\n{promoted.stdout}\nstderr:\n{promoted.stderr}"
     assert promoted.returncode == 0, said
 
-    # Each group on the target: ConsoleConsumer and librdkafka, reading what is left.
+    # Each group on the target: Kafka's Java consumer and librdkafka, reading what is left.
     left = {g: {k: produced[k][len(on_source[g][k]):] for k in range(PARTITIONS)} for g in (java, rdk)}
     on_target = {java: values(java_group_read(target_conf, topic, java,
                                               max_messages=sum(map(len, left[java].values())))),

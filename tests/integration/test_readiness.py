@@ -81,7 +81,7 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     covered = checks(covering_report)["groups"]
     assert app_group in covered.figures["covered"] and app_group not in covered.figures["uncovered"], covered
 
-    # The dry run wrote nothing: the state topic's end (Kafka's GetOffsetShell), the record and the audit.
+    # The dry run wrote nothing: the state topic's end (Kafka's Java consumer), the record and the audit.
     assert java_end_offsets(target_conf, state_topic) == state_end
     assert state.read_mirror_state(target_cluster, m.name, m.progress_group) == before
     assert state.read_audit(target_cluster, m.name, m.progress_group) == audit
@@ -131,7 +131,7 @@ def test_ready_after_a_run_then_not_ready_by_lag_config_drift_and_partitions_and
     assert drifted.verdict == rules.NOT_READY_VERDICT and drift.verdict == rules.NOT_READY, drifted.text()
     assert drift.figures["configs"] == {topic: {"retention.ms": ["3600000", "86400000"]}}
 
-    # Drift: a partition added to the source; the counts are what Kafka's TopicCommand describes.
+    # Drift: a partition added to the source; the counts are what Kafka's Java consumer lists.
     admin.create_partitions([NewPartitions(topic, 3)])[topic].result(30)
     grown_report = readiness.report(m, record=True)
     drift = checks(grown_report)["drift"]

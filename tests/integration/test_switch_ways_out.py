@@ -1,7 +1,7 @@
 """No dead end (issue #50): a switchover stopped right after each of its steps from `switching-over` on is
 cancelled back to mirroring (the mirror goes on) or continued (it runs the final run again); a completed
 planned switchover has the way back a promotion has (`reverse` from the switchover point, nothing
-diverged). Judged by Kafka's ConsoleConsumer (read_committed): every source record once on the target.
+diverged). Judged by Kafka's Java consumer (read_committed): every source record once on the target.
 
 A stop is a fault injected right after the step (EOSMIRROR_TRANSITION_FAULT, driver/transition.py), as a
 crash there would leave it."""
@@ -40,7 +40,7 @@ def said(done: subprocess.CompletedProcess) -> str:
 
 
 def every_value(conf: dict, topic: str, group: str) -> Counter:
-    read = java_group_read(conf, topic, group, max_messages=1_000_000, idle_ms=6000)
+    read = java_group_read(conf, topic, group)
     return Counter(f"{k}:{value}" for k, records in read.items() for _, value in records)
 
 

@@ -1,16 +1,15 @@
 """A disaster in one trigger (real brokers, real clients): a planned switchover proves zero loss, a
 switchover refuses while producers still write, and a promotion with the source broker killed mid-
-production says exactly what may be lost. Positions and records come from Kafka's own ConsoleConsumer
+production says exactly what may be lost. Positions and records come from Kafka's own Java consumer
 and librdkafka readers, never from eosmirror's arithmetic.
 
 The promotion test starts its own source broker (port 18880) so it can SIGKILL it. The switchover test is
-slow (50-95 s on 2 cores): three ConsoleConsumer JVMs each read until 6 s pass without a record. Its final
-run copies in the command's process (--inprocess): the way through spark-submit is the CLI drill's
-(tests/e2e/test_dr_drill.py) and the switchover DAG's (tests/e2e/test_airflow_scheduler.py)."""
+the longest here (35-70 s on 2 cores). Its final run copies in the command's process (--inprocess): the way
+through spark-submit is the CLI drill's (tests/e2e/test_dr_drill.py) and the switchover DAG's
+(tests/e2e/test_airflow_scheduler.py)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
@@ -20,11 +19,12 @@ from eosmirror.core.mirrorstate import Phase
 from eosmirror.driver import lag
 from eosmirror.kafka import state
 from eosmirror.kafka.cluster import Cluster
-from eosmirror_tools.kit import cluster, runtime, waits
+from eosmirror_tools.kit import cluster, waits
 from tests.helpers import cli, create_topic, mirror, producer, read_all, run, write_mirror_file
 from tests.support.clusters import CLI_BUDGET, PARTITIONS, json_tail, killable_cluster, mirror_from_killable
 from tests.support.groups import consume_and_commit
 from tests.support.java import java_records
+from tests.support.judge import judge_read
 from tests.support.load import Load
 from tests.support.processes import Output
 
@@ -32,18 +32,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 PROMOTE_SOURCE_PORT = 18880
 
 
-def console_consumer(conf, topic: str, group: str) -> list[str]:
-    """Kafka's ConsoleConsumer in ``group`` (read_committed) until 6 s pass without a record; its close
-    commits the positions it reached. Returns 'partition:value' lines."""
-    args = ["--bootstrap-server", conf["bootstrap.servers"], "--topic", topic, "--group", group, "--from-beginning",
-            "--isolation-level", "read_committed", "--timeout-ms", "6000", "--formatter-property",
-            "print.partition=true"]
-    command = runtime.java_command("org.apache.kafka.tools.consumer.ConsoleConsumer", *args, heap="256m",
-                                   short_lived=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert "Processed a total of" in done.stderr, f"ConsoleConsumer exited {done.returncode}: {done.stderr[-1500:]}"
-    return [line.replace("Partition:", "").replace("\t", ":") for line in done.stdout.splitlines()
-            if line.startswith("Partition:")]
+def java_lines(conf, topic: str, group: str) -> list[str]:
+    """Kafka's Java consumer (the tests' judge) in ``group``, read_committed, to the end; it commits the
+    positions it reached. Returns 'partition:value' lines."""
+    read = judge_read(conf, topic, group).records
+    return [f"{k}:{value}" for k, records in read.items() for _, value in records]
 
 
 def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_without_rereads(
@@ -74,11 +67,11 @@ def test_a_switchover_under_production_proves_zero_loss_and_groups_resume_withou
     assert "source still written" in out, "the switchover never saw the producers that were still writing"
     print(f"switchover: trigger to safe {outcome['recovery_seconds']} s, steps {outcome['steps']}")
 
-    # Kafka's ConsoleConsumer: the target holds every source record, once; the group resumes exactly.
-    everything = sorted(console_consumer(target_conf, topic, unique("check")))
-    assert everything == sorted(console_consumer(source_conf, topic, unique("check-src")))
+    # Kafka's Java consumer: the target holds every source record, once; the group resumes exactly.
+    everything = sorted(java_lines(target_conf, topic, unique("check")))
+    assert everything == sorted(java_lines(source_conf, topic, unique("check-src")))
     assert len(everything) == sent * PARTITIONS and len(set(everything)) == len(everything)
-    rest = console_consumer(target_conf, topic, group)     # the group, synced to the target, goes on
+    rest = java_lines(target_conf, topic, group)     # the group, synced to the target, goes on
     assert not set(rest) & set(first), f"re-read on the target: {sorted(set(rest) & set(first))[:5]}"
     assert sorted(first + rest) == everything, "the group skipped records on the target"
 
@@ -158,7 +151,7 @@ def test_a_promotion_with_the_source_killed_reports_exactly_what_a_reader_later_
     assert (shown.status, shown.alerting) == ("PROMOTED", False) and "promoted since" in shown.reason, shown
     assert "data-status='PROMOTED'" in lagrender.overview([shown], shown.time_ms)
 
-    # The old source comes back: Kafka's own reader (ConsoleConsumer, read_committed, with offsets) finds
+    # The old source comes back: Kafka's own reader (its Java consumer, read_committed, with offsets) finds
     # what never reached the target.
     cluster.start(killable_source, timeout=waits.service_budget(90, cap_seconds=240))
     on_source = java_records(source_conf, topic, unique("java-src"))

@@ -1,50 +1,28 @@
-"""Consumer groups read by real clients (the promotion and switch tests): Kafka's ConsoleConsumer (the Java
-tool from the jars the project downloads) and a librdkafka consumer, each in a consumer group, each
-returning what it printed or received so a test judges positions from the consumers' own output.
+"""Consumer groups read by real clients (the promotion and switch tests): Kafka's Java consumer (the tests'
+judge, tests/support/judge.py, from the jars the project downloads) and a librdkafka consumer, each in a
+consumer group, each returning what it received so a test judges positions from the consumers' own output.
 
-Other test files run ConsoleConsumer and librdkafka groups in their own ways (reading until 6 s pass
-without a record); these read a fixed number of records, as an application that stops part-way does.
+Other test files run librdkafka groups in their own ways; these read a fixed number of records (or to the
+end), as an application that stops part-way does.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
 import time
 from typing import Any
 
-from eosmirror_tools.kit import runtime
-
-CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
-_PRINTED = re.compile(r"^Partition:(\d+)\tOffset:(\d+)\t(.*)$")
+from tests.support.judge import judge_read
 
 Read = dict[int, list[tuple[int, str]]]     # per partition: (offset, value) in the order received
 
 
-def java_group_read(conf: dict[str, Any], topic: str, group: str, max_messages: int, idle_ms: int = 10_000,
+def java_group_read(conf: dict[str, Any], topic: str, group: str, max_messages: int | None = None,
                     budget_s: float = 90) -> Read:
-    """Kafka's ConsoleConsumer in ``group`` (read_committed; from the group's committed offsets, the
-    earliest where it has none) prints ``max_messages`` records, or fewer when ``idle_ms`` pass without
-    one; its close commits what it printed. Returns what it printed, per partition."""
-    command = runtime.java_command(
-        CONSOLE_CONSUMER, "--bootstrap-server", conf["bootstrap.servers"], "--topic", topic, "--group", group,
-        "--from-beginning", "--isolation-level", "read_committed", "--max-messages", str(max_messages),
-        "--timeout-ms", str(idle_ms), "--formatter-property", "print.partition=true",
-        "--formatter-property", "print.offset=true", heap="256m", short_lived=True)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=budget_s)
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"ConsoleConsumer of {group} on {conf['bootstrap.servers']} did not end within "
-                             f"{budget_s:.0f} s; it printed: {str(exc.stdout)[-1500:]} {str(exc.stderr)[-1500:]}"
-                             ) from exc
-    assert "Processed a total of" in done.stderr, (
-        f"ConsoleConsumer of {group} exited {done.returncode}: {done.stderr[-1500:]}")
-    read: Read = {}
-    for line in done.stdout.splitlines():
-        printed = _PRINTED.match(line)
-        if printed:
-            read.setdefault(int(printed.group(1)), []).append((int(printed.group(2)), printed.group(3)))
-    return read
+    """Kafka's Java consumer in ``group`` (read_committed; from the group's committed offsets, the earliest
+    where it has none) takes ``max_messages`` records, or fewer when every partition reaches its end (None:
+    to the end); it commits as ConsoleConsumer's close does, after what it took. Returns what it took, per
+    partition."""
+    return judge_read(conf, topic, group, max_records=max_messages, budget_s=budget_s).records
 
 
 def rdk_group_read(conf: dict[str, Any], topic: str, group: str, count: int | None, budget_s: float = 60) -> Read:

@@ -416,16 +416,16 @@ class Drill:
         self.follower_ended()
 
     def producers_and_consumers_on_b(self, unique) -> None:
-        """Producers move to B; a ConsoleConsumer group reads all there is, a librdkafka group part of
+        """Producers move to B; a group of Kafka's Java consumer reads all there is, a librdkafka group part of
         it (5 records into what B received), both commit; then the producers write more on B."""
         self.first_on_b = dict(self.writer.next)
         with self.steps.step("producers on B (2 s)") as row:
             self.writer.burst(self.b_conf, 2)
             row[2] = f"sequences {self.first_on_b[0]}..{self.writer.next[0] - 1} per partition"
-        self.groups = {"console": unique("app-console"), "librdkafka": unique("app-rdkafka")}
+        self.groups = {"java": unique("app-java"), "librdkafka": unique("app-rdkafka")}
         with self.steps.step("consumer groups read on B and commit") as row:
-            got = java_records(self.b_conf, self.topic, self.groups["console"])
-            self.processed_on_b[self.groups["console"]] = {k: got[k][-1][1] for k in range(PARTITIONS)}
+            got = java_records(self.b_conf, self.topic, self.groups["java"])
+            self.processed_on_b[self.groups["java"]] = {k: got[k][-1][1] for k in range(PARTITIONS)}
             counts, logs = {}, {k: read_all(self.b_conf, self.topic, k) for k in range(PARTITIONS)}
             for k, log in logs.items():
                 first_b = next(i for i, r in enumerate(log) if seq(r.value) >= self.first_on_b[k])
@@ -435,7 +435,7 @@ class Drill:
             # what it processed last: the record before its committed offset (an offset, not an index)
             self.processed_on_b[self.groups["librdkafka"]] = {
                 k: next(r.value.decode() for r in logs[k] if r.offset == committed[k] - 1) for k in range(PARTITIONS)}
-            row[2] = f"console read {sum(len(v) for v in got.values())}, librdkafka {sum(counts.values())}"
+            row[2] = f"Java consumer read {sum(len(v) for v in got.values())}, librdkafka {sum(counts.values())}"
         for group, last in self.processed_on_b.items():
             for k, value in last.items():
                 assert seq(value) >= self.first_on_b[k], f"{group} stopped before B's own records, {k}: {value}"
@@ -484,9 +484,9 @@ class Drill:
         self.after_failback = {g: committed_offsets(self.a_conf, g, self.topic, PARTITIONS) for g in self.groups.values()}
         b_log = {k: values_of(self.b_conf, self.topic, k) for k in range(PARTITIONS)}
         with self.steps.step("consumer groups on A: first records") as row:
-            got = java_records(self.a_conf, self.topic, self.groups["console"])
-            judge_next(self.groups["console"], {k: got[k][0][1] for k in range(PARTITIONS) if got[k]},
-                       self.processed_on_b[self.groups["console"]], b_log)
+            got = java_records(self.a_conf, self.topic, self.groups["java"])
+            judge_next(self.groups["java"], {k: got[k][0][1] for k in range(PARTITIONS) if got[k]},
+                       self.processed_on_b[self.groups["java"]], b_log)
             group = self.groups["librdkafka"]
             judge_next(group, first_records_of_group(self.a_conf, group, self.topic), self.processed_on_b[group], b_log)
             row[2] = "2 groups x 3 partitions: the next record first, 0 re-reads, 0 skips"
