@@ -36,15 +36,18 @@ from eosmirror.core.runreport import RunReport
 from eosmirror_tools.kit import waits
 from tests.e2e.listeners import describe, listeners_of, session_members
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
-from tests.support.clusters import killable_cluster
+from tests.support.clusters import killable_cluster, own_port
 from tests.support.drill import RestOperator, drill_mirror, rest_drill
 from tests.support.names import unique_names
 from tests.support.processes import stop_process_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1300)]
-REST_CLUSTER_A_PORT = 18580   # the REST drill's cluster A
+# In this worker's port range (conftest's source port + offset), not fixed: two checkouts' runs of this
+# module on one machine shared port 18088, and one's tasks called the other's execution API (a 60 s
+# stall of every task, then failures).
+REST_CLUSTER_A_PORT = own_port(70)   # the REST drill's cluster A (and the next four ports)
 DRILL_TEST = "test_the_disaster_recovery_drill_through_the_rest_api"
-API_PORT = 18088          # not Airflow's default 8080: the execution API must follow the port
+API_PORT = own_port(80)   # not Airflow's default 8080: the execution API must follow the port
 BUDGET_SECONDS = 900      # all waits together, below the test's timeout
 # One REST call: the API server's own worker timeout (120 s). At load 10 it answered nothing for over
 # 30 s once (a GET of dagRuns timed out at the old 30 s while the runs went on): slow, not an outcome.
@@ -482,7 +485,7 @@ def test_make_airflow_serves_rest_triggers_catchup_and_backfill_copy_interval_by
 
 def test_the_disaster_recovery_drill_through_the_rest_api(airflow):
     """The whole disaster-recovery drill of tests/e2e/test_dr_drill.py through the REST API of the
-    module's Airflow (its own cluster A on port 18580, its mirror in the same mirrors file): started
+    module's Airflow (its own cluster A on REST_CLUSTER_A_PORT, its mirror in the same mirrors file): started
     by the ``airflow`` fixture beside the scheduler checks; here its outcome, under its own name."""
     airflow.checks_done.set()     # when the scheduler checks did not run, nothing else is to wait for
     assert airflow.drill is not None, "the drill was not started (its test was not among the selected ones)"
