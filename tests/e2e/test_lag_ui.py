@@ -44,8 +44,8 @@ def http(path, token=None, data=None):
 
 
 @pytest.fixture(scope="module")
-def lagging(source_conf, target_conf, tmp_path_factory):
-    """A mirror 2 x 14 offsets behind with recorded samples, in a mirrors.yaml of its own."""
+def lag_mirror(source_conf, tmp_path_factory):
+    """A mirror of a topic of 2 x 10 records, in a mirrors.yaml of its own."""
     suffix = uuid.uuid4().hex[:6]
     topic = create_topic(source_conf, f"ui-src-{suffix}", 2)
     seed_sequence(source_conf, topic, 2, 10)
@@ -54,7 +54,36 @@ def lagging(source_conf, target_conf, tmp_path_factory):
     path = mirrors_file(tmp_path_factory.mktemp("ui") / "mirrors.yaml", [
         {"name": name, "source": {"local": "source"}, "target": {"local": "target"}, "topics": [re.escape(topic)],
          "slots": 2, **fields}])
-    m = mirror(name, [topic], **fields)
+    return mirror(name, [topic], **fields), topic, path
+
+
+@pytest.fixture(scope="module")
+def api_process(lag_mirror, tmp_path_factory):
+    """`airflow api-server` on PORT with the mirror's mirrors file, started before ``lagging`` records the
+    mirror's history: its start (seconds of a core) goes on while the runs and the samples take theirs.
+    Stopped (its process group) afterwards."""
+    home.migrate()
+    _, _, path = lag_mirror
+    env = {**os.environ, **home.airflow_environ(), "AIRFLOW__API__PORT": str(PORT), "AIRFLOW__API__HOST": "127.0.0.1",
+           "AIRFLOW__API__BASE_URL": BASE, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{BASE}/execution/",
+           "EOSMIRROR_CONFIG": str(path)}
+    log = tmp_path_factory.mktemp("api") / "api-server.log"
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server", "--port", str(PORT)],
+                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc, log
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+
+
+@pytest.fixture(scope="module")
+def lagging(lag_mirror, api_process, source_conf):
+    """The mirror 2 x 14 offsets behind with recorded samples (recorded while the API server starts)."""
+    m, topic, path = lag_mirror
     assert run(m)["status"] == "ok"
     for step in range(4):   # a short history for the chart: the lag grows, then a run shrinks it
         lag.report(m, record=True)
@@ -65,32 +94,20 @@ def lagging(source_conf, target_conf, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def api_server(lagging, tmp_path_factory):
-    home.migrate()
+def api_server(lagging, api_process):
+    """The started API server once it answers, and a JWT from /auth/token."""
+    proc, log = api_process
     _, _, path = lagging
-    env = {**os.environ, **home.airflow_environ(), "AIRFLOW__API__PORT": str(PORT), "AIRFLOW__API__HOST": "127.0.0.1",
-           "AIRFLOW__API__BASE_URL": BASE, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{BASE}/execution/",
-           "EOSMIRROR_CONFIG": str(path)}
-    log = tmp_path_factory.mktemp("api") / "api-server.log"
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server", "--port", str(PORT)],
-                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        budget = waits.service_budget(180, cap_seconds=400)
-        deadline = time.monotonic() + budget
-        while http("/api/v2/monitor/health")[0] != 200:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise AssertionError(f"the API server did not answer within {budget:.0f} s (exit code {proc.poll()}; "
-                                     f"{waits.machine_now()}):\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-        status, body = http("/auth/token", data={"username": "admin", "password": admin_password()})
-        assert status in (200, 201), body
-        yield json.loads(body)["access_token"], path
-    finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+    budget = waits.service_budget(180, cap_seconds=400)
+    deadline = time.monotonic() + budget
+    while http("/api/v2/monitor/health")[0] != 200:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise AssertionError(f"the API server did not answer within {budget:.0f} s (exit code {proc.poll()}; "
+                                 f"{waits.machine_now()}):\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+    status, body = http("/auth/token", data={"username": "admin", "password": admin_password()})
+    assert status in (200, 201), body
+    return json.loads(body)["access_token"], path
 
 
 def admin_password():
