@@ -117,27 +117,27 @@ def unique(request):
 # Longest first, the tail is the short files. A file missing here keeps its place after these. (xdist
 # also sends a worker its next file while it holds 2 tests or fewer: a one-test file's worker gets the
 # file after the first three at once, queued behind it.)
-# Seconds: each file's tests (set-up included) in junit of `make test` at 698bab3 (3 workers, 14:49, other
-# engineers' work on the same 2 cores), before the cuts noted. The same figures are in docs/results.md.
-LONGEST_FIRST = (   # per-file seconds in make test at 698bab3 (junit, 3 workers, 14:49); longest first
-    "tests/e2e/test_airflow_scheduler.py",      # 379: the REST drill beside the scheduler checks, one start
-    "tests/e2e/test_loopback.py",               # 253 -> ~150: make airflow's loopback check moved to the scheduler file
-    "tests/integration/test_switchover_promote.py",   # 105
-    "tests/integration/test_mirror_safety.py",  # 99 over 16 tests
-    "tests/e2e/test_dr_drill.py",               # 86: A restarts beside the steps on B
-    "tests/e2e/test_chaos.py",                  # 249 -> 2 hard broker restarts; the other rounds in lab-smoke
-    "tests/integration/test_switch_ways_out.py",      # 84 -> ~65: the phase-only checks once, not per step
-    "tests/integration/test_security.py",       # 84 over 29 tests
-    "tests/integration/test_resume.py",         # 80
-    "tests/integration/test_group_failback_after_reverse.py",   # 77
-    "tests/e2e/test_airflow_dags.py",           # 76
-    "tests/integration/test_reverse.py",        # 73
-    "tests/integration/test_migrate.py",        # 70
-    "tests/integration/test_mm2_selection.py",  # 67
-    "tests/e2e/test_kill.py",                   # 54
-    "tests/integration/test_group_failback.py", # 52
-    "tests/integration/test_plan_fresh_commit.py",    # 52
+# Seconds: each file's tests (set-up included) in junit of `make test` from a fresh clone at b870b8d (3 workers,
+# 12:33, nothing else running). The same figures are in docs/results.md.
+LONGEST_FIRST = (   # per-file seconds in make test at b870b8d (junit, 3 workers, 12:33); longest first
+    "tests/e2e/test_airflow_scheduler.py",      # 264: the REST drill beside the scheduler checks, one start
+    "tests/e2e/test_loopback.py",               # 121: make airflow and make demo as a user starts them
+    "tests/e2e/test_dr_drill.py",               # 121: cluster A 100 ms away
+    "tests/integration/test_mirror_safety.py",  # 85 over 16 tests
+    "tests/integration/test_security.py",       # 81 over 29 tests
+    "tests/integration/test_switchover_promote.py",   # 75
+    "tests/e2e/test_airflow_dags.py",           # 75
+    "tests/integration/test_reverse.py",        # 75
+    "tests/integration/test_resume.py",         # 70
+    "tests/integration/test_group_failback_after_reverse.py",   # 61
+    "tests/e2e/test_chaos.py",                  # 56: 2 hard broker restarts; the other rounds in lab-smoke
+    "tests/integration/test_migrate.py",        # 55
+    "tests/integration/test_mm2_selection.py",  # 50
+    "tests/e2e/test_kill.py",                   # 49
+    "tests/integration/test_switch_ways_out.py",      # 49
     "tests/e2e/test_install.py",                # 48
+    "tests/integration/test_plan_fresh_commit.py",    # 41
+    "tests/e2e/test_spark_job.py",              # 40
 )
 
 
