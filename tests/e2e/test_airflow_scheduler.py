@@ -10,7 +10,7 @@ Beside all this, in a thread, the whole disaster-recovery drill of tests/e2e/tes
 REST API, on this same Airflow (one standalone start for both, the module's ``airflow`` fixture), its
 outcome reported by its own test, test_the_disaster_recovery_drill_through_the_rest_api.
 Slow (175-195 s on 2 cores at load 1-8; 358 s with the drill run after the checks instead of beside them):
-one standalone start, then about ten DAG runs through the real scheduler, most of them a spark-submit,
+one standalone start, then about ten DAG runs through the real scheduler (their copies in one run server),
 and beside them the drill's sixteen steps (180 s of them).
 
 One Airflow start serves every check; every wait draws on one budget below the test's timeout and
@@ -33,6 +33,7 @@ import pytest
 
 from eosmirror.airflow import reports
 from eosmirror.core.runreport import RunReport
+from eosmirror.spark import serverclient
 from eosmirror_tools.kit import waits
 from tests.e2e.listeners import describe, listeners_of, session_members
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
@@ -273,14 +274,20 @@ def airflow(request, source_conf, target_conf, standalone, rest_drill_a):
     seed_sequence(source_conf, af.stopper_topic, 1, 3)
     drill_entry, drill_topic = drill_mirror(rest_drill_a, unique, airflow={"schedule": None, "retries": 0})
     common = {"source": {"local": "source"}, "target": {"local": "target"}, "slots": 1, "max_transaction_seconds": 10}
+    # The scheduler checks' mirrors copy through one run server (`airflow.run_server`, docs/run-server.md): about
+    # ten copy tasks that would each start a Spark driver (~7.5 CPU-s) on a suite that is CPU-bound on 2 cores.
+    # The drill's mirror keeps spark-submit: the loopback check still samples a task's spark-submit sockets.
+    serverclient.start(workers=2)
+    request.addfinalizer(serverclient.stop)
+    served = {"retries": 0, "run_server": True}
     config_file = mirrors_file(standalone["log"].parent / "mirrors.yaml", [
         {**common, "name": af.scheduled, "topics": [af.scheduled_topic],
-         "airflow": {"schedule": hourly, "catchup": True, "retries": 0, "start_date": af.starts[0].isoformat()}},
+         "airflow": {**served, "schedule": hourly, "catchup": True, "start_date": af.starts[0].isoformat()}},
         {**common, "name": af.backfilled, "topics": [af.backfill_topic],
-         "airflow": {"schedule": hourly, "catchup": False, "retries": 0,
+         "airflow": {**served, "schedule": hourly, "catchup": False,
                      "start_date": (af.starts[0] - dt.timedelta(days=1)).isoformat()}},
-        {**common, "name": af.manual, "topics": [af.manual_topic], "airflow": {"schedule": None, "retries": 0}},
-        {**common, "name": af.stopper, "topics": [af.stopper_topic], "airflow": {"schedule": None, "retries": 0}},
+        {**common, "name": af.manual, "topics": [af.manual_topic], "airflow": {**served, "schedule": None}},
+        {**common, "name": af.stopper, "topics": [af.stopper_topic], "airflow": {**served, "schedule": None}},
         drill_entry])
     standalone["env"]["EOSMIRROR_DAGS_FOLDER"] = str(hand_off_dags(standalone["log"].parent / "dags",
                                                                    (af.manual, af.stopper)))
