@@ -37,6 +37,7 @@ from eosmirror.spark import serverclient
 from eosmirror_tools.kit import waits
 from tests.e2e.listeners import describe, listeners_of, session_members
 from tests.helpers import create_topic, mirrors_file, producer, read_all, seed_sequence
+from tests.support.airflow_dags import end_interrupted_runs
 from tests.support.clusters import killable_cluster, own_port
 from tests.support.drill import RestOperator, drill_mirror, rest_drill
 from tests.support.names import unique_names
@@ -144,6 +145,8 @@ def standalone(tmp_path_factory):
                 "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600"})
     state = {"env": env, "log": tmp_path_factory.mktemp("standalone") / "standalone.log", "home": home.airflow_home(),
              "proc": None, "listeners": set(), "watching": threading.Event()}
+    if ended := end_interrupted_runs(state["home"]):
+        print(f"ended {ended} DAG run(s) an interrupted session left running in {state['home']}")
     yield state
     state["watching"].clear()
     proc = state["proc"]
