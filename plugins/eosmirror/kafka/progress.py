@@ -191,33 +191,61 @@ def publish_to_source(source_conf: dict[str, Any], offsets: dict[tuple[str, int]
     """Best effort (KIP-656): the same progress on the SOURCE cluster, keyed by source partition, so
     that existing lag tools (kafka-consumer-groups, Burrow, ...) see the mirror's position.
     Bounded in time; returns an error text instead of raising: this must never fail a committed run.
-    (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)"""
-    from confluent_kafka import TopicPartition
-
+    (An asynchronous consumer commit, not the admin API, for the librdkafka reason given in read().)
+    A fresh publisher commits here; a slot builds its ``SourcePublisher`` when it opens instead."""
     if not offsets:
         return None
-    outcome: list[str | None] = []
-
-    def on_commit(err: Any, partitions: Any) -> None:
-        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in partitions or [] if tp.error]
-        outcome.append(err.str() if err is not None else ("; ".join(errors) or None))
-
     try:
-        committer = clients.progress_reader(source_conf, group, f"eosmirror-progress-publisher-{group}",
-                                            stable=False, on_commit=on_commit)
+        publisher = SourcePublisher(source_conf, group)
     except Exception as exc:  # noqa: BLE001 - best effort by design
         return f"{type(exc).__name__}: {exc}"
     try:
-        committer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=True)
-        deadline = time.monotonic() + timeout
-        while not outcome and time.monotonic() < deadline:
-            event = committer.poll(0.2)
-            if event is not None and event.error() is not None and "AUTHORIZATION" in event.error().name():
-                return f"{event.error().name()}: {event.error().str()}"
-        if not outcome:
-            return f"no answer from the source group coordinator within {timeout:.0f} s"
-        return outcome[0]
-    except Exception as exc:  # noqa: BLE001 - best effort by design
-        return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
+        return publisher.publish(offsets, timeout)
     finally:
-        committer.close()
+        publisher.close()
+
+
+class SourcePublisher:
+    """A never-assigned consumer of the progress group on the SOURCE cluster that publishes progress.
+
+    Built when a slot opens, not at its step 5: librdkafka connects to the bootstrap brokers and looks
+    up the group's coordinator on its own once a consumer with a group.id exists, so those round trips
+    (connection, API versions, metadata, FindCoordinator, the coordinator's connection: about six, 0.6 s
+    a slot with the source 100 ms away) overlap the copy and step 5 pays one OffsetCommit."""
+
+    def __init__(self, source_conf: dict[str, Any], group: str):
+        self.outcome: list[str | None] = []
+        self.consumer = clients.progress_reader(source_conf, group, f"eosmirror-progress-publisher-{group}",
+                                                stable=False, on_commit=self._on_commit)
+
+    def _on_commit(self, err: Any, partitions: Any) -> None:
+        errors = [f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in partitions or [] if tp.error]
+        self.outcome.append(err.str() if err is not None else ("; ".join(errors) or None))
+
+    def publish(self, offsets: dict[tuple[str, int], int], timeout: float = 10.0) -> str | None:
+        """Commit ``offsets`` and wait, bounded, for the answer: None when committed, else the error text.
+        Never raises."""
+        from confluent_kafka import TopicPartition
+
+        if not offsets:
+            return None
+        self.outcome.clear()
+        try:
+            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                 asynchronous=True)
+            deadline = time.monotonic() + timeout
+            while not self.outcome and time.monotonic() < deadline:
+                event = self.consumer.poll(0.05)   # serves the commit's callback; short: it ends the slot
+                if event is not None and event.error() is not None and "AUTHORIZATION" in event.error().name():
+                    return f"{event.error().name()}: {event.error().str()}"
+            if not self.outcome:
+                return f"no answer from the source group coordinator within {timeout:.0f} s"
+            return self.outcome[0]
+        except Exception as exc:  # noqa: BLE001 - best effort by design
+            return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
+
+    def close(self) -> None:
+        try:
+            self.consumer.close()
+        except Exception:  # noqa: BLE001 - best effort by design
+            pass

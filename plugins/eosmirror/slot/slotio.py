@@ -99,6 +99,7 @@ class KafkaSlotIO:
         self.reader: Any = None
         self.admin: Any = None
         self.source_admin: Any = None
+        self.publisher: progress.SourcePublisher | None = None
 
     def open(self, on_delivery: Callable[[Any, Any], None]) -> None:
         t = self.task
@@ -110,6 +111,10 @@ class KafkaSlotIO:
                                                 f"{name}-consumer", where=f"mirror {t.mirror!r}: source_consumer",
                                                 follow=t.follow_until is not None,
                                                 defaults=bandwidth.source_queue(t.cap, message_max))
+        try:   # step 5's publisher, now: its lookups overlap the copy (progress.SourcePublisher)
+            self.publisher = progress.SourcePublisher(t.source_conf, t.progress_group)
+        except Exception:  # noqa: BLE001 - best effort: step 5 builds one then and reports its error
+            self.publisher = None
         sizing = producer_sizing(t)
         if t.delivery == "exactly_once":
             self.producer = self._transactional_producer()
@@ -199,7 +204,9 @@ class KafkaSlotIO:
                                     group_id=t.progress_group)
 
     def publish_to_source(self, offsets: dict[tuple[str, int], int]) -> str | None:
-        return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
+        if self.publisher is None:
+            return progress.publish_to_source(self.task.source_conf, offsets, self.task.progress_group)
+        return self.publisher.publish(offsets)
 
     def close(self) -> None:
         for client in (self.consumer, self.reader):
@@ -208,6 +215,8 @@ class KafkaSlotIO:
                     client.close()
                 except Exception:  # noqa: BLE001
                     pass
+        if self.publisher is not None:
+            self.publisher.close()
         if self.producer is not None:
             try:
                 self.producer.flush(1)
@@ -215,4 +224,4 @@ class KafkaSlotIO:
                 pass
         # Drop the clients now: a traceback that keeps the copier (and this object) alive must not
         # keep a producer reconnecting (and logging) to a cluster long after the slot ended.
-        self.producer = self.admin = self.source_admin = self.consumer = self.reader = None
+        self.producer = self.admin = self.source_admin = self.consumer = self.reader = self.publisher = None
