@@ -239,7 +239,7 @@ class SourcePublisher:
                 if event is not None and event.error() is not None and "AUTHORIZATION" in event.error().name():
                     return f"{event.error().name()}: {event.error().str()}"
             if not self.outcome:
-                return f"no answer from the source group coordinator within {timeout:.0f} s"
+                return f"no answer from the source group coordinator within {timeout:g} s"
             return self.outcome[0]
         except Exception as exc:  # noqa: BLE001 - best effort by design
             return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
