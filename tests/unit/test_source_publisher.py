@@ -99,3 +99,14 @@ def test_no_answer_within_the_bound_says_so_and_nothing_to_publish_asks_nothing(
     assert consumer.polls >= 2
     idle, idle_consumer = publisher(None)
     assert idle.publish({}) is None and idle_consumer.commits == []
+
+
+def test_a_failed_close_is_logged_not_raised(publisher, caplog):
+    pub, consumer = publisher(None)
+
+    def broken():
+        raise RuntimeError("handle already destroyed")
+
+    consumer.close = broken
+    pub.close()
+    assert "closing the source progress publisher failed" in caplog.text and "handle already destroyed" in caplog.text

@@ -245,7 +245,8 @@ class SourcePublisher:
             return f"{calls.error_name(exc) or type(exc).__name__}: {calls.error_text(exc)}"
 
     def close(self) -> None:
+        """Close the consumer; a failure is logged (the publish's outcome is already reported), never raised."""
         try:
             self.consumer.close()
-        except Exception:  # noqa: BLE001 - best effort by design
-            pass
+        except Exception as exc:  # noqa: BLE001 - best effort by design
+            log.warning("closing the source progress publisher failed (not fatal): %s: %s", type(exc).__name__, exc)
