@@ -35,8 +35,11 @@ $(UV):
 	$(PYTHON) -m venv $(UV_HOME)
 	$(UV_HOME)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.synced: pyproject.toml tools/pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --python $(PYTHON)
+# --compile-bytecode: uv, unlike pip, leaves the .pyc files out, and where PYTHONDONTWRITEBYTECODE is set (as on this
+# machine kind) Python then compiles every module it imports on every start: an Airflow command
+# started in 3.2 s instead of 1.5 s, and the suite starts hundreds of them. Compiling once takes about 9 s.
+$(VENV)/.synced: pyproject.toml tools/pyproject.toml uv.lock Makefile | $(UV)
+	$(UV) sync --frozen --compile-bytecode --python $(PYTHON)
 	@touch $@
 
 setup: $(VENV)/.synced
