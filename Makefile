@@ -48,13 +48,14 @@ setup: $(VENV)/.synced
 demo: setup
 	$(BIN)/eosmirror demo
 
-# Three pytest-xdist workers, each with its own clusters, home and Airflow database (tests/conftest.py);
+# Four pytest-xdist workers, each with its own clusters, home and Airflow database (tests/conftest.py);
 # whole files go to one worker (fixed-port test clusters stay within their file). The suite waits on
-# brokers, Spark and Airflow far more than it computes: on 2 cores, 3 workers took 10 min 16 s where
-# 2 took 16 min 14 s (the latter before the 45 s close() fix; see docs/testing-and-benchmarks.md).
+# brokers, Spark and Airflow more than it computes: on 2 cores, from fresh clones of one commit, 4 workers
+# took 10 min 17 s (CPU 13 % idle) where 3 took 12 min 23 s; earlier, 3 took 10 min 16 s where 2 took
+# 16 min 14 s (docs/results.md).
 # --no-loadscope-reorder keeps the collection order, where tests/conftest.py puts the longest files
 # first (xdist's default reorder by test count put them last, as the run's tail).
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test: setup browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not lab and not brokers" tests/e2e tests/integration tests/unit
 
