@@ -62,7 +62,7 @@ test: setup browser lint
 # The lab's own smoke runs (the bench and soak suites on the kit): they test the lab, not the product, so
 # `make test` leaves them out; CI runs them after it (.ci/run).
 lab-smoke: setup
-	$(BIN)/pytest -n 2 --dist loadfile -m lab tests/e2e tests/integration
+	$(BIN)/pytest -n 3 --dist loadfile -m lab tests/e2e tests/integration
 
 # One cross-version broker cell (Kafka 2.8 with ZooKeeper -> 4.4: a mirror under production, a group failover),
 # judged by each cluster's own Kafka tools; CI runs it after make test. `make broker-matrix` runs every cell.
