@@ -117,27 +117,28 @@ def unique(request):
 # Longest first, the tail is the short files. A file missing here keeps its place after these. (xdist
 # also sends a worker its next file while it holds 2 tests or fewer: a one-test file's worker gets the
 # file after the first three at once, queued behind it.)
-# Seconds: each file's tests (set-up included) in junit of `make test` from a fresh clone at b870b8d (3 workers,
-# 12:33, nothing else running). The same figures are in docs/results.md.
-LONGEST_FIRST = (   # per-file seconds in make test at b870b8d (junit, 3 workers, 12:33); longest first
-    "tests/e2e/test_airflow_scheduler.py",      # 264: the REST drill beside the scheduler checks, one start
-    "tests/e2e/test_loopback.py",               # 121: make airflow and make demo as a user starts them
-    "tests/e2e/test_dr_drill.py",               # 121: cluster A 100 ms away
-    "tests/integration/test_mirror_safety.py",  # 85 over 16 tests
-    "tests/integration/test_security.py",       # 81 over 29 tests
-    "tests/integration/test_switchover_promote.py",   # 75
-    "tests/e2e/test_airflow_dags.py",           # 75
-    "tests/integration/test_reverse.py",        # 75
-    "tests/integration/test_resume.py",         # 70
-    "tests/integration/test_group_failback_after_reverse.py",   # 61
-    "tests/e2e/test_chaos.py",                  # 56: 2 hard broker restarts; the other rounds in lab-smoke
-    "tests/integration/test_migrate.py",        # 55
-    "tests/integration/test_mm2_selection.py",  # 50
-    "tests/e2e/test_kill.py",                   # 49
-    "tests/integration/test_switch_ways_out.py",      # 49
-    "tests/e2e/test_install.py",                # 48
-    "tests/integration/test_plan_fresh_commit.py",    # 41
-    "tests/e2e/test_spark_job.py",              # 40
+# Seconds: each file's tests (set-up included) in junit of `make test` from fresh clones at db7646d and d3874dc
+# (4 workers, 10:17 and 10:24, nothing else running; the mean of the two). The runs are in docs/results.md.
+LONGEST_FIRST = (   # per-file seconds in make test at db7646d and d3874dc (junit, 4 workers); longest first
+    "tests/e2e/test_airflow_scheduler.py",      # 261: the REST drill beside the scheduler checks, one start
+    "tests/e2e/test_dr_drill.py",               # 138: cluster A 100 ms away
+    "tests/e2e/test_loopback.py",               # 111: make airflow and make demo as a user starts them
+    "tests/e2e/test_airflow_dags.py",           # 107
+    "tests/integration/test_mirror_safety.py",  # 96 over 16 tests
+    "tests/integration/test_security.py",       # 94 over 29 tests
+    "tests/e2e/test_install.py",                # 82
+    "tests/integration/test_reverse.py",        # 77
+    "tests/integration/test_resume.py",         # 75
+    "tests/integration/test_switchover_promote.py",   # 74
+    "tests/integration/test_group_failback_after_reverse.py",   # 62
+    "tests/e2e/test_chaos.py",                  # 59: 2 hard broker restarts; the other rounds in lab-smoke
+    "tests/integration/test_migrate.py",        # 59
+    "tests/integration/test_mm2_selection.py",  # 52
+    "tests/e2e/test_kill.py",                   # 51
+    "tests/integration/test_plan_fresh_commit.py",    # 47
+    "tests/e2e/test_spark_job.py",              # 45
+    "tests/e2e/test_lineage_events.py",         # 42
+    "tests/integration/test_switch_ways_out.py",      # 42
 )
 
 
