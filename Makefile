@@ -37,7 +37,8 @@ $(UV):
 
 # --compile-bytecode: uv, unlike pip, leaves the .pyc files out, and where PYTHONDONTWRITEBYTECODE is set (as on this
 # machine kind) Python then compiles every module it imports on every start: an Airflow command
-# started in 3.2 s instead of 1.5 s, and the suite starts hundreds of them. Compiling once takes about 9 s.
+# started in 3.2 s instead of 1.5 s, and one make test starts about 500 Python processes (process accounting).
+# Compiling once takes about 9 s.
 $(VENV)/.synced: pyproject.toml tools/pyproject.toml uv.lock Makefile | $(UV)
 	$(UV) sync --frozen --compile-bytecode --python $(PYTHON)
 	@touch $@
@@ -67,7 +68,7 @@ lab-smoke: setup
 	$(BIN)/pytest -n 3 --dist loadfile -m "$(LAB_MARK)" tests/e2e tests/integration
 
 # One cross-version broker cell (Kafka 2.8 with ZooKeeper -> 4.4: a mirror under production, a group failover),
-# judged by each cluster's own Kafka tools; CI runs it after make test. `make broker-matrix` runs every cell.
+# judged by each cluster's own Kafka tools; CI runs it inside lab-smoke's session. `make broker-matrix` runs every cell.
 broker-cell: setup
 	$(BIN)/pytest -m brokers tests/integration/test_broker_versions.py
 
