@@ -67,8 +67,10 @@ def fake_tree(tmp_path):
     java = subprocess.Popen([str(tmp_path / "java"), str(tmp_path / "jvm.py"), sys.executable,
                              str(tmp_path / "daemon.py"), str(tmp_path / "exit"), str(tmp_path / "worker.py"),
                              str(tmp_path), str(WORK_SECONDS)], start_new_session=True)
+    # The pid file exists from the worker's open() on, before its write: wait for the pid, not the file
+    # (a read in between found '' once, under a four-worker make test).
     deadline = time.monotonic() + 20
-    while not (tmp_path / "worker.pid").exists():
+    while not (tmp_path / "worker.pid").exists() or not (tmp_path / "worker.pid").read_text():
         assert time.monotonic() < deadline and java.poll() is None, "the fake worker did not start within 20 s"
         time.sleep(0.05)
     yield java, tmp_path
