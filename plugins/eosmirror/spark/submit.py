@@ -12,7 +12,6 @@ this interpreter) finds SPARK_HOME through the same interpreter.
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eosmirror import paths
-from eosmirror.spark import classarchive
+from eosmirror.spark import bytecode, classarchive
 
 log = logging.getLogger(__name__)
 
@@ -67,20 +66,20 @@ def shipped_sources() -> list[tuple[Path, str]]:
 
 
 def package_zip() -> Path:
-    """The executor-side code as a zip for ``--py-files`` (executors on other hosts import it from there)."""
-    sources = shipped_sources()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for source, arcname in sources:
-            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))   # same bytes for the same code
-            zf.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
-    content = buffer.getvalue()
+    """The executor-side code as a zip for ``--py-files`` (executors on other hosts import it from there),
+    with its bytecode (spark/bytecode.py: each Python worker imported it compiling every module). Rebuilt
+    only when a module's source changed (marshalled bytecode is not byte-for-byte stable across processes)."""
+    entries = [(arcname, source.read_bytes(), (2020, 1, 1, 0, 0, 0)) for source, arcname in shipped_sources()]
     target = paths.under_home("dist") / "eosmirror-executor.zip"
-    if not target.exists() or target.read_bytes() != content:
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(content)
-        tmp.replace(target)
-    log.info("executor package %s: %d modules, %d bytes", target, len(sources), len(content))
+    current = False
+    if target.exists():
+        try:
+            current = bytecode.sources(target) == entries and bytecode.has_current_bytecode(target)
+        except (OSError, zipfile.BadZipFile):
+            current = False
+    if not current:
+        bytecode.replace(target, bytecode.zip_bytes(entries))
+    log.info("executor package %s: %d modules, %d bytes", target, len(entries), target.stat().st_size)
     return target
 
 
