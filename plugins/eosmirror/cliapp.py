@@ -183,20 +183,23 @@ def _run(args: argparse.Namespace) -> int:
     mirror = cliops.load_mirror(args)  # validate the name and the file before starting Spark
     options = job.options_from(args)
     job.check_follow(mirror, options)
-    how = launch.decide(mirror, args, options, inprocess=args.inprocess, served=args.server)
+    def cmd() -> list[str]:
+        return submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
+                              submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
+                              ship_package=args.ship_package)
+
+    # The job's report line is for machines (the copy task); a person reads its summary, printed last.
+    how, submitted = launch.decide_beside_submit(mirror, args, options, cmd, lambda line: print(line, flush=True),
+                                                 inprocess=args.inprocess, served=args.server)
+    if submitted is not None:
+        return submitted[0]
     if how.way is launch.Way.RUN_SERVER:
         return serverclient.run_command(args)
-    if how.way is launch.Way.IN_PROCESS:
-        code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
-        print(report.summary(result))
-        if args.result_json:
-            report.write_json(result.to_dict(), args.result_json)
-        return code
-    cmd = submit.command(args.master or submit.default_master(), serverclient.job_arguments(args),
-                         submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{args.mirror}"),
-                         ship_package=args.ship_package)
-    # The job's report line is for machines (the copy task); a person reads its summary, printed last.
-    return launch.stream(cmd, lambda line: print(line, flush=True))[0]
+    code, result = job.run(args.mirror, args, run_in_process, how.planned, mirror=mirror)
+    print(report.summary(result))
+    if args.result_json:
+        report.write_json(result.to_dict(), args.result_json)
+    return code
 
 
 def _spark_settings(items: list[str]) -> dict[str, str]:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
@@ -29,9 +31,12 @@ def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress
     before = progress_of(target_conf, m, topic, PARTITIONS)
     config_file = write_mirror_file(tmp_path / "mirrors.yaml", m)
     result_file = tmp_path / "empty.json"
-    # No --inprocess: the CLI decides; with nothing pending it must not start spark-submit.
+    # No --inprocess: the CLI decides; with nothing pending, the spark-submit it started beside its plan
+    # (spark/gate.py) never passes the launch gate: no Spark context, and nothing of it is left running.
     empty = cli("run", m.name, "--config", str(config_file), "--result-json", str(result_file), timeout=120)
     assert empty.returncode == 0, empty.stdout + empty.stderr
+    assert "SparkContext" not in empty.stdout + empty.stderr and "Using incubator modules" not in empty.stderr
+    assert_no_job_left(m.name)
     report = json.loads(result_file.read_text())
     assert report["status"] == "ok" and report["records"] == 0
     assert {s["status"] for s in report["slots"]} == {"nothing-to-do"} and len(report["slots"]) == m.slots
@@ -42,6 +47,24 @@ def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress
     assert {p: a.offset for p, a in after.items()} == {p: b.offset for p, b in before.items()}
     # Every partition's progress was committed again by this run (idle progress must not expire).
     assert all(after[p].committed_ms > before[p].committed_ms for p in range(PARTITIONS))
+
+
+def assert_no_job_left(mirror_name: str, budget: float = 20.0) -> None:
+    """No process of a job for ``mirror_name`` (spark-submit's JVM, its Python driver) within ``budget`` s."""
+    deadline = time.monotonic() + budget
+    while True:
+        left = []
+        for stat in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = stat.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--mirror" in argv and mirror_name.encode() in argv and any(b"spark" in a.lower() for a in argv):
+                left.append(stat.parent.name)
+        if not left:
+            return
+        assert time.monotonic() < deadline, f"the stopped job of {mirror_name} is still running: pids {left}"
+        time.sleep(0.2)
 
 
 def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observing_again(

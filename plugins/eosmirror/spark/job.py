@@ -28,6 +28,7 @@ from eosmirror.core.logformat import LOG_FORMAT
 from eosmirror.core.runreport import Report, RunFailure, RunReport
 from eosmirror.driver.lag import record_run
 from eosmirror.driver.run import MirrorRun, Planned, RunOptions, SlotRunner, run_in_process
+from eosmirror.spark import gate
 from eosmirror.spark.runargs import add_run_arguments, follow_until, parse_timestamp
 from eosmirror.spark.runner import run_on_spark, start_spark_early
 
@@ -131,6 +132,16 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # Started by `eosmirror run` while it still plans: nothing (Spark, a cluster) before its answer.
+    try:
+        go, waited = gate.wait()
+    except EosMirrorError as exc:
+        print(f"eosmirror: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if not go:
+        return EXIT_OK   # the launcher runs it another way (spark/gate.py, step 3)
+    if waited > 0.1:
+        log.info("waited %.2f s at the launch gate for the launcher's plan", waited)
     return execute(args, job_runner(args))
 
 

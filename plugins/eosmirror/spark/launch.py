@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
+import threading
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
@@ -33,7 +35,7 @@ from eosmirror.core.config import MirrorConfig
 from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.runreport import Report, RunFailure
 from eosmirror.driver.run import MirrorRun, Planned, RunOptions, run_in_process
-from eosmirror.spark import job, server, serverclient, submit
+from eosmirror.spark import gate, job, server, serverclient, submit
 from eosmirror.spark.runargs import follow_until
 from eosmirror.spark.runner import slots_need_spark
 
@@ -116,33 +118,138 @@ def run_to_report(mirror: MirrorConfig, config_file: str, spark: SparkTarget, sa
     job_args = submit.job_arguments(mirror.name, config_file, final_of_switchover=final_of_switchover)
     args = job.parser().parse_args(job_args)
     options = job.options_from(args)
-    how = decide(mirror, args, options, inprocess=inprocess, run_server=mirror.airflow.run_server)
-    say(f"{mirror.name}: {how.why}")
+    def submit_cmd() -> list[str]:
+        return submit.command(spark.master, job_args, submit.spark_conf(dict(mirror.spark_conf),
+                                                                        f"eosmirror-{mirror.name}"),
+                              ship_package=True, deploy_mode=spark.deploy_mode)
+
+    how, submitted = decide_beside_submit(mirror, args, options, submit_cmd, say, spark.env, inprocess=inprocess,
+                                          run_server=mirror.airflow.run_server,
+                                          announce=lambda how: say(f"{mirror.name}: {how.why}"))
     if how.way is Way.IN_PROCESS:
         return job.run(mirror.name, args, run_in_process, how.planned, mirror=mirror)[1]
-    cmd = (serverclient.client_command(job_args) if how.way is Way.RUN_SERVER else
-           submit.command(spark.master, job_args, submit.spark_conf(dict(mirror.spark_conf), f"eosmirror-{mirror.name}"),
-                          ship_package=True, deploy_mode=spark.deploy_mode))
-    code, found = stream(cmd, say, spark.env)
+    code, found = submitted or stream(serverclient.client_command(job_args), say, spark.env)
     if found is None:
         return RunFailure(mirror=mirror.name, error=f"the run ended with exit code {code} without a run report "
                                                    f"(its output is above)", exit_code=code or 1)
     return found
 
 
-def stream(cmd: list[str], say: Callable[[str], None], extra_env: dict[str, str] | None = None
-           ) -> tuple[int, Report | None]:
-    """Run a job command (spark-submit, or the run server's client): each output line but the report
-    line goes to ``say`` as it comes; (exit code, the report line's report or None)."""
+def decide_beside_submit(mirror: MirrorConfig, args: argparse.Namespace, options: RunOptions,
+                         submit_cmd: Callable[[], list[str]],
+                         say: Callable[[str], None], extra_env: dict[str, str] | None = None, *,
+                         inprocess: bool = False, served: bool = False, run_server: bool = False,
+                         announce: Callable[[Launch], None] = lambda how: None,
+                         ) -> tuple[Launch, tuple[int, Report | None] | None]:
+    """``decide``, with spark-submit (``submit_cmd()``, built only when it may run) started behind the launch gate while ``decide`` plans,
+    whenever its plan may send the run there (spark/gate.py: the plan and spark-submit's start overlap).
+    Returns (how the run executes, (exit code, report) when it went through spark-submit); ``announce``
+    hears the decision before the run's output starts."""
+    if not _plans_first(args, inprocess, served) or run_server:   # nothing to overlap (or a run server)
+        how = decide(mirror, args, options, inprocess=inprocess, served=served, run_server=run_server)
+        announce(how)
+        return how, (stream(submit_cmd(), say, extra_env) if how.way is Way.SPARK_SUBMIT else None)
+    launch_gate = gate.LaunchGate()
+    job_process = _start(submit_cmd(), {**(extra_env or {}), **launch_gate.env()}, hold_stderr=True)
+    try:
+        how = decide(mirror, args, options, inprocess=inprocess, served=served, run_server=run_server)
+        announce(how)
+        if how.way is not Way.SPARK_SUBMIT:
+            return how, None
+        launch_gate.answer(gate.GO)
+        job_process.release_stderr()
+        return how, _follow(job_process, say)
+    finally:
+        if launch_gate.answered != gate.GO:   # step 3: the job has done nothing; it leaves
+            launch_gate.answer(gate.STOP)
+            job_process.end()
+        launch_gate.remove()
+
+
+def _plans_first(args: argparse.Namespace, inprocess: bool, served: bool) -> bool:
+    """Whether ``decide`` plans before it chooses (the rule ``decide`` follows)."""
+    return not (inprocess or args.dry_run or served) and follow_until(args) is None
+
+
+class _JobProcess:
+    """A job command started before the launcher chose it: its stderr (the JVM's first lines) is held
+    until the launcher does, and dropped if it does not."""
+
+    def __init__(self, proc: subprocess.Popen[str]):
+        self.proc = proc
+        self.held: list[str] = []
+        self.released = threading.Event()
+        self.lock = threading.Lock()
+        self.forwarder = threading.Thread(target=self._forward, name="eosmirror-job-stderr", daemon=True)
+        self.forwarder.start()
+
+    def _forward(self) -> None:
+        for line in self.proc.stderr or ():
+            with self.lock:
+                if not self.released.is_set():
+                    self.held.append(line)
+                    continue
+            sys.stderr.write(line)
+
+    def release_stderr(self) -> None:
+        with self.lock:
+            sys.stderr.write("".join(self.held))
+            self.held.clear()
+            self.released.set()
+
+    def end(self) -> None:
+        """Stop the process (it has not passed the gate, so it wrote nothing) and drop its held output,
+        without waiting for it: a run with nothing to copy is not held up by a JVM's shutdown."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        threading.Thread(target=self._reap, name="eosmirror-job-end", daemon=True).start()
+
+    def _reap(self) -> None:
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        """After the process ended: its stderr read to the end (or 5 s), the pipes closed."""
+        self.forwarder.join(timeout=5)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe:
+                pipe.close()
+
+
+def _start(cmd: list[str], extra_env: dict[str, str] | None, hold_stderr: bool = False) -> _JobProcess:
     env = submit.process_env()
     env.update(extra_env or {})
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE if hold_stderr else None, text=True, errors="replace")
+    return _JobProcess(proc)
+
+
+def _follow(job_process: _JobProcess, say: Callable[[str], None]) -> tuple[int, Report | None]:
+    """Each output line of the job but the report line goes to ``say`` as it comes; (exit code, the
+    report line's report or None)."""
     found: Report | None = None
-    with subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                          errors="replace") as proc:
+    proc = job_process.proc
+    try:
         for line in proc.stdout or ():
             parsed = report.parse_result_line(line)
             if parsed is None:
                 say(line.rstrip("\n"))
             else:
                 found = parsed
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+        proc.wait()
+        job_process.close()
     return proc.returncode, found
+
+
+def stream(cmd: list[str], say: Callable[[str], None], extra_env: dict[str, str] | None = None
+           ) -> tuple[int, Report | None]:
+    """Run a job command (spark-submit, or the run server's client): each output line but the report
+    line goes to ``say`` as it comes; (exit code, the report line's report or None)."""
+    return _follow(_start(cmd, extra_env), say)
