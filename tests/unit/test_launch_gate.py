@@ -150,3 +150,15 @@ def test_runs_that_do_not_plan_here_start_the_job_after_deciding(fake_job):
             assert gate.GATE_ENV not in env and submitted is not None and submitted[0] == 3
         else:
             assert fake_job.started == [] and submitted is None
+
+
+def test_without_spark_submit_an_empty_run_still_runs_here_and_a_copy_names_what_is_missing(fake_job):
+    def missing():
+        raise FileNotFoundError("spark-submit not found: install the project (`make setup`) or put Spark on PATH")
+    fake_job.cmd = missing
+    fake_job.empty = True
+    how, submitted, _ = decide(fake_job)
+    assert how.way is Way.IN_PROCESS and submitted is None and fake_job.started == []
+    fake_job.empty = False
+    with pytest.raises(FileNotFoundError, match="spark-submit not found"):
+        decide(fake_job)

@@ -141,17 +141,25 @@ def decide_beside_submit(mirror: MirrorConfig, args: argparse.Namespace, options
                          inprocess: bool = False, served: bool = False, run_server: bool = False,
                          announce: Callable[[Launch], None] = lambda how: None,
                          ) -> tuple[Launch, tuple[int, Report | None] | None]:
-    """``decide``, with spark-submit (``submit_cmd()``, built only when it may run) started behind the launch gate while ``decide`` plans,
-    whenever its plan may send the run there (spark/gate.py: the plan and spark-submit's start overlap).
+    """``decide``, with spark-submit (``submit_cmd()``) started behind the launch gate while ``decide``
+    plans, whenever its plan may send the run there (spark/gate.py: the plan and spark-submit's start
+    overlap); without a plan to overlap, or without spark-submit on this host, ``decide`` first.
     Returns (how the run executes, (exit code, report) when it went through spark-submit); ``announce``
     hears the decision before the run's output starts."""
-    if not _plans_first(args, inprocess, served) or run_server:   # nothing to overlap (or a run server)
+    cmd = None
+    if _plans_first(args, inprocess, served) and not run_server:
+        try:
+            cmd = submit_cmd()
+        except FileNotFoundError:   # no spark-submit here: a run with nothing to copy still needs none
+            cmd = None
+    if cmd is None:   # nothing to overlap (or a run server, or no Spark to start)
         how = decide(mirror, args, options, inprocess=inprocess, served=served, run_server=run_server)
         announce(how)
         return how, (stream(submit_cmd(), say, extra_env) if how.way is Way.SPARK_SUBMIT else None)
     launch_gate = gate.LaunchGate()
-    job_process = _start(submit_cmd(), {**(extra_env or {}), **launch_gate.env()}, hold_stderr=True)
+    job_process: _JobProcess | None = None
     try:
+        job_process = _start(cmd, {**(extra_env or {}), **launch_gate.env()}, hold_stderr=True)
         how = decide(mirror, args, options, inprocess=inprocess, served=served, run_server=run_server)
         announce(how)
         if how.way is not Way.SPARK_SUBMIT:
@@ -162,7 +170,8 @@ def decide_beside_submit(mirror: MirrorConfig, args: argparse.Namespace, options
     finally:
         if launch_gate.answered != gate.GO:   # step 3: the job has done nothing; it leaves
             launch_gate.answer(gate.STOP)
-            job_process.end()
+            if job_process is not None:
+                job_process.end()
         launch_gate.remove()
 
 
