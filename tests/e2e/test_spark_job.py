@@ -1,6 +1,7 @@
 """The mirror job through spark-submit on Spark local: retries, overlap, dry run, result JSON."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -13,9 +14,9 @@ from tests.helpers import cli, create_topic, faults_env, mirror, read_all, seed_
 pytestmark = pytest.mark.e2e
 
 
-def spark_submit(config_file, name, master="local[2]", env=None, background=False, extra=()):
+def spark_submit(config_file, name, master="local[2]", env=None, background=False, extra=(), conf=None):
     cmd = submit.command(master, submit.job_arguments(name, config_path=str(config_file), **dict(extra)),
-                         submit.spark_conf({"spark.ui.enabled": "false"}, f"test-{name}"))
+                         submit.spark_conf(dict(conf or {}), f"test-{name}"))
     full_env = {**submit.process_env(), **(env or {})}
     if background:
         return subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -76,6 +77,12 @@ def test_result_json_reports_ranges_records_bytes_times_and_age(source_conf, tar
     # (spark-submit prints the Python driver's log on its stdout)
     assert "Spark started while the driver planned: context" in done.stdout, done.stdout[-3000:]
     assert "starting Spark ahead of the slots failed" not in done.stdout
+    # A bounded run starts no Spark UI (submit.for_run); one given spark.ui.enabled=true has one.
+    assert "Spark UI off" in done.stdout
+    seed_sequence(source_conf, topic, 2, 5, prefix="ui-")
+    ui = spark_submit(config_file, m.name, conf={"spark.ui.enabled": "true", "spark.ui.port": "0"})
+    assert ui.returncode == 0, ui.stdout[-2000:]
+    assert re.search(r"Spark UI http://[^ ]+:\d+", ui.stdout), ui.stdout[-3000:]
 
 
 def test_dry_run_and_plan_write_nothing(source_conf, target_conf, unique, tmp_path):

@@ -205,7 +205,7 @@ def execute(operator: Any, context: Any, submit_job: Callable[[Any], Any]) -> di
     operator.py_files = str(submit.package_zip())
     # This worker's Spark class archive (the driver runs here in client mode; in cluster mode the
     # path is absent on the driver's host and the JVM ignores it).
-    operator.conf = submit.with_class_archive(dict(operator.conf or {}))
+    operator.conf = submit.with_class_archive(submit.for_run(dict(operator.conf or {}), operator.application_args))
     try:
         _submit_with_secrets_file(operator, context, submit_job, mirror)
     except Exception:

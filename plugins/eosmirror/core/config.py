@@ -176,7 +176,8 @@ class MirrorConfig:
     target_producer: Mapping[str, Any] = declare(
         Settings(), "librdkafka overrides of the target producer (same rule)", FrozenMap())
     spark_conf: Mapping[str, str] = declare(
-        Settings(spark=True, no_inline_secrets=False), "Spark properties of the job", FrozenMap())
+        Settings(spark=True, no_inline_secrets=False),
+        "Spark properties of the job (a bounded run starts no Spark UI unless this sets `spark.ui.enabled`)", FrozenMap())
     airflow: AirflowSettings = declare(Section(cls=AirflowSettings), "the mirror's DAG", AirflowSettings())
     groups: GroupSettings | None = declare(
         Section(cls=GroupSettings), "consumer-group failover/failback with exact offsets (`eosmirror groups`, "

@@ -62,8 +62,9 @@ def _start_spark(workers: int) -> None:
         if workers:
             sc.setJobGroup("eosmirror-warm-up", "eosmirror: start the Python workers the slots will reuse")
             sc.parallelize(range(workers), workers).map(warm_worker).collect()
-        log.info("Spark started while the driver planned: context %.2f s, %d Python worker(s) warm %.2f s later",
-                 ready - started, workers, time.monotonic() - ready)
+        log.info("Spark started while the driver planned: context %.2f s, %d Python worker(s) warm %.2f s later; "
+                 "Spark UI %s", ready - started, workers, time.monotonic() - ready,
+                 sc.uiWebUrl or "off")
     except Exception as exc:  # noqa: BLE001 - the slots' own start reports any real problem
         log.warning("starting Spark ahead of the slots failed (%s); the slots start it themselves", exc)
 

@@ -148,6 +148,16 @@ def spark_conf(mirror_conf: dict[str, str], app_name: str) -> dict[str, str]:
     return conf
 
 
+def for_run(conf: dict[str, str], job_args: list[str]) -> dict[str, str]:
+    """``conf`` for the run of ``job_args``: a bounded run (no ``--follow-until``) starts no Spark UI unless
+    ``conf`` (the mirror's ``spark_conf``) sets ``spark.ui.enabled``: it lives seconds, so nobody opens its
+    UI, and starting it took about 0.3 s of every run's start (docs/results.md, "The Spark UI of a bounded
+    run"). A follow run, which copies for minutes, keeps Spark's default (on)."""
+    if "--follow-until" in job_args or "spark.ui.enabled" in conf:
+        return conf
+    return {**conf, "spark.ui.enabled": "false"}
+
+
 def with_class_archive(conf: dict[str, str]) -> dict[str, str]:
     """``conf`` with the Spark class archive mapped into the driver and executor JVMs, when this host
     has one built (classarchive.py). Decided where spark-submit runs, at submit time; a mirror that
@@ -169,6 +179,7 @@ def build_class_archive() -> tuple[Path, float]:
 
 def command(master: str, job_args: list[str], conf: dict[str, str], ship_package: bool = False,
             deploy_mode: str | None = None, application: Path = JOB) -> list[str]:
+    conf = for_run(conf, job_args)
     if deploy_mode != "cluster":   # the driver runs here: this host's archive applies
         conf = with_class_archive(conf)
     cmd = [spark_submit_binary(), "--master", master]
