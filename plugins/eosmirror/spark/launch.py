@@ -18,6 +18,10 @@ Inside Spark (the job spark-submit runs, ``job_runner``, or a run in the run ser
 driver. A follow run always needs executors: its slots copy for minutes, each with its lifeline
 (tests/e2e/test_kill.py). The lean `eosmirror run --server` path reads the first rules off its
 command line (``runargs.served_command_line``) so that it imports none of this.
+
+``decide_beside_submit`` is ``decide`` for `eosmirror run` and the switchover's final run: while the plan
+runs, spark-submit is already starting behind the launch gate (spark/gate.py), and it is let through or
+stopped by the plan's answer. The Airflow copy task calls ``decide``, then submits.
 """
 
 from __future__ import annotations
