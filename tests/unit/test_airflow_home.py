@@ -108,3 +108,17 @@ def test_the_shim_adds_skip_serve_logs_and_the_password_file_is_owner_only(tmp_p
     passwords.chmod(0o644)
     listen.private_password_file(tmp_path)
     assert passwords.read_text() == '{"admin": "x"}\n' and passwords.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_api_server_waits_less_for_sqlite_than_the_other_components():
+    """The API server's audit log and its own sync requests wait on each other until the busy timeout
+    ends it (home.py): 20 s there, 60 s in the scheduler, the DAG processor, tasks and CLI calls."""
+    code = "from eosmirror.airflow import home; print(home.SQLITE_CONNECT_ARGS['timeout'])"   # argv: -c, the role
+    seen = {}
+    for role in ("api-server", "scheduler", "dag-processor", "tasks"):
+        done = subprocess.run([sys.executable, "-c", code, role, "--port", "1"], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        seen[role] = int(done.stdout.strip())
+    assert seen == {"api-server": home.API_SERVER_SQLITE_TIMEOUT, "scheduler": 60, "dag-processor": 60, "tasks": 60}
+    assert home.API_SERVER_SQLITE_TIMEOUT < 60

@@ -22,8 +22,16 @@ from eosmirror.airflow import listen
 # is not enough for a waiting writer, so wait up to 60 s. (A transaction that read and then must
 # write still gets "database is locked" at once: SQLite does not wait there. PostgreSQL, as in
 # docker/, has neither limit.)
+# The API server (`airflow api-server`, also under `standalone`) waits 20 s: one of Airflow's own audit-log
+# dependencies (api_fastapi/logging/decorators.py, log_action) commits on the server's event loop, and when a
+# sync request of the same server (a task's execution API call) holds the write lock, that request cannot
+# commit until the loop is free. The two then wait on each other until the audit log's busy timeout ends it
+# with "database is locked" (a 500 before the request's own work, which a client sends again): with 60 s,
+# the whole API server stood still 60 s each time (46 s and 58 s gaps in one run of
+# tests/e2e/test_airflow_scheduler.py). 20 s still outlasts an ordinary wait for the scheduler's writes.
 # Airflow imports this dict by its dotted path (database.sql_alchemy_connect_args).
-SQLITE_CONNECT_ARGS = {"timeout": 60}
+API_SERVER_SQLITE_TIMEOUT = 20
+SQLITE_CONNECT_ARGS = {"timeout": API_SERVER_SQLITE_TIMEOUT if sys.argv[1:2] == ["api-server"] else 60}
 EXECUTION_API_TIMEOUT_SECONDS = "60"
 
 
