@@ -29,25 +29,25 @@ def test_a_module_is_imported_from_its_bytecode(tmp_path):
     assert bytecode.has_current_bytecode(archive)
 
 
-def test_bytecode_that_does_not_match_its_source_is_ignored(tmp_path):
-    """A .pyc compiled from other source (hash-checked) never runs: the source does."""
-    stale = bytecode.pyc_of("pkg/mod.py", b"ANSWER = 1\n")
-    archive = tmp_path / "lib.zip"
+def zip_with_pyc(archive, source: bytes, pyc: bytes):
+    """A zip of package ``pkg`` whose module ``mod`` has ``source`` and, beside it, ``pyc``."""
     with zipfile.ZipFile(archive, "w") as out:
         out.writestr("pkg/__init__.py", b"")
-        out.writestr("pkg/mod.py", b"ANSWER = 2\n")
-        out.writestr("pkg/mod.pyc", stale)
+        out.writestr("pkg/mod.py", source)
+        out.writestr("pkg/mod.pyc", pyc)
+    return archive
+
+
+def test_bytecode_that_does_not_match_its_source_is_ignored(tmp_path):
+    """A .pyc compiled from other source (hash-checked) never runs: the source does."""
+    archive = zip_with_pyc(tmp_path / "lib.zip", b"ANSWER = 2\n", bytecode.pyc_of("pkg/mod.py", b"ANSWER = 1\n"))
     assert import_from(archive, "pkg.mod") == [f"{archive}/pkg/mod.py", "2"]
 
 
 def test_another_pythons_bytecode_is_ignored_and_recompiled(tmp_path):
     """Another interpreter's magic number: the source is imported, and setup compiles the zip again."""
     foreign = b"\x00\x00\r\n" + bytecode.pyc_of("pkg/mod.py", b"ANSWER = 3\n")[4:]
-    archive = tmp_path / "lib.zip"
-    with zipfile.ZipFile(archive, "w") as out:
-        out.writestr("pkg/__init__.py", b"")
-        out.writestr("pkg/mod.py", b"ANSWER = 3\n")
-        out.writestr("pkg/mod.pyc", foreign)
+    archive = zip_with_pyc(tmp_path / "lib.zip", b"ANSWER = 3\n", foreign)
     assert import_from(archive, "pkg.mod") == [f"{archive}/pkg/mod.py", "3"]
     assert not bytecode.has_current_bytecode(archive)
 
