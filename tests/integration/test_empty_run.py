@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import cli, create_topic, mirror, progress_of, run, seed_sequence, write_mirror_file
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -51,20 +51,17 @@ def test_an_empty_run_plans_once_runs_without_spark_and_refreshes_every_progress
 
 def assert_no_job_left(mirror_name: str, budget: float = 20.0) -> None:
     """No process of a job for ``mirror_name`` (spark-submit's JVM, its Python driver) within ``budget`` s."""
-    deadline = time.monotonic() + budget
-    while True:
+    def jobs_left():
         left = []
-        for stat in Path("/proc").glob("[0-9]*/cmdline"):
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             try:
-                argv = stat.read_bytes().split(b"\0")
+                argv = cmdline.read_bytes().split(b"\0")
             except OSError:
                 continue
             if b"--mirror" in argv and mirror_name.encode() in argv and any(b"spark" in a.lower() for a in argv):
-                left.append(stat.parent.name)
-        if not left:
-            return
-        assert time.monotonic() < deadline, f"the stopped job of {mirror_name} is still running: pids {left}"
-        time.sleep(0.2)
+                left.append(cmdline.parent.name)
+        return not left, f"pids {left}"
+    wait_for(f"the stopped job of {mirror_name} to end", jobs_left, budget)
 
 
 def test_the_run_completes_the_plan_that_found_nothing_to_copy_instead_of_observing_again(

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from eosmirror.core.errors import EosMirrorError
 from eosmirror.core.runreport import RunFailure
 from eosmirror.spark import gate, job, launch
 from eosmirror.spark.launch import Way
+from tests.support.waiting import wait_for
 
 MIRROR = config.parse({"mirrors": [{"name": "m1", "source": {"local": "source"}, "target": {"local": "target"},
                                     "topics": ["orders"]}]}, __import__("pathlib").Path("m.yaml")).mirrors[0]
@@ -65,6 +67,7 @@ JOB = textwrap.dedent("""
     from eosmirror.core.runreport import RunFailure
     from eosmirror.spark import gate
     print("JVM starting", file=sys.stderr, flush=True)
+    Path(sys.argv[1] + ".at-the-gate").write_text("waiting")
     go, waited = gate.wait()
     if not go:
         sys.exit(0)
@@ -92,9 +95,11 @@ def fake_job(tmp_path, monkeypatch):
         return started
     monkeypatch.setattr(launch, "_start", recording_start)
     def plan(mirror, options):
-        time.sleep(fake_job.plan_seconds)   # the job reaches the gate while the launcher still plans
+        if fake_job.plan_until_the_job_waits:   # the job reaches the gate while the launcher still plans
+            at_the_gate = Path(f"{fake_job.marker}.at-the-gate")
+            wait_for("the job to wait at the launch gate", lambda: (at_the_gate.exists(), at_the_gate), 30)
         return fake_job.empty, ("run", "plan") if fake_job.empty else None
-    fake_job.plan_seconds = 0.0
+    fake_job.plan_until_the_job_waits = False
     monkeypatch.setattr(launch, "_plan", plan)
     return fake_job
 
@@ -108,7 +113,7 @@ def decide(fake, *extra, **flags):
 
 
 def test_a_run_with_records_to_copy_goes_through_the_job_started_beside_the_plan(fake_job, capfd):
-    fake_job.plan_seconds = 0.5
+    fake_job.plan_until_the_job_waits = True
     how, submitted, lines = decide(fake_job)
     assert how.way is Way.SPARK_SUBMIT
     code, found = submitted
@@ -120,7 +125,7 @@ def test_a_run_with_records_to_copy_goes_through_the_job_started_beside_the_plan
 
 
 def test_a_run_with_nothing_to_copy_stops_the_job_at_the_gate(fake_job, capfd):
-    fake_job.empty, fake_job.plan_seconds = True, 1.5
+    fake_job.empty, fake_job.plan_until_the_job_waits = True, True
     how, submitted, lines = decide(fake_job)
     assert how.way is Way.IN_PROCESS and submitted is None and lines == []
     (process, env), = fake_job.started
