@@ -144,9 +144,12 @@ def test_a_failing_plan_stops_the_job(fake_job, monkeypatch):
     assert process.proc.wait(timeout=30) in (0, -15) and not fake_job.marker.exists()
 
 
-def test_runs_that_do_not_plan_here_start_the_job_after_deciding(fake_job):
+def test_runs_that_do_not_plan_here_or_whose_driver_runs_elsewhere_start_the_job_after_deciding(fake_job):
+    """No gate for a dry run, --inprocess, a follow run (no plan to overlap), nor a driver in cluster deploy
+    mode (on another host: neither the gate directory nor spark-submit's environment reaches it)."""
     for extra, flags, way in ((("--dry-run",), {}, Way.IN_PROCESS), ((), {"inprocess": True}, Way.IN_PROCESS),
-                              (("--follow-seconds", "60"), {}, Way.SPARK_SUBMIT)):
+                              (("--follow-seconds", "60"), {}, Way.SPARK_SUBMIT),
+                              ((), {"gated": False}, Way.SPARK_SUBMIT)):
         fake_job.started.clear()
         how, submitted, _ = decide(fake_job, *extra, **flags)
         assert how.way is way

@@ -129,7 +129,8 @@ def run_to_report(mirror: MirrorConfig, config_file: str, spark: SparkTarget, sa
 
     how, submitted = decide_beside_submit(mirror, args, options, submit_cmd, say, spark.env, inprocess=inprocess,
                                           run_server=mirror.airflow.run_server,
-                                          announce=lambda how: say(f"{mirror.name}: {how.why}"))
+                                          announce=lambda how: say(f"{mirror.name}: {how.why}"),
+                                          gated=spark.deploy_mode != "cluster")
     if how.way is Way.IN_PROCESS:
         return job.run(mirror.name, args, run_in_process, how.planned, mirror=mirror)[1]
     code, found = submitted or stream(serverclient.client_command(job_args), say, spark.env)
@@ -143,15 +144,16 @@ def decide_beside_submit(mirror: MirrorConfig, args: argparse.Namespace, options
                          submit_cmd: Callable[[], list[str]],
                          say: Callable[[str], None], extra_env: dict[str, str] | None = None, *,
                          inprocess: bool = False, served: bool = False, run_server: bool = False,
-                         announce: Callable[[Launch], None] = lambda how: None,
+                         announce: Callable[[Launch], None] = lambda how: None, gated: bool = True,
                          ) -> tuple[Launch, tuple[int, Report | None] | None]:
     """``decide``, with spark-submit (``submit_cmd()``) started behind the launch gate while ``decide``
     plans, whenever its plan may send the run there (spark/gate.py: the plan and spark-submit's start
     overlap); without a plan to overlap, or without spark-submit on this host, ``decide`` first.
     Returns (how the run executes, (exit code, report) when it went through spark-submit); ``announce``
-    hears the decision before the run's output starts."""
+    hears the decision before the run's output starts. ``gated=False``: a driver in cluster deploy mode,
+    which runs on another host, where neither the gate nor spark-submit's environment reaches it."""
     cmd = None
-    if _plans_first(args, inprocess, served) and not run_server:
+    if gated and _plans_first(args, inprocess, served) and not run_server:
         try:
             cmd = submit_cmd()
         except FileNotFoundError:   # no spark-submit here: a run with nothing to copy still needs none
