@@ -36,7 +36,7 @@ import getpass
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable
 
 from eosmirror.core import divergence, migration, mirrorstate, naming, transitions
 from eosmirror.core import writerights as rules
@@ -176,32 +176,38 @@ def summarize(mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]],
                  for (t, k), (start, end) in sorted(ranges.items()))
 
 
-def ensure_side_topics(new: Cluster, old: Cluster, mirror: MirrorConfig, topics: list[str]) -> None:
-    """Create the side topics on the new primary that do not exist yet, with the old topic's partition count."""
+def ensure_side_topics(new: Cluster, old: Cluster, mirror: MirrorConfig, topics: list[str]) -> set[str]:
+    """Create the side topics on the new primary that do not exist yet, with the old topic's partition count.
+    Returns the side topics this call created: empty, since only the copier's transactional id writes there."""
     from confluent_kafka.admin import NewTopic
 
     counts = {t: len(meta.partitions) for t, meta in old.admin.list_topics(timeout=30).topics.items() if t in topics}
     wanted = [NewTopic(naming.diverged_topic(t, mirror.name), counts[t], mirror.target_replication_factor)
               for t in topics]
+    created = set()
     for name, future in new.admin.create_topics(wanted, request_timeout=calls.DEFAULT_TIMEOUT).items():
         try:
             future.result(timeout=calls.DEFAULT_TIMEOUT)
             log.info("created side topic %s", name)
+            created.add(name)
         except Exception as exc:  # noqa: BLE001
             if calls.error_name(exc) != "TOPIC_ALREADY_EXISTS":
                 raise calls.translate(exc, f"create the side topic {name}", new.label, f"Create on topic {name}") from None
+    return created
 
 
-def still_to_copy(new: Cluster, mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]]
-                  ) -> dict[tuple[str, int], list[Any]]:
+def still_to_copy(new: Cluster, mirror: MirrorConfig, found: dict[tuple[str, int], list[Any]],
+                  just_created: AbstractSet[str] = frozenset()) -> dict[tuple[str, int], list[Any]]:
     """The partitions whose diverged records are not in their side topic yet (read_committed, after the
-    copier's id fenced any other copier); a side partition with other data is refused."""
+    copier's id fenced any other copier); a side partition with other data is refused. A side topic this
+    run just created is empty and is not read: a broker may not know its partitions yet for a moment
+    after CreateTopics ("Unknown partition", seen under load)."""
     todo = {}
     for (topic, k), records in sorted(found.items()):
         if not records:
             continue
         side = naming.diverged_topic(topic, mirror.name)
-        there = [dict(r.headers).get(naming.DIVERGED_HEADER) for r in readers.read_all(
+        there = [] if side in just_created else [dict(r.headers).get(naming.DIVERGED_HEADER) for r in readers.read_all(
             new, side, k, client_id=f"eosmirror-{mirror.name}-side-reader")]
         expected = [naming.diverged_origin(topic, k, r.offset) for r in records]
         if not divergence.side_topic_state(side, k, there, expected):
@@ -217,8 +223,8 @@ def copy_diverged(new: Cluster, old: Cluster, mirror: MirrorConfig, found: dict[
     producer = clients.transactional_producer(new.settings, {}, txn_id, 60000, client_id=f"eosmirror-{mirror.name}-diverged")
     calls.call(producer.init_transactions, "initialise the divergence copier", new.label,
                f"Write on transactional id {txn_id}", 60)    # fences a concurrent copier: one writes
-    ensure_side_topics(new, old, mirror, sorted({t for (t, _), rs in found.items() if rs}))
-    todo = still_to_copy(new, mirror, found)
+    created = ensure_side_topics(new, old, mirror, sorted({t for (t, _), rs in found.items() if rs}))
+    todo = still_to_copy(new, mirror, found, created)
     if not todo:
         return 0
     try:
